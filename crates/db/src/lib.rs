@@ -1,0 +1,1 @@
+//! storbench-db: see DESIGN.md. (Being built.)

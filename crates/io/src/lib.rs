@@ -1,0 +1,1 @@
+//! storbench-io: see DESIGN.md. (Being built.)

@@ -1,0 +1,1 @@
+//! storbench-media: see DESIGN.md. (Being built.)

@@ -1,0 +1,169 @@
+//! Parsing of the value formats every storbench flag and plan file shares:
+//! durations (`500ms`, `30s`, `2m`, `1h`), sizes (`8k`, `64KiB`, `1G`, `4096`)
+//! and load lists (`1,2,4`, `fib:89`, `1..8`). Errors name the bad value and
+//! what is allowed, so callers can pass them straight to the user.
+
+use std::time::Duration;
+
+/// Parses a duration: an integer or decimal followed by `ms`, `s`, `m` or `h`
+/// (a bare number means seconds).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let bad = || format!("'{s}' is not a duration: use e.g. 500ms, 30s, 2m or 1h");
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let secs = match unit.trim() {
+        "ms" => n / 1000.0,
+        "" | "s" | "sec" => n,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(bad()),
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parses a size in bytes: a number with an optional suffix. `k`, `m`, `g`,
+/// `t` and their `KiB`/`K`/`KB` forms are powers of 1024, as fio reads them
+/// for block sizes; `b` or no suffix means bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let bad = || format!("'{s}' is not a size: use e.g. 4096, 8k, 64KiB, 1G");
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return Err(bad()),
+    };
+    let v = n * mult as f64;
+    if !v.is_finite() || v < 0.0 || v > u64::MAX as f64 || v.fract() != 0.0 {
+        return Err(bad());
+    }
+    Ok(v as u64)
+}
+
+/// Formats bytes the way users write them: `8k`, `64k`, `1m`, `1g`, else bytes.
+pub fn format_size(bytes: u64) -> String {
+    for (unit, m) in [("t", 1u64 << 40), ("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)] {
+        if bytes >= m && bytes.is_multiple_of(m) {
+            return format!("{}{unit}", bytes / m);
+        }
+    }
+    bytes.to_string()
+}
+
+/// Parses a list of load levels: `1,2,4`, a range `1..8`, or `fib:N` (the
+/// Fibonacci-like sequence 1, 2, 3, 5, 8, ... up to N, as STUDIES.md S4 uses;
+/// N itself is included even when it is not in the sequence). Values must be
+/// positive; duplicates are kept out, order kept.
+pub fn parse_list(s: &str) -> Result<Vec<u32>, String> {
+    let t = s.trim();
+    let bad = || format!("'{s}' is not a list: use e.g. 1,2,4 or 1..8 or fib:89 (positive whole numbers)");
+    let mut out: Vec<u32> = Vec::new();
+    if let Some(max) = t.strip_prefix("fib:") {
+        let max: u32 = max.trim().parse().map_err(|_| bad())?;
+        if max == 0 {
+            return Err(bad());
+        }
+        let (mut a, mut b) = (1u32, 2u32);
+        while a <= max {
+            out.push(a);
+            let next = a.saturating_add(b);
+            a = b;
+            b = next;
+        }
+        if out.last() != Some(&max) {
+            out.push(max);
+        }
+        return Ok(out);
+    }
+    for part in t.split(',') {
+        let part = part.trim();
+        if let Some((lo, hi)) = part.split_once("..") {
+            let lo: u32 = lo.trim().parse().map_err(|_| bad())?;
+            let hi: u32 = hi.trim().parse().map_err(|_| bad())?;
+            if lo == 0 || hi < lo {
+                return Err(bad());
+            }
+            out.extend(lo..=hi);
+        } else {
+            let v: u32 = part.parse().map_err(|_| bad())?;
+            if v == 0 {
+                return Err(bad());
+            }
+            out.push(v);
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|v| seen.insert(*v));
+    Ok(out)
+}
+
+/// Formats a duration compactly: `500ms`, `30s`, `2m`, `1m30s`.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let s = d.as_secs();
+    match (s / 60, s % 60) {
+        (0, s) => format!("{s}s"),
+        (m, 0) => format!("{m}m"),
+        (m, s) => format!("{m}m{s}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1.5h").unwrap(), Duration::from_secs(5400));
+        for bad in ["", "fast", "10x", "-1s", "s"] {
+            let e = parse_duration(bad).unwrap_err();
+            assert!(e.contains(&format!("'{bad}'")) && e.contains("30s"), "{e}");
+        }
+        assert_eq!(format_duration(Duration::from_secs(90)), "1m30s");
+        assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("8k").unwrap(), 8192);
+        assert_eq!(parse_size("64KiB").unwrap(), 65536);
+        assert_eq!(parse_size("1G").unwrap(), 1 << 30);
+        assert_eq!(parse_size("1.5m").unwrap(), 3 << 19);
+        for bad in ["", "8q", "k", "-4k", "0.3"] {
+            assert!(parse_size(bad).unwrap_err().contains("not a size"), "{bad}");
+        }
+        assert_eq!(format_size(8192), "8k");
+        assert_eq!(format_size(1 << 30), "1g");
+        assert_eq!(format_size(1000), "1000");
+    }
+
+    #[test]
+    fn lists() {
+        assert_eq!(parse_list("1,2,4").unwrap(), vec![1, 2, 4]);
+        assert_eq!(parse_list("fib:89").unwrap(), vec![1, 2, 3, 5, 8, 13, 21, 34, 55, 89]);
+        assert_eq!(parse_list("fib:10").unwrap(), vec![1, 2, 3, 5, 8, 10]);
+        assert_eq!(parse_list("1..4").unwrap(), vec![1, 2, 3, 4]);
+        assert_eq!(parse_list("4,4,2").unwrap(), vec![4, 2]);
+        for bad in ["", "0", "a", "fib:0", "3..1", "1,,2"] {
+            assert!(parse_list(bad).is_err(), "{bad}");
+        }
+    }
+}

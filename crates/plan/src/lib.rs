@@ -1,0 +1,1 @@
+//! storbench-plan: see DESIGN.md. (Being built.)

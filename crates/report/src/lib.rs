@@ -1,0 +1,1 @@
+//! storbench-report: see DESIGN.md. (Being built.)

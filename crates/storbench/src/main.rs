@@ -1,0 +1,27 @@
+//! The storbench binary: parses the command line, dispatches to a command,
+//! and maps outcomes to exit codes (0 done, 1 the run failed, 2 bad input,
+//! 130 interrupted). Only this crate prints to the terminal.
+
+mod cli;
+mod cmd;
+#[allow(dead_code)] // used as the commands land
+mod error;
+#[allow(dead_code)] // used as the commands land
+mod interrupt;
+#[allow(dead_code)] // used as the commands land
+mod live;
+#[allow(dead_code)] // used as the commands land
+mod record;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    interrupt::install();
+    match cmd::dispatch(&cli.global, cli.command) {
+        Ok(code) => code,
+        Err(e) => error::report(&e),
+    }
+}

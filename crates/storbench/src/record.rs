@@ -1,0 +1,176 @@
+//! Recording a run: the one path every command that measures goes through.
+//!
+//! Call [`Recorder::begin`] only after every input is validated (bad input
+//! never leaves a run behind). Each step is written whole when it ends
+//! ([`Recorder::write_step`]), with the system monitor's samples for the same
+//! seconds merged in. [`Recorder::finish`] sets the final status, prints the
+//! run record with `--json`, and gives the exit code.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use serde_json::{json, Value};
+use storbench_metrics::StepReport;
+use storbench_results::{NewRun, RunRow, Status, Store};
+use storbench_sysmon::Monitor;
+
+use crate::cli::Global;
+use crate::error::{EXIT_FAILED, EXIT_INTERRUPTED};
+
+/// How a run ended.
+pub enum Outcome {
+    /// Every step ran.
+    Complete,
+    /// The user stopped it; completed steps are kept.
+    Interrupted,
+    /// An error ended it; completed steps are kept.
+    Failed(anyhow::Error),
+}
+
+/// When a step started and when its measured part (after ramp-up) began.
+#[derive(Clone, Debug)]
+pub struct StepClock {
+    /// Monotonic start of the step (ramp-up included).
+    pub start: Instant,
+    /// Monotonic start of the measured window (end of ramp-up).
+    pub measure_from: Instant,
+    started_at: String,
+}
+
+impl StepClock {
+    /// Marks the end of ramp-up: the measured window starts now.
+    pub fn measuring(&mut self) {
+        self.measure_from = Instant::now();
+    }
+}
+
+/// An open run in the results store.
+pub struct Recorder {
+    store: Store,
+    run: RunRow,
+    env: Value,
+    next_idx: i64,
+    json: bool,
+    quiet: bool,
+    monitor: Monitor,
+}
+
+/// Environment facts every run records, merged under `extra`'s keys.
+pub fn base_env(extra: Value) -> Value {
+    let mut env = storbench_sysmon::host_env();
+    env["storbench_version"] = json!(env!("CARGO_PKG_VERSION"));
+    if let (Some(e), Value::Object(x)) = (env.as_object_mut(), extra) {
+        e.extend(x);
+    }
+    env
+}
+
+impl Recorder {
+    /// Opens the store and records the start of a run. `targets` are the
+    /// paths whose devices the system monitor watches.
+    pub fn begin(
+        g: &Global,
+        kind: &str,
+        default_label: String,
+        config: Value,
+        env: Value,
+        targets: &[PathBuf],
+    ) -> Result<Recorder> {
+        let mut store = Store::open(&g.results)?;
+        let env = base_env(env);
+        let run = store.begin_run(&NewRun {
+            kind: kind.to_string(),
+            label: g.label.clone().unwrap_or(default_label),
+            config,
+            env: env.clone(),
+            plan: g.plan.clone(),
+            cell: g.cell.clone(),
+        })?;
+        Ok(Recorder {
+            store,
+            run,
+            env,
+            next_idx: 0,
+            json: g.json,
+            quiet: g.quiet,
+            monitor: Monitor::start(targets),
+        })
+    }
+
+    /// The run as first recorded.
+    pub fn run(&self) -> &RunRow {
+        &self.run
+    }
+
+    /// Adds facts to the run's environment (e.g. a server version learnt
+    /// after connecting).
+    pub fn add_env(&mut self, key: &str, value: Value) -> Result<()> {
+        self.env[key] = value;
+        self.store.update_env(self.run.id, &self.env)?;
+        Ok(())
+    }
+
+    /// Starts timing a step.
+    pub fn clock(&self) -> StepClock {
+        let now = Instant::now();
+        StepClock { start: now, measure_from: now, started_at: storbench_results::now_rfc3339() }
+    }
+
+    /// Writes a finished step, with the monitor's figures for its measured
+    /// window and its samples from the step's start.
+    pub fn write_step(
+        &mut self,
+        clock: StepClock,
+        label: &str,
+        params: Value,
+        mut report: StepReport,
+    ) -> Result<()> {
+        let end = Instant::now();
+        let sys = self.monitor.window(clock.start, clock.measure_from, end);
+        report.figures.extend(sys.figures);
+        report.samples.extend(sys.samples);
+        report.histograms.extend(sys.histograms);
+        let finished = storbench_results::now_rfc3339();
+        self.store
+            .write_step(self.run.id, self.next_idx, label, &params, &clock.started_at, &finished, &report)
+            .with_context(|| format!("saving step '{label}'"))?;
+        self.next_idx += 1;
+        Ok(())
+    }
+
+    /// Number of steps written so far.
+    pub fn steps_written(&self) -> i64 {
+        self.next_idx
+    }
+
+    /// Ends the run: sets its status, prints the record with `--json`, and
+    /// returns the exit code (0, 1 or 130).
+    pub fn finish(mut self, outcome: Outcome) -> Result<ExitCode> {
+        let (status, code, err) = match outcome {
+            Outcome::Complete => (Status::Complete, 0, None),
+            Outcome::Interrupted => (Status::Interrupted, EXIT_INTERRUPTED, None),
+            Outcome::Failed(e) => (Status::Failed, EXIT_FAILED, Some(e)),
+        };
+        self.store.finish_run(self.run.id, status)?;
+        if self.json {
+            let rec = self.store.export(&self.run.id.to_string())?;
+            println!("{}", serde_json::to_string_pretty(&rec)?);
+        }
+        if let Some(e) = &err {
+            crate::error::report(e);
+        }
+        if !self.quiet || status != Status::Complete {
+            eprintln!(
+                "storbench: run {} ({}) {} with {} step(s), saved in {}",
+                self.run.id,
+                &self.run.uuid[..8],
+                status.as_str(),
+                self.next_idx,
+                self.store.path().display()
+            );
+        }
+        Ok(ExitCode::from(code))
+    }
+}

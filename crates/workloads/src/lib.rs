@@ -1,0 +1,1 @@
+//! storbench-workloads: see DESIGN.md. (Being built.)
