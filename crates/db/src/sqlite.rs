@@ -1,0 +1,254 @@
+//! Embedded SQLite (rusqlite, bundled): WAL mode, durable commits
+//! (`synchronous=FULL` unless the URL says `?synchronous=normal`), a busy
+//! timeout so writers queue, and `BEGIN IMMEDIATE` so a reader never fails
+//! on upgrading its lock.
+
+use std::time::Duration;
+
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::ToSql;
+
+use crate::error::{DbError, ErrorKind};
+use crate::placeholder::to_sqlite;
+use crate::url::DbUrl;
+use crate::value::{Row, Stmt, StmtCache, Value};
+use crate::{Caps, Connection, Counters, Dialect, ServerInfo};
+
+pub(crate) struct SqliteConn {
+    conn: rusqlite::Connection,
+    /// Translated SQL per statement id; rusqlite's own cache holds the
+    /// prepared handles.
+    sql: StmtCache<String>,
+    settings: Vec<(String, String)>,
+}
+
+fn map_err(e: rusqlite::Error) -> DbError {
+    use rusqlite::ffi::ErrorCode;
+    let kind = match &e {
+        rusqlite::Error::SqliteFailure(f, _) => match f.code {
+            ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => ErrorKind::Retryable,
+            ErrorCode::CannotOpen => ErrorKind::Connect,
+            ErrorCode::PermissionDenied | ErrorCode::ReadOnly => ErrorKind::Permission,
+            _ => ErrorKind::Other,
+        },
+        _ => ErrorKind::Other,
+    };
+    let msg = e.to_string();
+    let kind = if msg.contains("no such table") || msg.contains("no such column") {
+        ErrorKind::MissingObject
+    } else {
+        kind
+    };
+    DbError::new(kind, format!("sqlite: {msg}"))
+}
+
+impl ToSql for Value {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Value::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+            Value::Int(v) => ToSqlOutput::Borrowed(ValueRef::Integer(*v)),
+            Value::Float(v) => ToSqlOutput::Borrowed(ValueRef::Real(*v)),
+            Value::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+        })
+    }
+}
+
+fn from_ref(v: ValueRef<'_>) -> Value {
+    match v {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(i) => Value::Int(i),
+        ValueRef::Real(f) => Value::Float(f),
+        ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Blob(b) => Value::Text(String::from_utf8_lossy(b).into_owned()),
+    }
+}
+
+impl SqliteConn {
+    pub(crate) fn open(url: &DbUrl) -> Result<SqliteConn, DbError> {
+        let (path, query) = match url.rest().split_once('?') {
+            Some((p, q)) => (p, q),
+            None => (url.rest(), ""),
+        };
+        let mut synchronous = "FULL".to_string();
+        for kv in query.split('&').filter(|s| !s.is_empty()) {
+            match kv.split_once('=') {
+                Some(("synchronous", v)) => {
+                    let v = v.to_ascii_uppercase();
+                    if !["OFF", "NORMAL", "FULL", "EXTRA"].contains(&v.as_str()) {
+                        return Err(DbError::new(
+                            ErrorKind::Connect,
+                            format!("sqlite: synchronous='{v}' is not one of off, normal, full, extra"),
+                        ));
+                    }
+                    synchronous = v;
+                }
+                _ => {
+                    return Err(DbError::new(
+                        ErrorKind::Connect,
+                        format!(
+                            "sqlite: unknown URL option '{kv}' (allowed: synchronous=off|normal|full|extra)"
+                        ),
+                    ))
+                }
+            }
+        }
+        if let Some(parent) = std::path::Path::new(path).parent() {
+            if !parent.as_os_str().is_empty() && !parent.exists() {
+                std::fs::create_dir_all(parent).map_err(|e| {
+                    DbError::new(
+                        ErrorKind::Connect,
+                        format!("sqlite: cannot create {}: {e}", parent.display()),
+                    )
+                })?;
+            }
+        }
+        let conn = rusqlite::Connection::open(path)
+            .map_err(|e| DbError::new(ErrorKind::Connect, format!("sqlite: cannot open {path}: {e}")))?;
+        conn.busy_timeout(Duration::from_secs(60)).map_err(map_err)?;
+        conn.set_prepared_statement_cache_capacity(256);
+        conn.execute_batch(&format!(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous={synchronous}; PRAGMA foreign_keys=OFF;"
+        ))
+        .map_err(map_err)?;
+        let settings =
+            vec![("journal_mode".into(), "wal".into()), ("synchronous".into(), synchronous.to_lowercase())];
+        Ok(SqliteConn { conn, sql: StmtCache::new(), settings })
+    }
+
+    fn translated(&mut self, stmt: &Stmt) -> String {
+        if let Some(s) = self.sql.get(stmt.id()) {
+            return s.clone();
+        }
+        let s = to_sqlite(stmt.sql());
+        self.sql.insert(stmt.id(), s.clone());
+        s
+    }
+}
+
+impl Connection for SqliteConn {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
+    fn caps(&self) -> Caps {
+        Caps { procedures: false, copy: false, concurrent_writers: false, server_counters: false }
+    }
+
+    fn execute(&mut self, stmt: &Stmt, params: &[Value]) -> Result<u64, DbError> {
+        let sql = self.translated(stmt);
+        let mut s = self.conn.prepare_cached(&sql).map_err(map_err)?;
+        let n = s.execute(rusqlite::params_from_iter(params.iter())).map_err(map_err)?;
+        Ok(n as u64)
+    }
+
+    fn query(&mut self, stmt: &Stmt, params: &[Value]) -> Result<Vec<Row>, DbError> {
+        let sql = self.translated(stmt);
+        let mut s = self.conn.prepare_cached(&sql).map_err(map_err)?;
+        let ncol = s.column_count();
+        let mut rows = s.query(rusqlite::params_from_iter(params.iter())).map_err(map_err)?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next().map_err(map_err)? {
+            let mut vals = Vec::with_capacity(ncol);
+            for i in 0..ncol {
+                vals.push(from_ref(r.get_ref(i).map_err(map_err)?));
+            }
+            out.push(Row(vals));
+        }
+        Ok(out)
+    }
+
+    fn batch(&mut self, sql: &str) -> Result<(), DbError> {
+        self.conn.execute_batch(sql).map_err(map_err)
+    }
+
+    fn begin(&mut self) -> Result<(), DbError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(map_err)
+    }
+
+    fn commit(&mut self) -> Result<(), DbError> {
+        self.conn.execute_batch("COMMIT").map_err(map_err)
+    }
+
+    fn rollback(&mut self) -> Result<(), DbError> {
+        if self.conn.is_autocommit() {
+            return Ok(());
+        }
+        self.conn.execute_batch("ROLLBACK").map_err(map_err)
+    }
+
+    fn load(&mut self, table: &str, columns: &[&str], rows: &[Vec<Value>]) -> Result<(), DbError> {
+        let marks: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
+        let sql = format!("INSERT INTO {table} ({}) VALUES ({})", columns.join(", "), marks.join(", "));
+        let tx = self.conn.transaction().map_err(map_err)?;
+        {
+            let mut s = tx.prepare_cached(&sql).map_err(map_err)?;
+            for r in rows {
+                s.execute(rusqlite::params_from_iter(r.iter())).map_err(map_err)?;
+            }
+        }
+        tx.commit().map_err(map_err)
+    }
+
+    fn counters(&mut self) -> Result<Option<Counters>, DbError> {
+        Ok(None)
+    }
+
+    fn server_info(&mut self) -> Result<ServerInfo, DbError> {
+        Ok(ServerInfo {
+            engine: "sqlite".into(),
+            version: rusqlite::version().to_string(),
+            settings: self.settings.iter().cloned().collect(),
+        })
+    }
+
+    fn is_closed(&self) -> bool {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(dir: &tempfile::TempDir) -> SqliteConn {
+        let url = DbUrl::parse(&format!("sqlite:{}", dir.path().join("t.db").display())).unwrap();
+        SqliteConn::open(&url).unwrap()
+    }
+
+    #[test]
+    fn executes_queries_and_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = open(&dir);
+        c.batch("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, amount REAL)").unwrap();
+        c.load(
+            "t",
+            &["id", "name", "amount"],
+            &[vec![1.into(), "a".into(), 1.5.into()], vec![2.into(), "b".into(), Value::Null]],
+        )
+        .unwrap();
+        let upd = Stmt::new("UPDATE t SET amount = $2 WHERE id = $1");
+        c.begin().unwrap();
+        assert_eq!(c.execute(&upd, &[2.into(), 7.0.into()]).unwrap(), 1);
+        c.commit().unwrap();
+        let q = Stmt::new("SELECT name, amount FROM t WHERE id = $1");
+        let r = c.query_one(&q, &[2.into()]).unwrap();
+        assert_eq!(r.text(0).unwrap(), "b");
+        assert_eq!(r.float(1).unwrap(), 7.0);
+        assert!(c.query_opt(&q, &[9.into()]).unwrap().is_none());
+        assert!(c.counters().unwrap().is_none());
+    }
+
+    #[test]
+    fn missing_table_is_reported_as_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = open(&dir);
+        let e = c.query(&Stmt::new("SELECT * FROM nope"), &[]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::MissingObject);
+    }
+
+    #[test]
+    fn rejects_unknown_url_options() {
+        let e = SqliteConn::open(&DbUrl::parse("sqlite:/tmp/x.db?cache=big").unwrap()).err().unwrap();
+        assert!(e.to_string().contains("cache=big"));
+    }
+}

@@ -1,0 +1,113 @@
+//! The connection API against the real engines on this machine: SQLite in a
+//! temporary directory, PostgreSQL at 127.0.0.1:5432 (database `test`) and
+//! MariaDB at 127.0.0.1:3306 (database `test`). Each test makes its own
+//! uniquely named table and drops it.
+
+use storbench_db::{connect, Connection, DbUrl, ErrorKind, Stmt, Value};
+
+const PG: &str = "postgres://postgres@127.0.0.1:5432/test";
+const MY: &str = "mysql://root@127.0.0.1:3306/test";
+
+fn unique(prefix: &str) -> String {
+    format!(
+        "{prefix}_{}_{}",
+        std::process::id(),
+        std::time::UNIX_EPOCH.elapsed().unwrap().as_nanos() % 1_000_000
+    )
+}
+
+/// The same conversation on every engine: DDL, bulk load, prepared updates
+/// with out-of-order placeholders, transactions, queries, counters.
+fn exercise(c: &mut dyn Connection, numeric_type: &str) {
+    let t = unique("sb_db");
+    c.batch(&format!("CREATE TABLE {t} (id INTEGER PRIMARY KEY, name VARCHAR(20), amount {numeric_type})"))
+        .unwrap();
+    let rows: Vec<Vec<Value>> =
+        (1..=2500).map(|i| vec![i.into(), format!("n{i}\t'x'").into(), (i as f64 / 4.0).into()]).collect();
+    c.load(&t, &["id", "name", "amount"], &rows).unwrap();
+    let count = Stmt::new(format!("SELECT COUNT(*), SUM(amount) FROM {t}"));
+    let r = c.query_one(&count, &[]).unwrap();
+    assert_eq!(r.int(0).unwrap(), 2500);
+    assert!((r.float(1).unwrap() - (2500.0 * 2501.0 / 2.0) / 4.0).abs() < 1e-6);
+
+    let before = c.counters().unwrap();
+    let upd = Stmt::new(format!("UPDATE {t} SET amount = amount + $2 WHERE id = $1"));
+    c.begin().unwrap();
+    assert_eq!(c.execute(&upd, &[7.into(), 1.5.into()]).unwrap(), 1);
+    c.commit().unwrap();
+    c.begin().unwrap();
+    c.execute(&upd, &[8.into(), 100.0.into()]).unwrap();
+    c.rollback().unwrap();
+    let get = Stmt::new(format!("SELECT name, amount FROM {t} WHERE id = $1"));
+    let r = c.query_one(&get, &[7.into()]).unwrap();
+    assert_eq!(r.text(0).unwrap(), "n7\t'x'");
+    assert!((r.float(1).unwrap() - 3.25).abs() < 1e-9);
+    assert!((c.query_one(&get, &[8.into()]).unwrap().float(1).unwrap() - 2.0).abs() < 1e-9);
+    assert!(c.query_opt(&get, &[99_999.into()]).unwrap().is_none());
+    if let Some(b) = before {
+        // PostgreSQL flushes a backend's statistics when it goes idle, at
+        // most once a second (up to 10 s later when idle): poll.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        loop {
+            let a = c.counters().unwrap().unwrap();
+            if a.xact_all >= b.xact_all + 2 {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "counters did not grow: {b:?} -> {a:?}");
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+    let info = c.server_info().unwrap();
+    assert!(!info.version.is_empty());
+
+    let missing = c.query(&Stmt::new(format!("SELECT * FROM {t}_absent")), &[]).unwrap_err();
+    assert_eq!(missing.kind(), ErrorKind::MissingObject, "{missing}");
+    c.batch(&format!("DROP TABLE {t}")).unwrap();
+}
+
+#[test]
+fn sqlite_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = DbUrl::parse(&format!("sqlite:{}", dir.path().join("e.db").display())).unwrap();
+    let mut c = connect(&url).unwrap();
+    exercise(c.as_mut(), "REAL");
+}
+
+#[test]
+fn postgres_engine() {
+    let mut c = connect(&DbUrl::parse(PG).unwrap()).unwrap();
+    exercise(c.as_mut(), "NUMERIC(12,2)");
+}
+
+#[test]
+fn mysql_engine() {
+    let mut c = connect(&DbUrl::parse(MY).unwrap()).unwrap();
+    exercise(c.as_mut(), "DECIMAL(12,2)");
+}
+
+#[test]
+fn unreachable_server_is_a_connect_error_with_the_password_redacted() {
+    for url in ["postgres://bob:hunter2@127.0.0.1:1/test", "mysql://bob:hunter2@127.0.0.1:1/test"] {
+        let e = connect(&DbUrl::parse(url).unwrap()).err().unwrap();
+        assert_eq!(e.kind(), ErrorKind::Connect, "{e}");
+        let msg = e.to_string();
+        assert!(!msg.contains("hunter2"), "{msg}");
+        assert!(msg.contains("bob:***@127.0.0.1:1"), "{msg}");
+    }
+}
+
+#[test]
+fn wrong_mariadb_password_is_an_auth_error_and_redacted() {
+    let e = connect(&DbUrl::parse("mysql://root:wrongpw@127.0.0.1:3306/test").unwrap()).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Auth, "{e}");
+    assert!(!e.to_string().contains("wrongpw"));
+}
+
+#[test]
+fn missing_database_is_reported_as_missing() {
+    let e =
+        connect(&DbUrl::parse("postgres://postgres@127.0.0.1:5432/sb_no_such_db").unwrap()).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::MissingObject, "{e}");
+    let e = connect(&DbUrl::parse("mysql://root@127.0.0.1:3306/sb_no_such_db").unwrap()).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::MissingObject, "{e}");
+}
