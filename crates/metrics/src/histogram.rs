@@ -24,10 +24,10 @@ pub enum HistogramError {
 }
 
 /// A latency histogram in nanoseconds: mergeable, serialisable, fixed memory
-/// (about 256 KiB whatever the count).
+/// (about 128 KiB whatever the count; u32 counts, so at most 4·10^9 values per bucket).
 #[derive(Clone, Debug)]
 pub struct LatencyHistogram {
-    h: Histogram<u64>,
+    h: Histogram<u32>,
     clamped: u64,
 }
 
@@ -72,7 +72,7 @@ impl LatencyHistogram {
         } else {
             ns.max(1)
         };
-        let _ = self.h.record_n(v, count);
+        let _ = self.h.record_n(v, u32::try_from(count).unwrap_or(u32::MAX));
     }
 
     /// Adds every value of `other` to this histogram.
@@ -161,7 +161,7 @@ impl LatencyHistogram {
     /// Reads a histogram written by [`LatencyHistogram::to_bytes`].
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, HistogramError> {
         let mut cursor = bytes;
-        let read: Histogram<u64> = Deserializer::new()
+        let read: Histogram<u32> = Deserializer::new()
             .deserialize(&mut cursor)
             .map_err(|e| HistogramError::Decode(format!("{e:?}")))?;
         let mut h = LatencyHistogram::new();

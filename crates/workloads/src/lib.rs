@@ -1,1 +1,15 @@
-//! storbench-workloads: see DESIGN.md. (Being built.)
+//! Database workloads (TPC-C-like, TPC-B-like) and the one runner that
+//! drives them all.
+//!
+//! A workload is data plus a per-user [`Worker`] that runs one transaction at
+//! a time over the [`storbench_db::Connection`] trait; the [`runner`] owns
+//! users, ramp-up, steps, rate, think times, retries, reconnects and the
+//! once-a-second collector. The runner never asks which workload or engine
+//! it drives. Nothing here prints: progress goes to a callback.
+
+#![deny(missing_docs)]
+
+pub mod rand_tpc;
+
+
+
