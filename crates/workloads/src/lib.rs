@@ -10,6 +10,6 @@
 #![deny(missing_docs)]
 
 pub mod rand_tpc;
+pub mod runner;
 
-
-
+pub use runner::{Connector, Done, Probe, StepError, StepResult, StepSpec, Tick, Worker, Workload};
