@@ -179,14 +179,25 @@ impl Connection for SqliteConn {
     fn load(&mut self, table: &str, columns: &[&str], rows: &[Vec<Value>]) -> Result<(), DbError> {
         let marks: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
         let sql = format!("INSERT INTO {table} ({}) VALUES ({})", columns.join(", "), marks.join(", "));
-        let tx = self.conn.transaction().map_err(map_err)?;
-        {
-            let mut s = tx.prepare_cached(&sql).map_err(map_err)?;
+        // Inside the caller's transaction, or in one of its own.
+        let own = self.conn.is_autocommit();
+        if own {
+            self.conn.execute_batch("BEGIN IMMEDIATE").map_err(map_err)?;
+        }
+        let res = (|| {
+            let mut s = self.conn.prepare_cached(&sql).map_err(map_err)?;
             for r in rows {
                 s.execute(rusqlite::params_from_iter(r.iter())).map_err(map_err)?;
             }
+            Ok(())
+        })();
+        if own {
+            let end = if res.is_ok() { "COMMIT" } else { "ROLLBACK" };
+            let done = self.conn.execute_batch(end).map_err(map_err);
+            res.and(done)
+        } else {
+            res
         }
-        tx.commit().map_err(map_err)
     }
 
     fn counters(&mut self) -> Result<Option<Counters>, DbError> {

@@ -11,5 +11,6 @@
 
 pub mod rand_tpc;
 pub mod runner;
+pub mod tpcb;
 
 pub use runner::{Connector, Done, Probe, StepError, StepResult, StepSpec, Tick, Worker, Workload};

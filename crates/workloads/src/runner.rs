@@ -521,7 +521,7 @@ fn user_loop(
     let tl = sh.timeline.lock().expect("timeline").expect("timeline set before the barrier");
     let spec = sh.spec;
     let per_user_rate = spec.rate.map(|r| r / users as f64);
-    let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ ((user as u64 + 1) * 0xBF58_476D_1CE4_E5B9);
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ (user as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     let mut scheduled = tl.start;
     let mut consecutive_errors = 0u32;
     while !sh.should_stop() && Instant::now() < tl.end {

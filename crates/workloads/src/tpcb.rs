@@ -1,0 +1,337 @@
+//! TPC-B-like: pgbench's built-in `tpcb-like` script on every engine, on
+//! pgbench's own tables, so `pgbench` and storbench can run against the same
+//! PostgreSQL database and be compared.
+//!
+//! Per transaction (pgbench's script, clause for clause): pick `aid`, `bid`,
+//! `tid` uniformly over the scale and `delta` in −5000..=5000; `BEGIN`;
+//! update the account; read its balance back; update the teller and the
+//! branch; insert a history row; `COMMIT`.
+
+use std::time::{Duration, Instant};
+
+use storbench_db::{Connection, DbError, Dialect, ErrorKind, Stmt, Value};
+
+use crate::rand_tpc::TpcRng;
+use crate::runner::{Connector, Done, Probe, Worker, Workload};
+
+/// Accounts per unit of scale (pgbench's `naccounts`).
+pub const ACCOUNTS: i64 = 100_000;
+/// Tellers per unit of scale.
+pub const TELLERS: i64 = 10;
+
+/// Options of `tpcb init`.
+#[derive(Clone, Debug)]
+pub struct InitOptions {
+    /// Scale factor: branches.
+    pub scale: i64,
+    /// Fill factor of accounts, tellers and branches (PostgreSQL only;
+    /// other engines have no per-table fill factor).
+    pub fillfactor: u32,
+    /// Connections loading accounts in parallel.
+    pub jobs: usize,
+}
+
+/// Load progress, for a progress bar.
+#[derive(Clone, Copy, Debug)]
+pub struct LoadProgress {
+    /// Account rows loaded so far.
+    pub rows_done: u64,
+    /// Account rows in all.
+    pub rows_total: u64,
+}
+
+/// What `init` did.
+#[derive(Clone, Debug)]
+pub struct InitStats {
+    /// Rows loaded over all tables.
+    pub rows: u64,
+    /// Seconds spent loading rows.
+    pub load_seconds: f64,
+    /// Seconds spent on keys, vacuum and analyze.
+    pub index_seconds: f64,
+}
+
+const TABLES: [&str; 4] = ["pgbench_history", "pgbench_tellers", "pgbench_accounts", "pgbench_branches"];
+
+/// Drops pgbench's tables if they exist.
+pub fn drop(conn: &mut dyn Connection) -> Result<(), DbError> {
+    for t in TABLES {
+        conn.batch(&format!("DROP TABLE IF EXISTS {t}"))?;
+    }
+    Ok(())
+}
+
+fn ddl(dialect: Dialect, fillfactor: u32) -> Vec<String> {
+    let with = |t: &str| match dialect {
+        Dialect::Postgres => format!("{t} WITH (fillfactor={fillfactor})"),
+        Dialect::Mysql => format!("{t} ENGINE=InnoDB"),
+        Dialect::Sqlite => t.to_string(),
+    };
+    // MySQL/InnoDB and SQLite cluster rows by primary key: create it up
+    // front and load in key order. PostgreSQL adds keys after the load, as
+    // pgbench does.
+    let pk = |col: &str| {
+        if dialect == Dialect::Postgres {
+            String::new()
+        } else {
+            format!(", PRIMARY KEY ({col})")
+        }
+    };
+    let history = match dialect {
+        Dialect::Mysql => "CREATE TABLE pgbench_history (tid INT, bid INT, aid INT, delta INT, mtime TIMESTAMP NULL, filler CHAR(22)) ENGINE=InnoDB",
+        _ => "CREATE TABLE pgbench_history (tid INT, bid INT, aid INT, delta INT, mtime TIMESTAMP, filler CHAR(22))",
+    };
+    vec![
+        history.to_string(),
+        with(&format!(
+            "CREATE TABLE pgbench_tellers (tid INT NOT NULL, bid INT, tbalance INT, filler CHAR(84){})",
+            pk("tid")
+        )),
+        with(&format!(
+            "CREATE TABLE pgbench_accounts (aid INT NOT NULL, bid INT, abalance INT, filler CHAR(84){})",
+            pk("aid")
+        )),
+        with(&format!(
+            "CREATE TABLE pgbench_branches (bid INT NOT NULL, bbalance INT, filler CHAR(88){})",
+            pk("bid")
+        )),
+    ]
+}
+
+/// Creates pgbench's tables at `opts.scale` and loads them (accounts in
+/// parallel over `opts.jobs` connections where the engine takes concurrent
+/// writers), then keys and statistics. Drops existing tables first.
+pub fn init(
+    connect: Connector<'_>,
+    opts: &InitOptions,
+    progress: &(dyn Fn(LoadProgress) + Sync),
+) -> Result<InitStats, DbError> {
+    let mut conn = connect()?;
+    let dialect = conn.dialect();
+    drop(conn.as_mut())?;
+    for stmt in ddl(dialect, opts.fillfactor) {
+        conn.batch(&stmt)?;
+    }
+    let t0 = Instant::now();
+    let scale = opts.scale;
+    conn.begin()?;
+    let branches: Vec<Vec<Value>> =
+        (1..=scale).map(|b| vec![Value::Int(b), Value::Int(0), Value::Text(String::new())]).collect();
+    conn.load("pgbench_branches", &["bid", "bbalance", "filler"], &branches)?;
+    let tellers: Vec<Vec<Value>> = (1..=scale * TELLERS)
+        .map(|t| {
+            vec![Value::Int(t), Value::Int((t - 1) / TELLERS + 1), Value::Int(0), Value::Text(String::new())]
+        })
+        .collect();
+    conn.load("pgbench_tellers", &["tid", "bid", "tbalance", "filler"], &tellers)?;
+    conn.commit()?;
+
+    let total = (scale * ACCOUNTS) as u64;
+    let done = std::sync::atomic::AtomicU64::new(0);
+    let jobs = if conn.caps().concurrent_writers { opts.jobs.clamp(1, scale as usize) } else { 1 };
+    let load_range = |c: &mut dyn Connection, from: i64, to: i64| -> Result<(), DbError> {
+        const CHUNK: i64 = 10_000;
+        let mut aid = from;
+        while aid <= to {
+            let end = (aid + CHUNK - 1).min(to);
+            let rows: Vec<Vec<Value>> = (aid..=end)
+                .map(|a| {
+                    vec![
+                        Value::Int(a),
+                        Value::Int((a - 1) / ACCOUNTS + 1),
+                        Value::Int(0),
+                        Value::Text(String::new()),
+                    ]
+                })
+                .collect();
+            c.begin()?;
+            c.load("pgbench_accounts", &["aid", "bid", "abalance", "filler"], &rows)?;
+            c.commit()?;
+            let n = done.fetch_add((end - aid + 1) as u64, std::sync::atomic::Ordering::Relaxed)
+                + (end - aid + 1) as u64;
+            progress(LoadProgress { rows_done: n, rows_total: total });
+            aid = end + 1;
+        }
+        Ok(())
+    };
+    if jobs == 1 {
+        load_range(conn.as_mut(), 1, scale * ACCOUNTS)?;
+    } else {
+        let per = scale / jobs as i64;
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..jobs as i64)
+                .map(|j| {
+                    let from_branch = j * per + 1;
+                    let to_branch = if j == jobs as i64 - 1 { scale } else { (j + 1) * per };
+                    let load_range = &load_range;
+                    s.spawn(move || -> Result<(), DbError> {
+                        let mut c = connect()?;
+                        load_range(c.as_mut(), (from_branch - 1) * ACCOUNTS + 1, to_branch * ACCOUNTS)
+                    })
+                })
+                .collect();
+            handles.into_iter().try_for_each(|h| h.join().expect("loader thread panicked"))
+        })?;
+    }
+    let load_seconds = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    match dialect {
+        Dialect::Postgres => {
+            conn.batch(
+                "VACUUM ANALYZE pgbench_branches, pgbench_tellers, pgbench_accounts, pgbench_history",
+            )?;
+            conn.batch(
+                "ALTER TABLE pgbench_branches ADD PRIMARY KEY (bid); \
+                 ALTER TABLE pgbench_tellers ADD PRIMARY KEY (tid); \
+                 ALTER TABLE pgbench_accounts ADD PRIMARY KEY (aid)",
+            )?;
+        }
+        Dialect::Mysql => {
+            conn.batch("ANALYZE TABLE pgbench_branches, pgbench_tellers, pgbench_accounts, pgbench_history")?
+        }
+        Dialect::Sqlite => conn.batch("ANALYZE")?,
+    }
+    Ok(InitStats {
+        rows: (scale + scale * TELLERS) as u64 + total,
+        load_seconds,
+        index_seconds: t1.elapsed().as_secs_f64(),
+    })
+}
+
+/// The scale of the pgbench tables in this database, or `None` when they
+/// are absent (or empty).
+pub fn inspect(conn: &mut dyn Connection) -> Result<Option<i64>, DbError> {
+    match conn.query_one(&Stmt::new("SELECT COUNT(*) FROM pgbench_branches"), &[]) {
+        Ok(r) => {
+            let n = r.int(0)?;
+            Ok(if n > 0 { Some(n) } else { None })
+        }
+        Err(e) if e.kind() == ErrorKind::MissingObject => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The TPC-B-like workload at a given scale.
+pub struct Tpcb {
+    scale: i64,
+    seed: u64,
+    stmts: Stmts,
+}
+
+#[derive(Clone)]
+struct Stmts {
+    upd_account: Stmt,
+    sel_account: Stmt,
+    upd_teller: Stmt,
+    upd_branch: Stmt,
+    ins_history: Stmt,
+}
+
+impl Tpcb {
+    /// The workload over `scale` branches; `seed` makes key choice
+    /// reproducible.
+    pub fn new(scale: i64, seed: u64) -> Tpcb {
+        Tpcb {
+            scale,
+            seed,
+            stmts: Stmts {
+                upd_account: Stmt::new("UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2"),
+                sel_account: Stmt::new("SELECT abalance FROM pgbench_accounts WHERE aid = $1"),
+                upd_teller: Stmt::new("UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2"),
+                upd_branch: Stmt::new("UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2"),
+                ins_history: Stmt::new(
+                    "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)",
+                ),
+            },
+        }
+    }
+}
+
+impl Workload for Tpcb {
+    fn kinds(&self) -> &[&'static str] {
+        &["tpcb"]
+    }
+
+    fn worker(&self, user: usize, _users: usize) -> Box<dyn Worker> {
+        Box::new(TpcbWorker {
+            rng: TpcRng::seeded(self.seed ^ (user as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+            scale: self.scale,
+            stmts: self.stmts.clone(),
+            keys: [0; 4],
+        })
+    }
+
+    fn probe(&self, conn: &mut dyn Connection) -> Result<Probe, DbError> {
+        let mut p = Probe::new();
+        if let Some(c) = conn.counters()? {
+            p.insert("xact".into(), c.xact_db as f64);
+        }
+        Ok(p)
+    }
+
+    fn probe_figures(
+        &self,
+        before: &Probe,
+        after: &Probe,
+        window: Duration,
+    ) -> Vec<storbench_metrics::Figure> {
+        match (before.get("xact"), after.get("xact")) {
+            (Some(b), Some(a)) if window > Duration::ZERO => vec![storbench_metrics::Figure::new(
+                "tps.server",
+                (a - b) / window.as_secs_f64(),
+                storbench_metrics::Unit::PerS,
+            )],
+            _ => Vec::new(),
+        }
+    }
+}
+
+struct TpcbWorker {
+    rng: TpcRng,
+    scale: i64,
+    stmts: Stmts,
+    /// aid, bid, tid, delta of the transaction in hand (kept for retries).
+    keys: [i64; 4],
+}
+
+impl TpcbWorker {
+    fn transaction(&mut self, conn: &mut dyn Connection) -> Result<(), DbError> {
+        let [aid, bid, tid, delta] = self.keys;
+        let s = &self.stmts;
+        conn.begin()?;
+        conn.execute(&s.upd_account, &[Value::Int(delta), Value::Int(aid)])?;
+        conn.query_one(&s.sel_account, &[Value::Int(aid)])?;
+        conn.execute(&s.upd_teller, &[Value::Int(delta), Value::Int(tid)])?;
+        conn.execute(&s.upd_branch, &[Value::Int(delta), Value::Int(bid)])?;
+        conn.execute(
+            &s.ins_history,
+            &[Value::Int(tid), Value::Int(bid), Value::Int(aid), Value::Int(delta)],
+        )?;
+        conn.commit()
+    }
+}
+
+impl Worker for TpcbWorker {
+    fn next(&mut self) -> Duration {
+        let r = &mut self.rng;
+        self.keys = [
+            r.uniform(1, ACCOUNTS * self.scale),
+            r.uniform(1, self.scale),
+            r.uniform(1, TELLERS * self.scale),
+            r.uniform(-5000, 5000),
+        ];
+        Duration::ZERO
+    }
+
+    fn run_one(&mut self, conn: &mut dyn Connection, _attempt: u32) -> Result<Done, DbError> {
+        match self.transaction(conn) {
+            Ok(()) => Ok(Done::ok(0)),
+            Err(e) => {
+                if !conn.is_closed() {
+                    let _ = conn.rollback();
+                }
+                Err(e)
+            }
+        }
+    }
+}

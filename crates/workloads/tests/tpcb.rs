@@ -1,0 +1,117 @@
+//! TPC-B-like on the three real engines through the runner: init at scale
+//! 1, a short step with two users, and the balance invariant pgbench's
+//! script keeps (every delta lands once in each of accounts, tellers,
+//! branches and history).
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use storbench_db::{connect, Connection, DbError, DbUrl, Stmt};
+use storbench_workloads::tpcb::{self, InitOptions, Tpcb};
+use storbench_workloads::{runner::run_step, StepSpec};
+
+/// A fresh database on a server, dropped when the test ends.
+struct TempDb {
+    admin: String,
+    name: String,
+    url: String,
+}
+
+impl TempDb {
+    fn new(admin: &str, base: &str, tag: &str) -> TempDb {
+        let name = format!("storbench_t_{}_{tag}", std::process::id());
+        let mut c = connect(&DbUrl::parse(admin).unwrap()).expect("admin connection");
+        c.batch(&format!("DROP DATABASE IF EXISTS {name}")).unwrap();
+        c.batch(&format!("CREATE DATABASE {name}")).unwrap();
+        TempDb { admin: admin.into(), name: name.clone(), url: format!("{base}/{name}") }
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        if let Ok(mut c) = connect(&DbUrl::parse(&self.admin).unwrap()) {
+            let _ = c.batch(&format!("DROP DATABASE IF EXISTS {}", self.name));
+        }
+    }
+}
+
+fn sum(c: &mut dyn Connection, sql: &str) -> i64 {
+    let r = c.query_one(&Stmt::new(sql), &[]).unwrap();
+    if r.is_null(0).unwrap() {
+        0
+    } else {
+        r.float(0).map(|f| f as i64).or_else(|_| r.int(0)).unwrap()
+    }
+}
+
+fn exercise(url: &str) {
+    let url = DbUrl::parse(url).unwrap();
+    let connector = || -> Result<Box<dyn Connection>, DbError> { connect(&url) };
+    let stats =
+        tpcb::init(&connector, &InitOptions { scale: 1, fillfactor: 100, jobs: 2 }, &|_| {}).expect("init");
+    assert_eq!(stats.rows, 1 + 10 + 100_000);
+    let mut c = connect(&url).unwrap();
+    assert_eq!(tpcb::inspect(c.as_mut()).unwrap(), Some(1));
+    assert_eq!(sum(c.as_mut(), "SELECT COUNT(*) FROM pgbench_accounts"), 100_000);
+
+    let spec = StepSpec {
+        users: 2,
+        rampup: Duration::from_millis(500),
+        duration: Duration::from_secs(2),
+        ..StepSpec::default()
+    };
+    let stop = AtomicBool::new(false);
+    let mut ticks = 0;
+    let res = run_step(&Tpcb::new(1, 7), &connector, &spec, &stop, &mut |_| ticks += 1).expect("step");
+    assert!(!res.stopped);
+    assert!(ticks >= 2, "one tick a second, got {ticks}");
+    let r = &res.report;
+    let n = r.get("txn.count").unwrap();
+    assert!(n > 0.0, "no transactions");
+    assert!(r.get("tps").unwrap() > 0.0);
+    assert!(r.get("lat.p99").unwrap() >= r.get("lat.p50").unwrap());
+    assert!(r.samples.iter().any(|s| s.name == "tps" && s.value > 0.0));
+
+    // Every committed delta landed once in each table.
+    let history = sum(c.as_mut(), "SELECT SUM(delta) FROM pgbench_history");
+    assert_eq!(sum(c.as_mut(), "SELECT SUM(abalance) FROM pgbench_accounts"), history);
+    assert_eq!(sum(c.as_mut(), "SELECT SUM(tbalance) FROM pgbench_tellers"), history);
+    assert_eq!(sum(c.as_mut(), "SELECT SUM(bbalance) FROM pgbench_branches"), history);
+    // Ramp-up transactions are in the tables but not in the figures.
+    assert!(sum(c.as_mut(), "SELECT COUNT(*) FROM pgbench_history") as f64 >= n);
+}
+
+#[test]
+fn tpcb_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    exercise(&format!("sqlite:{}", dir.path().join("b.db").display()));
+}
+
+#[test]
+fn tpcb_on_postgres() {
+    let db = TempDb::new("postgres://root@127.0.0.1:5432/postgres", "postgres://root@127.0.0.1:5432", "tpcb");
+    exercise(&db.url);
+}
+
+#[test]
+fn tpcb_on_mariadb() {
+    let db = TempDb::new("mysql://root@127.0.0.1:3306/test", "mysql://root@127.0.0.1:3306", "tpcb");
+    exercise(&db.url);
+}
+
+#[test]
+fn a_missing_schema_is_none_and_a_rate_is_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = DbUrl::parse(&format!("sqlite:{}", dir.path().join("r.db").display())).unwrap();
+    let connector = || connect(&url);
+    let mut c = connect(&url).unwrap();
+    assert_eq!(tpcb::inspect(c.as_mut()).unwrap(), None);
+    tpcb::init(&connector, &InitOptions { scale: 1, fillfactor: 100, jobs: 1 }, &|_| {}).unwrap();
+    let spec =
+        StepSpec { users: 1, duration: Duration::from_secs(2), rate: Some(50.0), ..StepSpec::default() };
+    let res = run_step(&Tpcb::new(1, 1), &connector, &spec, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let tps = res.report.get("tps").unwrap();
+    // Poisson arrivals at 50/s over 2 s: 100 expected, sd 10.
+    assert!((60.0..140.0).contains(&(tps * 2.0)), "held {tps} tps at a 50/s target");
+    assert!(res.report.get("lat.exec.p50").is_some(), "service time kept beside schedule latency");
+}
