@@ -4,6 +4,8 @@
 
 mod cli;
 mod cmd;
+mod dbarg;
+mod oltp;
 #[allow(dead_code)] // used as the commands land
 mod error;
 #[allow(dead_code)] // used as the commands land

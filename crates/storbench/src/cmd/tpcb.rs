@@ -1,21 +1,244 @@
-//! `storbench tpcb`: not built yet (see the open issues).
+//! `storbench tpcb init | run`: pgbench's built-in TPC-B-like script on any
+//! engine, on pgbench's own tables, with pgbench's options and its
+//! definition of TPS (transactions over the run's time, connections
+//! excluded).
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Result;
-use clap::Args;
+use clap::{Args, Subcommand};
+use serde_json::json;
+use storbench_metrics::units::{parse_duration, parse_list};
+use storbench_metrics::{StepReport, Unit};
+use storbench_workloads::tpcb::{self, InitOptions, Tpcb};
+use storbench_workloads::StepSpec;
 
 use crate::cli::Global;
+use crate::dbarg::{self, Db};
+use crate::error::usage;
+use crate::live::Live;
+use crate::oltp::{self, Steps};
+use crate::record::{Outcome, Recorder};
 
 /// Options of `storbench tpcb`.
 #[derive(Debug, Args)]
 pub struct TpcbArgs {
-    /// Arguments (none yet).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    pub rest: Vec<String>,
+    #[command(subcommand)]
+    pub verb: TpcbVerb,
+}
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub enum TpcbVerb {
+    /// Create and load pgbench's tables (drops existing ones).
+    Init(InitArgs),
+    /// Run the TPC-B-like script at one or more client counts.
+    Run(RunArgs),
+}
+
+/// The database to use.
+#[derive(Debug, Args)]
+pub struct DbArg {
+    /// Database URL: sqlite:PATH, postgres://user@host:port/db, mysql://user@host:port/db, managed:NAME.
+    #[arg(long, env = "STORBENCH_DB", default_value = "sqlite:storbench-data/tpcb.db")]
+    pub db: String,
+}
+
+/// Options of `tpcb init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Scale factor: 100,000 accounts per unit.
+    #[arg(long, short = 's', default_value_t = 1)]
+    pub scale: i64,
+    /// Fill factor of the tables, 10-100 (PostgreSQL only).
+    #[arg(long, short = 'F', default_value_t = 100)]
+    pub fillfactor: u32,
+    /// Connections loading in parallel (default: the number of CPUs).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+}
+
+/// Options of `tpcb run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Clients per step: a list (1,4,16), a range (1..8) or fib:N.
+    #[arg(long, short = 'c', default_value = "1")]
+    pub clients: String,
+    /// Accepted for pgbench compatibility; storbench runs one thread per client.
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// The scale the tables must have (default: whatever they have).
+    #[arg(long, short = 's')]
+    pub scale: Option<i64>,
+    /// Measured time per step.
+    #[arg(long, short = 'T', default_value = "60s")]
+    pub duration: String,
+    /// Ramp-up per step, run but not counted.
+    #[arg(long, default_value = "0s")]
+    pub rampup: String,
+    /// Target rate in transactions per second over all clients (latency
+    /// counts from the schedule).
+    #[arg(long, short = 'R')]
+    pub rate: Option<f64>,
+    /// Latency limit: with --rate, transactions this far behind schedule are
+    /// skipped; without, slower ones are counted as late.
+    #[arg(long, short = 'L')]
+    pub latency_limit: Option<String>,
+    /// Print a progress line every N seconds.
+    #[arg(long, short = 'P')]
+    pub progress: Option<u64>,
+    /// Seed for key choice.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 /// Runs `storbench tpcb`.
-pub fn run(_g: &Global, _a: TpcbArgs) -> Result<ExitCode> {
-    Err(crate::error::usage("'storbench tpcb' is not implemented yet"))
+pub fn run(g: &Global, a: TpcbArgs) -> Result<ExitCode> {
+    match a.verb {
+        TpcbVerb::Init(i) => init(g, i),
+        TpcbVerb::Run(r) => run_steps(g, r),
+    }
+}
+
+fn default_jobs() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
+}
+
+fn init(g: &Global, a: InitArgs) -> Result<ExitCode> {
+    if !(1..=100_000).contains(&a.scale) {
+        return Err(usage(format!("--scale {}: must be 1 to 100000", a.scale)));
+    }
+    if !(10..=100).contains(&a.fillfactor) {
+        return Err(usage(format!("--fillfactor {}: must be 10 to 100", a.fillfactor)));
+    }
+    let jobs = a.jobs.unwrap_or_else(default_jobs);
+    if jobs == 0 {
+        return Err(usage("--jobs 0: must be at least 1"));
+    }
+    let db = Db::parse(&a.db.db)?;
+    if let Some(p) = db.sqlite_path() {
+        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| usage(format!("cannot create {}: {e}", dir.display())))?;
+        }
+    }
+    let mut conn = db.open()?;
+    let env = json!({ "db": dbarg::env(&db, conn.as_mut()) });
+    let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
+    drop(conn);
+    let config = json!({ "db": db.shown, "scale": a.scale, "fillfactor": a.fillfactor, "jobs": jobs });
+    let mut rec = Recorder::begin(g, "tpcb-init", format!("tpcb init scale {}", a.scale), config, env, &targets)?;
+    let total = (a.scale * tpcb::ACCOUNTS) as u64;
+    let bar = Live::bar(g.quiet, total, "loading accounts {bar:40} {pos}/{len} rows ({per_sec}, eta {eta})");
+    let clock = rec.clock();
+    let opts = InitOptions { scale: a.scale, fillfactor: a.fillfactor, jobs };
+    let res = tpcb::init(&db.connector(), &opts, &|p| bar.pos(p.rows_done));
+    bar.finish();
+    match res {
+        Ok(s) => {
+            let mut r = StepReport::default();
+            r.figure("rows", s.rows as f64, Unit::Count);
+            r.figure("load.seconds", s.load_seconds, Unit::S);
+            r.figure("index.seconds", s.index_seconds, Unit::S);
+            r.figure("rows.per_s", s.rows as f64 / s.load_seconds.max(1e-9), Unit::PerS);
+            rec.write_step(clock, "init", json!({ "scale": a.scale }), r)?;
+            if !g.quiet {
+                eprintln!(
+                    "tpcb init: {} rows in {:.1} s ({:.0} rows/s), keys and statistics {:.1} s",
+                    s.rows,
+                    s.load_seconds,
+                    s.rows as f64 / s.load_seconds.max(1e-9),
+                    s.index_seconds
+                );
+            }
+            rec.finish(Outcome::Complete)
+        }
+        Err(e) => rec.finish(Outcome::Failed(anyhow::anyhow!("loading {}: {e}", db.shown))),
+    }
+}
+
+fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
+    let clients = parse_list(&a.clients).map_err(|e| usage(format!("--clients {}: {e}", a.clients)))?;
+    if clients.iter().any(|&c| c == 0 || c > 10_000) {
+        return Err(usage(format!("--clients {}: each must be 1 to 10000", a.clients)));
+    }
+    let duration = parse_duration(&a.duration).map_err(|e| usage(format!("--duration {}: {e}", a.duration)))?;
+    if duration.is_zero() {
+        return Err(usage(format!("--duration {}: must be more than zero", a.duration)));
+    }
+    let rampup = parse_duration(&a.rampup).map_err(|e| usage(format!("--rampup {}: {e}", a.rampup)))?;
+    if let Some(r) = a.rate.filter(|r| !(r.is_finite() && *r > 0.0)) {
+        return Err(usage(format!("--rate {r}: must be a positive number of transactions per second")));
+    }
+    let latency_limit = a
+        .latency_limit
+        .as_deref()
+        .map(|s| parse_duration(s).map_err(|e| usage(format!("--latency-limit {s}: {e}"))))
+        .transpose()?;
+    if a.progress == Some(0) {
+        return Err(usage("--progress 0: must be at least 1 second"));
+    }
+    let db = Db::parse(&a.db.db)?;
+    if let Some(p) = db.sqlite_path().filter(|p| !p.exists()) {
+        return Err(usage(format!(
+            "{} does not exist: run `storbench tpcb init --db {}` first",
+            p.display(),
+            db.shown
+        )));
+    }
+    let mut conn = db.open()?;
+    let scale = match tpcb::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))? {
+        None => {
+            return Err(usage(format!(
+                "no TPC-B tables (pgbench_branches) in {}: run `storbench tpcb init --db {}` first",
+                db.shown, db.shown
+            )))
+        }
+        Some(s) => s,
+    };
+    if let Some(want) = a.scale.filter(|&w| w != scale) {
+        return Err(usage(format!("--scale {want}: the tables in {} are at scale {scale}", db.shown)));
+    }
+    let env = json!({ "db": dbarg::env(&db, conn.as_mut()), "scale": scale });
+    let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
+    drop(conn);
+    let config = json!({
+        "db": db.shown, "scale": scale, "clients": clients, "jobs": a.jobs,
+        "duration_s": duration.as_secs_f64(), "rampup_s": rampup.as_secs_f64(),
+        "rate": a.rate, "latency_limit_ms": latency_limit.map(|d| d.as_secs_f64() * 1e3), "seed": a.seed,
+    });
+    let label = format!("tpcb scale {scale} clients {}", a.clients);
+    let rec = Recorder::begin(g, "tpcb", label, config, env, &targets)?;
+    let specs = clients
+        .iter()
+        .map(|&c| StepSpec {
+            users: c as usize,
+            rampup,
+            duration,
+            rate: a.rate,
+            latency_limit,
+            ..StepSpec::default()
+        })
+        .collect();
+    let workload = Tpcb::new(scale, a.seed);
+    let steps = Steps {
+        level: "clients",
+        specs,
+        progress: a.progress.map(Duration::from_secs),
+        columns: &[
+            ("tps", "TPS"),
+            ("lat.mean", "lat mean µs"),
+            ("lat.p95", "p95 µs"),
+            ("lat.p99", "p99 µs"),
+            ("errors", "errors"),
+            ("retries", "retries"),
+        ],
+        decorate: &|_, _| {},
+    };
+    let connect = db.connector();
+    oltp::run_steps(rec, g.quiet, &workload, &connect, steps)
 }

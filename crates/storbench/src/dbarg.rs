@@ -1,0 +1,107 @@
+//! `--db URL`: parsing, resolving `managed:NAME`, connecting with errors a
+//! user can act on (exit 2 before anything runs), and what a run records
+//! about the database in `env_json`.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use serde_json::{json, Value};
+use storbench_db::{connect, Connection, DbError, DbUrl, Dialect, Engine, ErrorKind, Stmt};
+
+use crate::error::usage;
+
+/// A parsed, resolved database URL.
+pub struct Db {
+    /// The URL to connect to (managed instances resolved).
+    pub url: DbUrl,
+    /// What the user gave, redacted, for messages and records.
+    pub shown: String,
+}
+
+impl Db {
+    /// Parses `--db`; `managed:NAME` is resolved to the instance's server.
+    pub fn parse(s: &str) -> Result<Db> {
+        let url = DbUrl::parse(s).map_err(usage)?;
+        let shown = url.redacted();
+        let url = match url.engine() {
+            Engine::Managed => resolve_managed(url.rest())?,
+            _ => url,
+        };
+        Ok(Db { url, shown })
+    }
+
+    /// The SQLite file, if this is an embedded database.
+    pub fn sqlite_path(&self) -> Option<PathBuf> {
+        (self.url.engine() == Engine::Sqlite).then(|| PathBuf::from(self.url.rest()))
+    }
+
+    /// Connects, turning the errors a user must fix (unreachable, bad
+    /// credentials, privileges) into usage errors naming the database.
+    pub fn open(&self) -> Result<Box<dyn Connection>> {
+        connect(&self.url).map_err(|e| self.usage_error(e))
+    }
+
+    /// A connection error as a one-line usage error.
+    pub fn usage_error(&self, e: DbError) -> anyhow::Error {
+        let what = match e.kind() {
+            ErrorKind::Connect => "cannot reach",
+            ErrorKind::Auth => "wrong credentials for",
+            ErrorKind::Permission => "missing privileges on",
+            ErrorKind::MissingObject => "missing database or object in",
+            _ => "cannot use",
+        };
+        let msg = e.to_string();
+        if msg.contains(&self.shown) {
+            usage(msg)
+        } else {
+            usage(format!("{what} {}: {msg}", self.shown))
+        }
+    }
+
+    /// A connector for the runner and loaders.
+    pub fn connector(&self) -> impl Fn() -> Result<Box<dyn Connection>, DbError> + Sync + '_ {
+        move || connect(&self.url)
+    }
+}
+
+fn resolve_managed(name: &str) -> Result<DbUrl> {
+    // MERGE: storbench_media::pg::resolve(name) once `storbench pg` lands.
+    Err(usage(format!("managed:{name}: no managed instance of that name (storbench pg list)")))
+}
+
+/// What the run records about the database: URL (redacted), engine,
+/// version, non-default settings, and where its data lives when local.
+pub fn env(db: &Db, conn: &mut dyn Connection) -> Value {
+    let info = conn.server_info().ok();
+    let mut v = json!({
+        "url": db.shown,
+        "engine": info.as_ref().map(|i| i.engine.clone()),
+        "version": info.as_ref().map(|i| i.version.clone()),
+        "settings": info.as_ref().map(|i| i.settings.clone()),
+    });
+    if let Some(dir) = data_dir(db, conn) {
+        let p = storbench_sysmon::path_env(&dir);
+        v["data_dir"] = json!(dir);
+        v["data_fs"] = json!({"fs_type": p.fs_type, "block_size": p.block_size, "device": p.device});
+        // MERGE: v["medium"] = storbench_media::describe_path(&dir)
+    }
+    v
+}
+
+/// The directory holding the database's files, when it is on this machine.
+pub fn data_dir(db: &Db, conn: &mut dyn Connection) -> Option<PathBuf> {
+    let dir = match conn.dialect() {
+        Dialect::Sqlite => {
+            let p = db.sqlite_path()?;
+            let p = if p.is_absolute() { p } else { std::env::current_dir().ok()?.join(p) };
+            p.parent()?.to_path_buf()
+        }
+        Dialect::Postgres => {
+            PathBuf::from(conn.query_one(&Stmt::new("SHOW data_directory"), &[]).ok()?.text(0).ok()?)
+        }
+        Dialect::Mysql => PathBuf::from(conn.query_one(&Stmt::new("SELECT @@datadir"), &[]).ok()?.text(0).ok()?),
+    };
+    let local = matches!(db.url.engine(), Engine::Sqlite)
+        || ["127.0.0.1", "localhost", "[::1]", "/"].iter().any(|h| db.url.expose().contains(h));
+    (local && dir.exists()).then_some(dir)
+}

@@ -1,0 +1,163 @@
+//! Driving a database workload through its steps (load levels) with the
+//! runner, the live line, `--progress` lines, and the results store: the
+//! part `tpcc run` and `tpcb run` share.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{anyhow, Result};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use serde_json::json;
+use storbench_db::{Connection, DbError};
+use storbench_metrics::{units::format_duration, StepReport};
+use storbench_workloads::runner::run_step;
+use storbench_workloads::{StepError, StepResult, StepSpec, Workload};
+
+use crate::live::Live;
+use crate::record::{Outcome, Recorder};
+
+/// How the steps are shown and labelled.
+pub struct Steps<'a> {
+    /// `users` (TPC-C) or `clients` (TPC-B): the step label's key.
+    pub level: &'a str,
+    /// One spec per step.
+    pub specs: Vec<StepSpec>,
+    /// Print a pgbench-style progress line every this often.
+    pub progress: Option<Duration>,
+    /// Figures shown in the live line and the summary: (figure, heading).
+    pub columns: &'a [(&'a str, &'a str)],
+    /// Adds workload-specific figures and samples to a finished step.
+    pub decorate: &'a dyn Fn(&mut StepReport, &StepResult),
+}
+
+/// Runs every step, writing each as it ends; returns the run's exit code.
+pub fn run_steps(
+    mut rec: Recorder,
+    quiet: bool,
+    w: &dyn Workload,
+    connect: &(dyn Fn() -> Result<Box<dyn Connection>, DbError> + Sync),
+    steps: Steps<'_>,
+) -> Result<ExitCode> {
+    let stop = crate::interrupt::flag();
+    let live = Live::line(quiet);
+    let n = steps.specs.len();
+    let mut summary: Vec<(String, StepReport)> = Vec::new();
+    let mut outcome = Outcome::Complete;
+    for (i, spec) in steps.specs.iter().enumerate() {
+        let label = format!("{}={}", steps.level, spec.users);
+        let mut clock = rec.clock();
+        let (mut acc_n, mut acc_lat, mut acc_t) = (0.0f64, 0.0f64, 0.0f64);
+        let mut last_print = Duration::ZERO;
+        let res = run_step(w, connect, spec, stop, &mut |t| {
+            let phase = if t.rampup { "ramp-up" } else { "measuring" };
+            live.set(format!(
+                "step {}/{n} {label}  {} {}  {:.0} tps  lat {:.2} ms  errors {}",
+                i + 1,
+                phase,
+                format_duration(Duration::from_secs(t.elapsed.as_secs())),
+                t.tps,
+                t.lat_mean_us / 1e3,
+                t.errors
+            ));
+            if let Some(every) = steps.progress {
+                acc_n += t.tps;
+                acc_lat += t.lat_mean_us * t.tps;
+                acc_t += 1.0;
+                if t.elapsed >= last_print + every {
+                    let tps = acc_n / acc_t.max(1.0);
+                    let lat = if acc_n > 0.0 { acc_lat / acc_n / 1e3 } else { 0.0 };
+                    live.println(format!(
+                        "progress: {:.1} s, {tps:.1} tps, lat {lat:.3} ms, {} failed",
+                        t.elapsed.as_secs_f64(),
+                        t.errors
+                    ));
+                    (acc_n, acc_lat, acc_t) = (0.0, 0.0, 0.0);
+                    last_print = t.elapsed;
+                }
+            }
+        });
+        let (res, failure) = match res {
+            Ok(r) => (Some(r), None),
+            Err(StepError::Lost { waited, source, partial }) => (
+                *partial,
+                Some(anyhow!("step {label}: the database was lost and did not come back within {waited:?}: {source}")),
+            ),
+            Err(e) => (None, Some(anyhow!("step {label}: {e}"))),
+        };
+        if let Some(r) = res {
+            if r.window > Duration::ZERO {
+                clock.start = r.started;
+                clock.measure_from = r.measure_from;
+                let mut report = r.report;
+                let r2 = StepResult { report: StepReport::default(), ..r };
+                (steps.decorate)(&mut report, &r2);
+                let partial = failure.is_some() || r2.stopped;
+                let params = json!({
+                    steps.level: spec.users,
+                    "rampup_s": spec.rampup.as_secs_f64(),
+                    "duration_s": spec.duration.as_secs_f64(),
+                    "rate": spec.rate,
+                    "partial": partial,
+                });
+                if !quiet {
+                    live.println(line(&label, &report, steps.columns, partial));
+                }
+                let figures = StepReport { figures: report.figures.clone(), ..StepReport::default() };
+                rec.write_step(clock, &label, params, report)?;
+                summary.push((label.clone(), figures));
+                if r2.stopped {
+                    outcome = Outcome::Interrupted;
+                    break;
+                }
+            } else if r.stopped {
+                outcome = Outcome::Interrupted;
+                break;
+            }
+        }
+        if let Some(e) = failure {
+            outcome = Outcome::Failed(e);
+            break;
+        }
+        if crate::interrupt::requested() {
+            outcome = Outcome::Interrupted;
+            break;
+        }
+    }
+    live.finish();
+    if !quiet && !summary.is_empty() {
+        let mut t = Table::new();
+        t.load_preset(UTF8_FULL_CONDENSED);
+        let mut head = vec!["step".to_string()];
+        head.extend(steps.columns.iter().map(|(_, h)| h.to_string()));
+        t.set_header(head);
+        for (label, r) in &summary {
+            let mut row = vec![label.clone()];
+            row.extend(steps.columns.iter().map(|(f, _)| r.get(f).map(fmt_num).unwrap_or_else(|| "-".into())));
+            t.add_row(row);
+        }
+        eprintln!("{t}");
+    }
+    rec.finish(outcome)
+}
+
+fn line(label: &str, r: &StepReport, columns: &[(&str, &str)], partial: bool) -> String {
+    let mut s = format!("{label}:");
+    for (f, h) in columns {
+        if let Some(v) = r.get(f) {
+            s.push_str(&format!("  {h} {}", fmt_num(v)));
+        }
+    }
+    if partial {
+        s.push_str("  (partial step)");
+    }
+    s
+}
+
+/// A figure for a table: integers without decimals, small values with two.
+pub fn fmt_num(v: f64) -> String {
+    if v.abs() >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
