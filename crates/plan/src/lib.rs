@@ -1,1 +1,701 @@
-//! storbench-plan: see DESIGN.md. (Being built.)
+//! Plan files: a study as a matrix of runs, in TOML.
+//!
+//! A plan names its **targets** (existing directories, or media the plan
+//! creates), its **databases** (a URL, or a managed PostgreSQL placed on
+//! targets), its **workloads** (`io`, `tpcb`, `tpcc` with the flags of the
+//! matching `storbench` command) and the **axes** to vary. Every string
+//! value may use `{target}` (the path of the cell's target), `{db}` (the URL
+//! of the cell's database) and `{AXIS}` for any other axis. The matrix is
+//! axes × workloads × repeats; each cell becomes one `storbench` command
+//! line. This crate parses, validates and expands; the binary executes.
+//! Errors name the file, the line and the key.
+
+#![deny(missing_docs)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use storbench_metrics::units::{parse_duration, parse_list};
+use toml::Spanned;
+
+/// A plan error: the file, the line (when known) and what is wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}{}: {msg}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct PlanError {
+    /// The plan file.
+    pub file: String,
+    /// 1-based line of the offending key, when known.
+    pub line: Option<usize>,
+    /// What is wrong, and a hint.
+    pub msg: String,
+}
+
+/// A storage target.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetDef {
+    /// An existing (or to-be-created) directory.
+    pub path: Option<String>,
+    /// A medium the plan creates (and destroys when it ends).
+    pub media: Option<MediaDef>,
+}
+
+/// A medium to create: the flags of `storbench media create`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MediaDef {
+    /// Size, e.g. `4G`.
+    pub size: String,
+    /// Filesystem: ext4, xfs, btrfs or none.
+    #[serde(default)]
+    pub fs: Option<String>,
+    /// Filesystem block size (allocation unit).
+    #[serde(default)]
+    pub block_size: Option<String>,
+    /// Emulated class: hdd, sata-ssd, nvme, gbe-nas, fc-san, custom:….
+    #[serde(default)]
+    pub emulate: Option<String>,
+}
+
+/// A database.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DbDef {
+    /// A URL (may use `{target}`).
+    pub url: Option<String>,
+    /// A managed PostgreSQL instance the plan starts.
+    pub managed: Option<ManagedDef>,
+}
+
+/// A managed PostgreSQL: where its data, WAL and temp files live.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManagedDef {
+    /// Target name (or `{target}`) for the data directory.
+    pub data: Spanned<String>,
+    /// Target name (or `{target}`) for the WAL.
+    #[serde(default)]
+    pub wal: Option<Spanned<String>>,
+    /// Target name (or `{target}`) for temp files.
+    #[serde(default)]
+    pub temp: Option<Spanned<String>>,
+    /// Server settings.
+    #[serde(default)]
+    pub set: BTreeMap<String, toml::Value>,
+}
+
+/// A workload entry.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadDef {
+    /// `io`, `tpcb` or `tpcc`.
+    pub kind: Spanned<String>,
+    /// Name used in cell ids (default: the kind).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Flags of `tpcb init` / `tpcc build` run before each cell.
+    #[serde(default)]
+    pub init: BTreeMap<String, Spanned<toml::Value>>,
+    /// Flags of `io` / `tpcb run` / `tpcc run`.
+    #[serde(default)]
+    pub run: BTreeMap<String, Spanned<toml::Value>>,
+}
+
+/// The quick form of a plan (`storbench run --quick`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuickDef {
+    /// Repeats in the quick form.
+    #[serde(default)]
+    pub repeats: Option<u32>,
+    /// Axes replaced in the quick form.
+    #[serde(default)]
+    pub axes: BTreeMap<String, Spanned<Vec<String>>>,
+    /// Run flags set in every workload (replacing its own).
+    #[serde(default)]
+    pub set: BTreeMap<String, toml::Value>,
+}
+
+/// A plan file as written.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanDef {
+    /// The plan's name (tags its runs).
+    pub name: String,
+    /// What the plan reproduces.
+    #[serde(default)]
+    pub description: String,
+    /// Repeats of every cell.
+    #[serde(default = "one")]
+    pub repeats: u32,
+    /// Destroy created media and managed databases when the plan ends.
+    #[serde(default = "yes")]
+    pub cleanup: bool,
+    /// Named targets.
+    #[serde(default, rename = "target")]
+    pub targets: BTreeMap<String, Spanned<TargetDef>>,
+    /// Named databases.
+    #[serde(default, rename = "db")]
+    pub dbs: BTreeMap<String, Spanned<DbDef>>,
+    /// Axes: name → values.
+    #[serde(default)]
+    pub axes: BTreeMap<String, Spanned<Vec<String>>>,
+    /// Workloads, run in order within each combination of axes.
+    #[serde(rename = "workload")]
+    pub workloads: Vec<WorkloadDef>,
+    /// The quick form.
+    #[serde(default)]
+    pub quick: Option<QuickDef>,
+}
+
+fn one() -> u32 {
+    1
+}
+fn yes() -> bool {
+    true
+}
+
+/// One cell: a command line to run and its identity.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cell {
+    /// Stable id within the plan, e.g. `target=hdd/tpcb#r1`.
+    pub id: String,
+    /// The axis values (the run's label), e.g. `target=hdd`.
+    pub label: String,
+    /// Axis values by axis name.
+    pub axes: BTreeMap<String, String>,
+    /// The workload's name.
+    pub workload: String,
+    /// The repeat, from 1.
+    pub repeat: u32,
+    /// Commands run before the measured one (`tpcb init ...`), as argv.
+    pub before: Vec<Vec<String>>,
+    /// The measured command, as argv (without the program name).
+    pub command: Vec<String>,
+    /// Targets this cell uses (names).
+    pub targets: Vec<String>,
+    /// Database this cell uses (name), if any.
+    pub db: Option<String>,
+    /// Estimated duration.
+    pub estimate: Duration,
+}
+
+/// A validated plan, expanded into cells.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The file it came from.
+    pub file: PathBuf,
+    /// The definition.
+    pub def: PlanDef,
+    /// The cells in the order they run.
+    pub cells: Vec<Cell>,
+}
+
+struct Src<'a> {
+    file: String,
+    text: &'a str,
+}
+
+impl Src<'_> {
+    fn line_of(&self, offset: usize) -> usize {
+        self.text[..offset.min(self.text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+    }
+
+    fn err_at<T>(
+        &self,
+        span: Option<std::ops::Range<usize>>,
+        msg: impl Into<String>,
+    ) -> Result<T, PlanError> {
+        Err(PlanError { file: self.file.clone(), line: span.map(|s| self.line_of(s.start)), msg: msg.into() })
+    }
+
+    /// The line of `key = ` inside `[section]` (best effort, for keys that
+    /// carry no span).
+    fn find_key(&self, section: &str, key: &str) -> Option<usize> {
+        let mut in_section = section.is_empty();
+        for (i, l) in self.text.lines().enumerate() {
+            let t = l.trim();
+            if t.starts_with('[') {
+                in_section = t.trim_matches(|c| c == '[' || c == ']') == section;
+                continue;
+            }
+            if in_section && t.split('=').next().map(str::trim) == Some(key) {
+                return Some(i + 1);
+            }
+        }
+        None
+    }
+}
+
+/// The workload kinds a plan can run, and the flags each takes. Checked
+/// here so a plan fails before anything runs; the command validates values.
+pub const KINDS: &[&str] = &["io", "tpcb", "tpcc"];
+
+/// Reads, validates and expands a plan. `quick` selects its quick form.
+pub fn load(path: &Path, quick: bool) -> Result<Plan, PlanError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| PlanError {
+        file: file.clone(),
+        line: None,
+        msg: format!("cannot read the plan: {e}"),
+    })?;
+    parse(&file, &text, quick).map(|(def, cells)| Plan { file: path.to_path_buf(), def, cells })
+}
+
+/// Parses and expands plan text (see [`load`]).
+pub fn parse(file: &str, text: &str, quick: bool) -> Result<(PlanDef, Vec<Cell>), PlanError> {
+    let src = Src { file: file.to_string(), text };
+    let mut def: PlanDef = toml::from_str(text).map_err(|e| PlanError {
+        file: file.to_string(),
+        line: e.span().map(|s| src.line_of(s.start)),
+        msg: e.message().trim().to_string(),
+    })?;
+    if def.name.trim().is_empty() || !def.name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return src.err_at(
+            src.find_key("", "name").map(|l| line_span(text, l)),
+            format!("name '{}': use letters, digits, '-', '_' or '.'", def.name),
+        );
+    }
+    if quick {
+        let Some(q) = def.quick.clone() else {
+            return src.err_at(None, "this plan has no [quick] form");
+        };
+        if let Some(r) = q.repeats {
+            def.repeats = r;
+        }
+        for (k, v) in q.axes {
+            def.axes.insert(k, v);
+        }
+        for w in &mut def.workloads {
+            for (k, v) in &q.set {
+                let span = w.run.get(k).map(|o| o.span()).unwrap_or_else(|| w.kind.span());
+                w.run.insert(k.clone(), Spanned::new(span, v.clone()));
+            }
+        }
+    }
+    if def.repeats == 0 {
+        return src.err_at(
+            src.find_key("", "repeats").map(|l| line_span(text, l)),
+            "repeats 0: must be at least 1",
+        );
+    }
+    if def.workloads.is_empty() {
+        return src
+            .err_at(None, "no [[workload]]: a plan runs at least one (kind = \"io\", \"tpcb\" or \"tpcc\")");
+    }
+    for (name, t) in &def.targets {
+        let d = t.get_ref();
+        if d.path.is_some() == d.media.is_some() {
+            return src.err_at(
+                Some(t.span()),
+                format!(
+                    "target '{name}': give exactly one of path = \"DIR\" or media = {{ size = \"4G\", ... }}"
+                ),
+            );
+        }
+    }
+    for (name, d) in &def.dbs {
+        let dd = d.get_ref();
+        if dd.url.is_some() == dd.managed.is_some() {
+            return src.err_at(
+                Some(d.span()),
+                format!(
+                    "db '{name}': give exactly one of url = \"...\" or managed = {{ data = \"TARGET\" }}"
+                ),
+            );
+        }
+        if let Some(m) = &dd.managed {
+            for place in [Some(&m.data), m.wal.as_ref(), m.temp.as_ref()].into_iter().flatten() {
+                let v = place.get_ref();
+                if v != "{target}" && !def.targets.contains_key(v) {
+                    return src.err_at(
+                        Some(place.span()),
+                        format!("db '{name}': target '{v}' is not defined in this plan (define [target.{v}], or use \"{{target}}\")"),
+                    );
+                }
+                if v == "{target}" && !def.axes.contains_key("target") {
+                    return src.err_at(
+                        Some(place.span()),
+                        format!("db '{name}': \"{{target}}\" needs a 'target' axis"),
+                    );
+                }
+            }
+        }
+    }
+    for (axis, values) in &def.axes {
+        if values.get_ref().is_empty() {
+            return src.err_at(Some(values.span()), format!("axis '{axis}' has no values"));
+        }
+        let known = match axis.as_str() {
+            "target" => Some(&def.targets.keys().cloned().collect::<Vec<_>>()),
+            "db" => Some(&def.dbs.keys().cloned().collect::<Vec<_>>()),
+            _ => None,
+        };
+        if let Some(known) = known {
+            for v in values.get_ref() {
+                if !known.contains(v) {
+                    return src.err_at(
+                        Some(values.span()),
+                        format!(
+                            "axis '{axis}': '{v}' is not defined in this plan (known: {})",
+                            list_or_none(known)
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    for w in &def.workloads {
+        if !KINDS.contains(&w.kind.get_ref().as_str()) {
+            return src.err_at(
+                Some(w.kind.span()),
+                format!("unknown workload kind '{}': use {}", w.kind.get_ref(), KINDS.join(", ")),
+            );
+        }
+        if w.kind.get_ref() == "io" && !w.init.is_empty() {
+            return src.err_at(Some(w.kind.span()), "an io workload has no init flags");
+        }
+        for (k, v) in w.run.iter().chain(w.init.iter()) {
+            check_value(&src, &def, k, v)?;
+        }
+    }
+    let cells = expand(&def);
+    Ok((def, cells))
+}
+
+fn list_or_none(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+fn line_span(text: &str, line: usize) -> std::ops::Range<usize> {
+    let start: usize = text.lines().take(line - 1).map(|l| l.len() + 1).sum();
+    start..start
+}
+
+/// Checks a flag value's placeholders refer to axes that exist.
+fn check_value(src: &Src<'_>, def: &PlanDef, key: &str, v: &Spanned<toml::Value>) -> Result<(), PlanError> {
+    match v.get_ref() {
+        toml::Value::String(s) => {
+            for ph in placeholders(s) {
+                let ok = match ph.as_str() {
+                    "target" => def.axes.contains_key("target") || def.targets.len() == 1,
+                    "db" => def.axes.contains_key("db") || def.dbs.len() == 1,
+                    other => def.axes.contains_key(other),
+                };
+                if !ok {
+                    return src.err_at(
+                        Some(v.span()),
+                        format!(
+                            "{key} = \"{s}\": {{{ph}}} names no axis (axes: {})",
+                            list_or_none(&def.axes.keys().cloned().collect::<Vec<_>>())
+                        ),
+                    );
+                }
+            }
+            Ok(())
+        }
+        toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => Ok(()),
+        toml::Value::Array(a) if a.iter().all(|x| x.is_integer() || x.is_str()) => Ok(()),
+        _ => src.err_at(Some(v.span()), format!("{key}: use a string, number, boolean or a list of them")),
+    }
+}
+
+fn placeholders(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while let Some(i) = rest.find('{') {
+        let Some(j) = rest[i..].find('}') else { break };
+        out.push(rest[i + 1..i + j].to_string());
+        rest = &rest[i + j + 1..];
+    }
+    out
+}
+
+/// Every combination of the axes, in file order of the values.
+fn combinations(axes: &BTreeMap<String, Spanned<Vec<String>>>) -> Vec<BTreeMap<String, String>> {
+    let mut out = vec![BTreeMap::new()];
+    for (name, values) in axes {
+        out = out
+            .into_iter()
+            .flat_map(|c| {
+                values.get_ref().iter().map(move |v| {
+                    let mut c = c.clone();
+                    c.insert(name.clone(), v.clone());
+                    c
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+/// Where a target's files go when the plan runs; media are mounted under
+/// the state directory, which the binary fills in.
+pub fn target_placeholder(name: &str) -> String {
+    format!("@target:{name}@")
+}
+
+/// Where a database's URL goes; the binary fills it in.
+pub fn db_placeholder(name: &str) -> String {
+    format!("@db:{name}@")
+}
+
+fn substitute(s: &str, axes: &BTreeMap<String, String>, def: &PlanDef) -> String {
+    let mut out = s.to_string();
+    let target = axes
+        .get("target")
+        .cloned()
+        .or_else(|| (def.targets.len() == 1).then(|| def.targets.keys().next().cloned()).flatten());
+    let db = axes
+        .get("db")
+        .cloned()
+        .or_else(|| (def.dbs.len() == 1).then(|| def.dbs.keys().next().cloned()).flatten());
+    if let Some(t) = target {
+        out = out.replace("{target}", &target_placeholder(&t));
+    }
+    if let Some(d) = db {
+        out = out.replace("{db}", &db_placeholder(&d));
+    }
+    for (k, v) in axes {
+        out = out.replace(&format!("{{{k}}}"), v);
+    }
+    out
+}
+
+fn flags(
+    map: &BTreeMap<String, Spanned<toml::Value>>,
+    axes: &BTreeMap<String, String>,
+    def: &PlanDef,
+) -> Vec<String> {
+    let mut argv = Vec::new();
+    for (k, v) in map {
+        let flag = format!("--{}", k.replace('_', "-"));
+        match v.get_ref() {
+            toml::Value::Boolean(true) => argv.push(flag),
+            toml::Value::Boolean(false) => {}
+            toml::Value::String(s) => argv.extend([flag, substitute(s, axes, def)]),
+            toml::Value::Array(a) => argv.extend([
+                flag,
+                a.iter()
+                    .map(|x| x.as_str().map(|s| substitute(s, axes, def)).unwrap_or_else(|| x.to_string()))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ]),
+            other => argv.extend([flag, other.to_string()]),
+        }
+    }
+    argv
+}
+
+fn estimate(run: &BTreeMap<String, Spanned<toml::Value>>, kind: &str) -> Duration {
+    let get = |k: &str| run.get(k).and_then(|v| v.get_ref().as_str().map(str::to_string));
+    let dur =
+        |k: &str, dflt: &str| parse_duration(&get(k).unwrap_or_else(|| dflt.into())).unwrap_or_default();
+    let steps = |k: &str| {
+        get(k)
+            .or_else(|| run.get(k).map(|v| v.get_ref().to_string()))
+            .and_then(|s| parse_list(&s).ok())
+            .map(|l| l.len() as u32)
+            .unwrap_or(1)
+    };
+    match kind {
+        "tpcc" => (dur("rampup", "30s") + dur("duration", "2m")) * steps("users"),
+        "tpcb" => (dur("rampup", "0s") + dur("duration", "60s")) * steps("clients"),
+        _ => {
+            // A set runs several profiles; each takes its duration plus ramp-up.
+            let profiles = match get("set").as_deref() {
+                Some("sqlserver-six") => 6,
+                Some("db-shapes") => 7,
+                Some("hci-mix") => 4,
+                Some("nvme-vs-sata") => 3,
+                Some("quick") => 4,
+                _ => 1,
+            };
+            (dur("duration", "15s") + dur("rampup", "0s")) * profiles
+        }
+    }
+}
+
+fn expand(def: &PlanDef) -> Vec<Cell> {
+    let mut cells = Vec::new();
+    for combo in combinations(&def.axes) {
+        let label = if combo.is_empty() {
+            "all".to_string()
+        } else {
+            combo.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+        };
+        for r in 1..=def.repeats {
+            for w in &def.workloads {
+                let kind = w.kind.get_ref().as_str();
+                let wname = w.name.clone().unwrap_or_else(|| kind.to_string());
+                let mut before = Vec::new();
+                let mut command = Vec::new();
+                match kind {
+                    "io" => {
+                        command.push("io".to_string());
+                        command.extend(flags(&w.run, &combo, def));
+                    }
+                    "tpcb" | "tpcc" => {
+                        let init_verb = if kind == "tpcb" { "init" } else { "build" };
+                        // The database flag is shared by init and run.
+                        let mut init = w.init.clone();
+                        if let Some(db) = w.run.get("db") {
+                            init.entry("db".into()).or_insert_with(|| db.clone());
+                        }
+                        if !w.init.is_empty() {
+                            let mut b = vec![kind.to_string(), init_verb.to_string()];
+                            if kind == "tpcc" {
+                                b.push("--replace".into());
+                            }
+                            b.extend(flags(&init, &combo, def));
+                            before.push(b);
+                        }
+                        command.extend([kind.to_string(), "run".to_string()]);
+                        command.extend(flags(&w.run, &combo, def));
+                    }
+                    _ => unreachable!("kinds are validated"),
+                }
+                let mut targets: Vec<String> = Vec::new();
+                let mut db = None;
+                let all = before.iter().flatten().chain(command.iter());
+                for a in all {
+                    for t in def.targets.keys() {
+                        if a.contains(&target_placeholder(t)) && !targets.contains(t) {
+                            targets.push(t.clone());
+                        }
+                    }
+                    for d in def.dbs.keys() {
+                        if a.contains(&db_placeholder(d)) {
+                            db = Some(d.clone());
+                        }
+                    }
+                }
+                let est = estimate(&w.run, kind)
+                    + if before.is_empty() { Duration::ZERO } else { Duration::from_secs(10) };
+                cells.push(Cell {
+                    id: format!("{label}/{wname}#r{r}"),
+                    label: label.clone(),
+                    axes: combo.clone(),
+                    workload: wname,
+                    repeat: r,
+                    before,
+                    command,
+                    targets,
+                    db,
+                    estimate: est,
+                });
+            }
+        }
+    }
+    cells
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PLAN: &str = r#"
+name = "t"
+repeats = 2
+
+[target.a]
+path = "/tmp/a"
+[target.b]
+media = { size = "1G", fs = "xfs", block_size = "4k", emulate = "hdd" }
+
+[db.lite]
+url = "sqlite:{target}/b.db"
+
+[axes]
+target = ["a", "b"]
+
+[[workload]]
+kind = "tpcb"
+init = { scale = 1 }
+run = { db = "{db}", clients = "1,4", duration = "10s" }
+
+[[workload]]
+kind = "io"
+run = { target = "{target}/io.dat", set = "quick", duration = "2s", buffered = true }
+
+[quick]
+repeats = 1
+axes = { target = ["a"] }
+set = { duration = "1s" }
+"#;
+
+    #[test]
+    fn expands_axes_repeats_and_workloads() {
+        let (_, cells) = parse("p.toml", PLAN, false).unwrap();
+        assert_eq!(cells.len(), 2 * 2 * 2);
+        let c = &cells[0];
+        assert_eq!(c.id, "target=a/tpcb#r1");
+        assert_eq!(c.label, "target=a");
+        assert_eq!(c.before[0], ["tpcb", "init", "--db", "@db:lite@", "--scale", "1"]);
+        assert_eq!(c.command, ["tpcb", "run", "--clients", "1,4", "--db", "@db:lite@", "--duration", "10s"]);
+        assert_eq!(c.db.as_deref(), Some("lite"));
+        assert_eq!(c.estimate, Duration::from_secs(20 + 10));
+        let io = &cells[1];
+        assert_eq!(
+            io.command,
+            ["io", "--buffered", "--duration", "2s", "--set", "quick", "--target", "@target:a@/io.dat"]
+        );
+        assert_eq!(io.targets, ["a"]);
+        assert_eq!(cells[2].id, "target=a/tpcb#r2");
+        assert_eq!(cells[4].label, "target=b");
+    }
+
+    #[test]
+    fn quick_form_replaces_axes_repeats_and_flags() {
+        let (_, cells) = parse("p.toml", PLAN, true).unwrap();
+        assert_eq!(cells.len(), 2);
+        assert!(cells[0].command.windows(2).any(|w| w == ["--duration", "1s"]));
+    }
+
+    fn err(text: &str) -> String {
+        parse("p.toml", text, false).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn errors_name_file_line_and_key() {
+        let bad_target = PLAN.replace("target = [\"a\", \"b\"]", "target = [\"a\", \"zz\"]");
+        let e = err(&bad_target);
+        assert!(e.starts_with("p.toml:14:"), "{e}");
+        assert!(e.contains("'zz' is not defined") && e.contains("known: a, b"), "{e}");
+
+        let e = err(&PLAN.replace("kind = \"io\"", "kind = \"fio\""));
+        assert!(e.contains("p.toml:22:") && e.contains("unknown workload kind 'fio'"), "{e}");
+
+        let e = err(&PLAN.replace("target = [\"a\", \"b\"]", "target = []"));
+        assert!(e.contains("axis 'target' has no values"), "{e}");
+
+        let e = err(&PLAN.replace("repeats = 2", "repeats = 2\ncolour = 1"));
+        assert!(e.contains("p.toml:4") && e.contains("colour"), "{e}");
+
+        let e = err(&PLAN.replace("clients = \"1,4\"", "clients = \"{users}\""));
+        assert!(e.contains("{users} names no axis"), "{e}");
+
+        let managed = PLAN.replace("url = \"sqlite:{target}/b.db\"", "managed = { data = \"nowhere\" }");
+        let e = err(&managed);
+        assert!(e.contains("target 'nowhere' is not defined"), "{e}");
+
+        let e = parse(
+            "p.toml",
+            &PLAN.replace(
+                "[quick]\nrepeats = 1\naxes = { target = [\"a\"] }\nset = { duration = \"1s\" }\n",
+                "",
+            ),
+            true,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("no [quick] form"), "{e}");
+    }
+}

@@ -40,11 +40,14 @@ pub struct Global {
     #[arg(long, short, global = true)]
     pub quiet: bool,
     /// Tag the run with this plan name (set by `storbench run`).
-    #[arg(long, global = true, env = "STORBENCH_PLAN", hide = true)]
+    #[arg(id = "plan_tag", long = "in-plan", global = true, env = "STORBENCH_PLAN", hide = true)]
     pub plan: Option<String>,
     /// Tag the run with this plan cell (set by `storbench run`).
-    #[arg(long, global = true, env = "STORBENCH_CELL", hide = true)]
+    #[arg(id = "cell_tag", long = "in-cell", global = true, env = "STORBENCH_CELL", hide = true)]
     pub cell: Option<String>,
+    /// The cell's axis values as JSON (set by `storbench run`).
+    #[arg(id = "axes_tag", long = "cell-axes", global = true, env = "STORBENCH_AXES", hide = true)]
+    pub axes: Option<String>,
     /// Label for the run (defaults to one derived from its settings).
     #[arg(long, global = true)]
     pub label: Option<String>,
@@ -71,4 +74,14 @@ pub enum Command {
     Report(cmd::report::ReportArgs),
     /// Compare two runs side by side.
     Compare(cmd::compare::CompareArgs),
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
 }

@@ -99,7 +99,9 @@ pub fn data_dir(db: &Db, conn: &mut dyn Connection) -> Option<PathBuf> {
         Dialect::Postgres => {
             PathBuf::from(conn.query_one(&Stmt::new("SHOW data_directory"), &[]).ok()?.text(0).ok()?)
         }
-        Dialect::Mysql => PathBuf::from(conn.query_one(&Stmt::new("SELECT @@datadir"), &[]).ok()?.text(0).ok()?),
+        Dialect::Mysql => {
+            PathBuf::from(conn.query_one(&Stmt::new("SELECT @@datadir"), &[]).ok()?.text(0).ok()?)
+        }
     };
     let local = matches!(db.url.engine(), Engine::Sqlite)
         || ["127.0.0.1", "localhost", "[::1]", "/"].iter().any(|h| db.url.expose().contains(h));

@@ -43,3 +43,19 @@ pub fn report(e: &anyhow::Error) -> ExitCode {
     eprintln!("storbench: error: {msg}");
     ExitCode::from(if is_usage { EXIT_USAGE } else { EXIT_FAILED })
 }
+
+/// A command-line error from clap: help and version print as usual; a
+/// mistake prints on one line (exit 2).
+pub fn clap_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind as K;
+    match e.kind() {
+        K::DisplayHelp | K::DisplayVersion | K::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        _ => {
+            let text = e.to_string();
+            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid command line");
+            let first = first.trim().trim_start_matches("error: ");
+            eprintln!("storbench: error: {first} (see --help)");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}

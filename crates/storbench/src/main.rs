@@ -5,13 +5,13 @@
 mod cli;
 mod cmd;
 mod dbarg;
-mod oltp;
 #[allow(dead_code)] // used as the commands land
 mod error;
 #[allow(dead_code)] // used as the commands land
 mod interrupt;
 #[allow(dead_code)] // used as the commands land
 mod live;
+mod oltp;
 #[allow(dead_code)] // used as the commands land
 mod record;
 
@@ -20,7 +20,10 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => return error::clap_error(e),
+    };
     interrupt::install();
     match cmd::dispatch(&cli.global, cli.command) {
         Ok(code) => code,

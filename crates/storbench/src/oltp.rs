@@ -80,7 +80,9 @@ pub fn run_steps(
             Ok(r) => (Some(r), None),
             Err(StepError::Lost { waited, source, partial }) => (
                 *partial,
-                Some(anyhow!("step {label}: the database was lost and did not come back within {waited:?}: {source}")),
+                Some(anyhow!(
+                    "step {label}: the database was lost and did not come back within {waited:?}: {source}"
+                )),
             ),
             Err(e) => (None, Some(anyhow!("step {label}: {e}"))),
         };
@@ -132,7 +134,9 @@ pub fn run_steps(
         t.set_header(head);
         for (label, r) in &summary {
             let mut row = vec![label.clone()];
-            row.extend(steps.columns.iter().map(|(f, _)| r.get(f).map(fmt_num).unwrap_or_else(|| "-".into())));
+            row.extend(
+                steps.columns.iter().map(|(f, _)| r.get(f).map(fmt_num).unwrap_or_else(|| "-".into())),
+            );
             t.add_row(row);
         }
         eprintln!("{t}");

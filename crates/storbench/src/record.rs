@@ -80,6 +80,10 @@ impl Recorder {
     ) -> Result<Recorder> {
         let mut store = Store::open(&g.results)?;
         let env = base_env(env);
+        let mut config = config;
+        if let Some(axes) = g.axes.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()) {
+            config["axes"] = axes;
+        }
         let run = store.begin_run(&NewRun {
             kind: kind.to_string(),
             label: g.label.clone().unwrap_or(default_label),

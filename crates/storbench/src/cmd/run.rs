@@ -1,21 +1,477 @@
-//! `storbench run`: not built yet (see the open issues).
+//! `storbench run PLAN.toml`: a study's matrix, unattended.
+//!
+//! The plan is validated whole before anything runs (every cell's command
+//! line is parsed by the same parser the commands use). Each cell then runs
+//! as a child `storbench` process tagged with the plan and cell, so a cell
+//! is exactly the run a user would get by typing its command, and a crash
+//! in one cell cannot take the plan down. Completed cells are skipped on a
+//! rerun (`--fresh` redoes them); a failed cell is recorded and the plan
+//! goes on (`--stop-on-error` stops). Media and managed databases the plan
+//! created are torn down at the end, on error and on Ctrl-C.
 
-use std::process::ExitCode;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
 
-use anyhow::Result;
-use clap::Args;
+use anyhow::{anyhow, Context, Result};
+use clap::{Args, Parser};
+use serde_json::json;
+use storbench_metrics::units::format_duration;
+use storbench_plan::{db_placeholder, target_placeholder, Cell, Plan};
+use storbench_results::{NewRun, Status, Store};
 
-use crate::cli::Global;
+use crate::cli::{Cli, Global};
+use crate::error::{usage, EXIT_INTERRUPTED};
+use crate::live::Live;
 
 /// Options of `storbench run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Arguments (none yet).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    pub rest: Vec<String>,
+    /// The plan file.
+    pub plan: PathBuf,
+    /// Run the plan's quick form (its [quick] table).
+    #[arg(long)]
+    pub quick: bool,
+    /// Print the expanded matrix and an estimate of its duration; run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Redo cells already completed by an earlier run of this plan.
+    #[arg(long)]
+    pub fresh: bool,
+    /// Stop at the first failed cell.
+    #[arg(long)]
+    pub stop_on_error: bool,
+    /// Where to write the HTML report when the plan ends (default: PLAN-NAME-report.html).
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// Do not write a report at the end.
+    #[arg(long)]
+    pub no_report: bool,
 }
 
 /// Runs `storbench run`.
-pub fn run(_g: &Global, _a: RunArgs) -> Result<ExitCode> {
-    Err(crate::error::usage("'storbench run' is not implemented yet"))
+pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
+    let plan = storbench_plan::load(&a.plan, a.quick).map_err(|e| usage(e.to_string()))?;
+    let name = plan.def.name.clone();
+    validate_cells(&plan)?;
+    validate_targets(&plan)?;
+    let total: Duration = plan.cells.iter().map(|c| c.estimate).sum();
+    if a.dry_run {
+        println!(
+            "plan {name} ({}): {} cells, about {} (plus setup)",
+            plan.file.display(),
+            plan.cells.len(),
+            format_duration(total)
+        );
+        for (i, c) in plan.cells.iter().enumerate() {
+            println!(
+                "{:>4}  {:<40} ~{:>6}  storbench {}",
+                i + 1,
+                c.id,
+                format_duration(c.estimate),
+                shown(&plan, c)
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let store = Store::open(&g.results)?;
+    let exe = std::env::current_exe().context("finding the storbench executable")?;
+    let mut env = Setup {
+        plan: &plan,
+        exe: exe.clone(),
+        results: g.results.clone(),
+        made_media: Vec::new(),
+        made_pg: Vec::new(),
+        paths: BTreeMap::new(),
+        dbs: BTreeMap::new(),
+    };
+    let bar = Live::bar(g.quiet, plan.cells.len() as u64, "cell {pos}/{len} {bar:30} {msg} (eta {eta})");
+    let started = Instant::now();
+    let (mut done, mut skipped, mut failed) = (0, 0, Vec::new());
+    let mut interrupted = false;
+    for (i, cell) in plan.cells.iter().enumerate() {
+        bar.pos(i as u64);
+        bar.set(cell.id.clone());
+        if crate::interrupt::requested() {
+            interrupted = true;
+            break;
+        }
+        if !a.fresh && store.completed_cell(&name, &cell.id)?.is_some() {
+            skipped += 1;
+            continue;
+        }
+        let cell_started = storbench_results::now_rfc3339();
+        let outcome = env.prepare(cell).and_then(|argv| run_cell(&env, cell, &argv));
+        match outcome {
+            Ok(0) => {
+                done += 1;
+                if !g.quiet {
+                    bar.println(format!("cell {}/{} {}: complete", i + 1, plan.cells.len(), cell.id));
+                }
+            }
+            Ok(code) if code == i32::from(EXIT_INTERRUPTED) => {
+                interrupted = true;
+                break;
+            }
+            Ok(code) => {
+                let why = format!("exit code {code}");
+                record_failure(g, &name, cell, &why, &cell_started)?;
+                bar.println(format!("cell {}/{} {}: FAILED ({why})", i + 1, plan.cells.len(), cell.id));
+                failed.push(cell.id.clone());
+                if a.stop_on_error {
+                    break;
+                }
+            }
+            Err(e) => {
+                let why = format!("{e:#}");
+                record_failure(g, &name, cell, &why, &cell_started)?;
+                bar.println(format!("cell {}/{} {}: FAILED: {why}", i + 1, plan.cells.len(), cell.id));
+                failed.push(cell.id.clone());
+                if a.stop_on_error {
+                    break;
+                }
+            }
+        }
+        if crate::interrupt::requested() {
+            interrupted = true;
+            break;
+        }
+    }
+    bar.finish();
+    let teardown = env.teardown();
+    eprintln!(
+        "plan {name}: {done} cell(s) run, {skipped} already complete, {} failed{} in {}",
+        failed.len(),
+        if interrupted { ", interrupted" } else { "" },
+        format_duration(Duration::from_secs(started.elapsed().as_secs()))
+    );
+    if let Err(e) = teardown {
+        eprintln!("storbench: warning: cleaning up after plan {name}: {e:#}");
+    }
+    if !interrupted && !a.no_report && done + skipped > 0 {
+        let html = a.report.clone().unwrap_or_else(|| PathBuf::from(format!("{name}-report.html")));
+        let st =
+            Command::new(&exe).arg("--results").arg(&g.results).args(["report", &name, "--text"]).status();
+        let st2 = Command::new(&exe)
+            .arg("--results")
+            .arg(&g.results)
+            .args(["report", &name, "--html"])
+            .arg(&html)
+            .status();
+        match (st, st2) {
+            (Ok(a), Ok(b)) if a.success() && b.success() => eprintln!("report: {}", html.display()),
+            _ => eprintln!("storbench: warning: the report of plan {name} could not be written"),
+        }
+    }
+    Ok(ExitCode::from(if interrupted {
+        EXIT_INTERRUPTED
+    } else if failed.is_empty() {
+        0
+    } else {
+        crate::error::EXIT_FAILED
+    }))
+}
+
+/// The cell's command as a user would type it (placeholders shown by name).
+fn shown(plan: &Plan, c: &Cell) -> String {
+    let mut s: Vec<String> = c.before.iter().map(|b| b.join(" ") + " && storbench").collect();
+    s.push(c.command.join(" "));
+    let mut out = s.join(" ");
+    for t in plan.def.targets.keys() {
+        out = out.replace(&target_placeholder(t), &format!("<{t}>"));
+    }
+    for d in plan.def.dbs.keys() {
+        out = out.replace(&db_placeholder(d), &format!("<db {d}>"));
+    }
+    out
+}
+
+/// Every cell's command lines parse as the commands themselves would parse
+/// them: unknown flags and bad flag values fail before anything runs.
+fn validate_cells(plan: &Plan) -> Result<()> {
+    for c in &plan.cells {
+        for argv in c.before.iter().chain(std::iter::once(&c.command)) {
+            let filled: Vec<String> = argv
+                .iter()
+                .map(|a| {
+                    let mut a = a.clone();
+                    for t in plan.def.targets.keys() {
+                        a = a.replace(&target_placeholder(t), "/tmp");
+                    }
+                    for d in plan.def.dbs.keys() {
+                        a = a.replace(&db_placeholder(d), "sqlite:/tmp/x.db");
+                    }
+                    a
+                })
+                .collect();
+            let mut full = vec!["storbench".to_string()];
+            full.extend(filled);
+            if let Err(e) = Cli::try_parse_from(&full) {
+                let msg = e.to_string();
+                let first = msg.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid").trim();
+                let first = first.trim_start_matches("error: ");
+                return Err(usage(format!(
+                    "{}: workload '{}' (`storbench {}`): {first}",
+                    plan.file.display(),
+                    c.workload,
+                    argv[..argv.len().min(2)].join(" ")
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Path targets must exist or be creatable; media need root.
+fn validate_targets(plan: &Plan) -> Result<()> {
+    for (name, t) in &plan.def.targets {
+        let t = t.get_ref();
+        if let Some(p) = &t.path {
+            let p = Path::new(p);
+            let parent_ok =
+                p.exists() || p.parent().map(|d| d.as_os_str().is_empty() || d.exists()).unwrap_or(false);
+            if !parent_ok {
+                return Err(usage(format!(
+                    "{}: target '{name}': {} does not exist (and neither does its parent)",
+                    plan.file.display(),
+                    p.display()
+                )));
+            }
+        }
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if t.media.is_some() && unsafe { libc::geteuid() } != 0 {
+            return Err(usage(format!(
+                "{}: target '{name}' is a medium the plan creates: that needs root (loop devices, mkfs, mount)",
+                plan.file.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What the plan created, for teardown, and where targets and databases are.
+struct Setup<'a> {
+    plan: &'a Plan,
+    exe: PathBuf,
+    results: PathBuf,
+    made_media: Vec<String>,
+    made_pg: Vec<String>,
+    paths: BTreeMap<String, PathBuf>,
+    dbs: BTreeMap<String, String>,
+}
+
+impl Setup<'_> {
+    fn child(&self) -> Command {
+        let mut c = Command::new(&self.exe);
+        c.arg("--results").arg(&self.results).arg("--quiet");
+        c.env_remove("STORBENCH_PLAN").env_remove("STORBENCH_CELL").env_remove("STORBENCH_AXES");
+        c
+    }
+
+    fn media_name(&self, target: &str) -> String {
+        format!("{}-{target}", self.plan.def.name)
+    }
+
+    /// The directory of a target, creating its medium on first use.
+    fn target_path(&mut self, name: &str) -> Result<PathBuf> {
+        if let Some(p) = self.paths.get(name) {
+            return Ok(p.clone());
+        }
+        let def = self.plan.def.targets[name].get_ref().clone();
+        let path = if let Some(p) = def.path {
+            let p = PathBuf::from(p);
+            std::fs::create_dir_all(&p)
+                .with_context(|| format!("creating target '{name}' at {}", p.display()))?;
+            p
+        } else {
+            let m = def.media.expect("validated: path or media");
+            let mname = self.media_name(name);
+            let mut c = self.child();
+            c.args(["media", "create", &mname, "--size", &m.size]);
+            if let Some(fs) = &m.fs {
+                c.args(["--fs", fs]);
+            }
+            if let Some(bs) = &m.block_size {
+                c.args(["--block-size", bs]);
+            }
+            if let Some(e) = &m.emulate {
+                c.args(["--emulate", e]);
+            }
+            let st = c.status().context("running storbench media create")?;
+            if !st.success() {
+                return Err(anyhow!("creating medium '{mname}' for target '{name}' failed"));
+            }
+            self.made_media.push(mname.clone());
+            media_mount(&mname)?
+        };
+        self.paths.insert(name.to_string(), path.clone());
+        Ok(path)
+    }
+
+    /// The URL of a database, starting a managed instance on first use.
+    fn db_url(&mut self, name: &str, cell: &Cell) -> Result<String> {
+        let def = self.plan.def.dbs[name].get_ref().clone();
+        let target = cell.axes.get("target").cloned();
+        let place =
+            |s: &str| if s == "{target}" { target.clone().unwrap_or_default() } else { s.to_string() };
+        if let Some(url) = def.url {
+            return Ok(url);
+        }
+        let m = def.managed.expect("validated: url or managed");
+        let data = place(m.data.get_ref());
+        let wal = m.wal.as_ref().map(|w| place(w.get_ref()));
+        let inst = format!(
+            "{}-{name}-{data}{}",
+            self.plan.def.name,
+            wal.as_ref().map(|w| format!("-{w}")).unwrap_or_default()
+        );
+        if let Some(u) = self.dbs.get(&inst) {
+            return Ok(u.clone());
+        }
+        let data_path = self.target_path(&data)?;
+        let mut c = self.child();
+        c.args(["pg", "up", &inst, "--data"]).arg(&data_path);
+        if let Some(w) = &wal {
+            let p = self.target_path(w)?;
+            c.arg("--wal").arg(p);
+        }
+        if let Some(t) = &m.temp {
+            let p = self.target_path(&place(t.get_ref()))?;
+            c.arg("--temp").arg(p);
+        }
+        for (k, v) in &m.set {
+            let v = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+            c.args(["--set", &format!("{k}={v}")]);
+        }
+        let st = c.status().context("running storbench pg up")?;
+        if !st.success() {
+            return Err(anyhow!("starting managed PostgreSQL '{inst}' failed"));
+        }
+        self.made_pg.push(inst.clone());
+        let url = format!("managed:{inst}");
+        self.dbs.insert(inst, url.clone());
+        Ok(url)
+    }
+
+    /// Fills the cell's placeholders, creating what it needs.
+    fn prepare(&mut self, cell: &Cell) -> Result<Vec<Vec<String>>> {
+        let mut fills: Vec<(String, String)> = Vec::new();
+        for t in &cell.targets {
+            let p = self.target_path(t)?;
+            fills.push((target_placeholder(t), p.display().to_string()));
+        }
+        if let Some(d) = &cell.db {
+            let url = self.db_url(d, cell)?;
+            // A URL may itself name the cell's target.
+            let url = match cell.axes.get("target") {
+                Some(t) if url.contains("{target}") => {
+                    let p = self.target_path(t)?;
+                    url.replace("{target}", &p.display().to_string())
+                }
+                _ => url,
+            };
+            fills.push((db_placeholder(d), url));
+        }
+        let fill = |argv: &Vec<String>| -> Vec<String> {
+            argv.iter()
+                .map(|a| fills.iter().fold(a.clone(), |acc, (from, to)| acc.replace(from, to)))
+                .collect()
+        };
+        let mut out: Vec<Vec<String>> = cell.before.iter().map(fill).collect();
+        out.push(fill(&cell.command));
+        Ok(out)
+    }
+
+    /// Destroys what the plan created, when the plan asks for cleanup.
+    fn teardown(&mut self) -> Result<()> {
+        if !self.plan.def.cleanup {
+            return Ok(());
+        }
+        let mut errors = Vec::new();
+        for inst in self.made_pg.drain(..).rev() {
+            let st = Command::new(&self.exe).args(["--quiet", "pg", "down", &inst, "--destroy"]).status();
+            if !st.map(|s| s.success()).unwrap_or(false) {
+                errors.push(format!("pg down {inst}"));
+            }
+        }
+        for m in self.made_media.drain(..).rev() {
+            let st = Command::new(&self.exe).args(["--quiet", "media", "destroy", &m]).status();
+            if !st.map(|s| s.success()).unwrap_or(false) {
+                errors.push(format!("media destroy {m}"));
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(anyhow!("could not undo: {}", errors.join(", ")))
+        }
+    }
+}
+
+impl Drop for Setup<'_> {
+    fn drop(&mut self) {
+        let _ = self.teardown();
+    }
+}
+
+/// The mount point of a medium the plan created.
+fn media_mount(name: &str) -> Result<PathBuf> {
+    // MERGE: storbench_media registry lookup once `storbench media` lands.
+    Err(anyhow!("medium '{name}': media are not available in this build"))
+}
+
+/// Runs a cell's commands; returns the measured command's exit code.
+fn run_cell(env: &Setup<'_>, cell: &Cell, argv: &[Vec<String>]) -> Result<i32> {
+    let axes = serde_json::to_string(&cell.axes)?;
+    let (before, command) = argv.split_at(argv.len() - 1);
+    for b in before {
+        let mut c = env.child();
+        c.args(b)
+            .env("STORBENCH_PLAN", &env.plan.def.name)
+            .env("STORBENCH_CELL", format!("{}:{}", cell.id, b[..2.min(b.len())].join("-")))
+            .env("STORBENCH_AXES", &axes)
+            .stdout(Stdio::null());
+        let st = c.status().with_context(|| format!("running storbench {}", b.join(" ")))?;
+        match st.code() {
+            Some(0) => {}
+            Some(code) => return Ok(code),
+            None => return Err(anyhow!("storbench {} was killed", b.join(" "))),
+        }
+    }
+    let mut c = env.child();
+    c.args(&command[0])
+        .arg("--label")
+        .arg(&cell.label)
+        .env("STORBENCH_PLAN", &env.plan.def.name)
+        .env("STORBENCH_CELL", &cell.id)
+        .env("STORBENCH_AXES", &axes)
+        .stdout(Stdio::null());
+    let st = c.status().with_context(|| format!("running storbench {}", command[0].join(" ")))?;
+    st.code().ok_or_else(|| anyhow!("storbench {} was killed", command[0].join(" ")))
+}
+
+/// A cell that failed before its command could record a run still leaves a
+/// trace: a `failed` run tagged with the plan and cell, saying why.
+fn record_failure(g: &Global, plan: &str, cell: &Cell, why: &str, since: &str) -> Result<()> {
+    let mut store = Store::open(&g.results)?;
+    // The command recorded its own run when it got that far.
+    let recorded = store
+        .runs(&storbench_results::RunFilter { plan: Some(plan.to_string()), ..Default::default() })?
+        .into_iter()
+        .any(|r| r.cell.as_deref() == Some(&cell.id) && r.started_at.as_str() >= since);
+    if recorded {
+        return Ok(());
+    }
+    let kind = cell.command.first().cloned().unwrap_or_default();
+    let run = store.begin_run(&NewRun {
+        kind,
+        label: cell.label.clone(),
+        config: json!({ "command": cell.command, "axes": cell.axes, "error": why }),
+        env: crate::record::base_env(json!({})),
+        plan: Some(plan.to_string()),
+        cell: Some(cell.id.clone()),
+    })?;
+    store.finish_run(run.id, Status::Failed)?;
+    Ok(())
 }

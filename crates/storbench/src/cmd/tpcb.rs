@@ -83,7 +83,7 @@ pub struct RunArgs {
     pub rampup: String,
     /// Target rate in transactions per second over all clients (latency
     /// counts from the schedule).
-    #[arg(long, short = 'R')]
+    #[arg(long, short = 'R', allow_negative_numbers = true)]
     pub rate: Option<f64>,
     /// Latency limit: with --rate, transactions this far behind schedule are
     /// skipped; without, slower ones are counted as late.
@@ -123,7 +123,8 @@ fn init(g: &Global, a: InitArgs) -> Result<ExitCode> {
     let db = Db::parse(&a.db.db)?;
     if let Some(p) = db.sqlite_path() {
         if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| usage(format!("cannot create {}: {e}", dir.display())))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| usage(format!("cannot create {}: {e}", dir.display())))?;
         }
     }
     let mut conn = db.open()?;
@@ -131,7 +132,8 @@ fn init(g: &Global, a: InitArgs) -> Result<ExitCode> {
     let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
     drop(conn);
     let config = json!({ "db": db.shown, "scale": a.scale, "fillfactor": a.fillfactor, "jobs": jobs });
-    let mut rec = Recorder::begin(g, "tpcb-init", format!("tpcb init scale {}", a.scale), config, env, &targets)?;
+    let mut rec =
+        Recorder::begin(g, "tpcb-init", format!("tpcb init scale {}", a.scale), config, env, &targets)?;
     let total = (a.scale * tpcb::ACCOUNTS) as u64;
     let bar = Live::bar(g.quiet, total, "loading accounts {bar:40} {pos}/{len} rows ({per_sec}, eta {eta})");
     let clock = rec.clock();
@@ -166,7 +168,8 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
     if clients.iter().any(|&c| c == 0 || c > 10_000) {
         return Err(usage(format!("--clients {}: each must be 1 to 10000", a.clients)));
     }
-    let duration = parse_duration(&a.duration).map_err(|e| usage(format!("--duration {}: {e}", a.duration)))?;
+    let duration =
+        parse_duration(&a.duration).map_err(|e| usage(format!("--duration {}: {e}", a.duration)))?;
     if duration.is_zero() {
         return Err(usage(format!("--duration {}: must be more than zero", a.duration)));
     }
