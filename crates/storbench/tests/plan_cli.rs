@@ -1,0 +1,120 @@
+//! `storbench run PLAN`: a plan runs its matrix as tagged runs, skips what
+//! is complete on a rerun, records a failed cell and goes on, and refuses a
+//! bad plan before anything runs.
+
+use std::path::Path;
+use std::process::Command;
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+fn sb(dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("storbench").unwrap();
+    c.current_dir(dir).env("STORBENCH_RESULTS", dir.join("r.db")).arg("--quiet");
+    c
+}
+
+fn runs(dir: &Path) -> Vec<Value> {
+    let out = sb(dir).args(["--json", "results", "list", "--plan", "t"]).output().unwrap();
+    serde_json::from_slice::<Value>(&out.stdout).unwrap().as_array().cloned().unwrap()
+}
+
+const PLAN: &str = r#"
+name = "t"
+repeats = 2
+
+[target.here]
+path = "./data"
+
+[axes]
+target = ["here"]
+
+[[workload]]
+kind = "tpcb"
+init = { scale = 1 }
+run = { db = "sqlite:{target}/b.db", clients = "1", duration = "1s" }
+"#;
+
+#[test]
+fn a_plan_runs_its_cells_and_a_rerun_skips_them() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("p.toml"), PLAN).unwrap();
+    let st = sb(d.path()).args(["run", "p.toml", "--no-report"]).status().unwrap();
+    assert!(st.success());
+    let list = runs(d.path());
+    let measured: Vec<&Value> = list.iter().filter(|r| r["kind"] == "tpcb").collect();
+    assert_eq!(measured.len(), 2, "one run per repeat");
+    let mut cells: Vec<&str> = measured.iter().map(|r| r["cell"].as_str().unwrap()).collect();
+    cells.sort();
+    assert_eq!(cells, ["target=here/tpcb#r1", "target=here/tpcb#r2"]);
+    for r in &measured {
+        assert_eq!(r["status"], "complete");
+        assert_eq!(r["label"], "target=here");
+        assert_eq!(r["config"]["axes"]["target"], "here");
+    }
+    assert_eq!(list.iter().filter(|r| r["kind"] == "tpcb-init").count(), 2, "init runs are tagged too");
+    assert!(d.path().join("data/b.db").exists(), "{{target}} is the target's directory");
+
+    // A rerun finds every cell complete and runs nothing.
+    assert!(sb(d.path()).args(["run", "p.toml", "--no-report"]).status().unwrap().success());
+    assert_eq!(runs(d.path()).len(), list.len());
+    // --fresh redoes them.
+    assert!(sb(d.path()).args(["run", "p.toml", "--no-report", "--fresh"]).status().unwrap().success());
+    assert_eq!(runs(d.path()).iter().filter(|r| r["kind"] == "tpcb").count(), 4);
+}
+
+#[test]
+fn a_failed_cell_is_recorded_and_the_plan_goes_on() {
+    let d = tempfile::tempdir().unwrap();
+    // The first workload runs on a database nobody initialised: it fails.
+    let plan = PLAN.replace("repeats = 2", "repeats = 1").replace(
+        "[[workload]]\nkind = \"tpcb\"\ninit",
+        "[[workload]]\nkind = \"tpcb\"\nname = \"noinit\"\nrun = { db = \"sqlite:{target}/none.db\", duration = \"1s\" }\n\n[[workload]]\nkind = \"tpcb\"\ninit",
+    );
+    std::fs::write(d.path().join("p.toml"), plan).unwrap();
+    let out = sb(d.path()).args(["run", "p.toml", "--no-report"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let list = runs(d.path());
+    let failed: Vec<&Value> = list.iter().filter(|r| r["status"] == "failed").collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["cell"], "target=here/noinit#r1");
+    assert!(failed[0]["config"]["error"].as_str().unwrap().contains("exit code 2"));
+    assert!(list.iter().any(|r| r["cell"] == "target=here/tpcb#r1" && r["status"] == "complete"));
+
+    // --stop-on-error stops at it.
+    let d2 = tempfile::tempdir().unwrap();
+    std::fs::copy(d.path().join("p.toml"), d2.path().join("p.toml")).unwrap();
+    let out = sb(d2.path()).args(["run", "p.toml", "--no-report", "--stop-on-error"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!runs(d2.path()).iter().any(|r| r["kind"] == "tpcb" && r["status"] == "complete"));
+}
+
+#[test]
+fn a_bad_plan_is_refused_before_anything_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let cases = [
+        (PLAN.replace("target = [\"here\"]", "target = [\"there\"]"), "p.toml:9: axis 'target': 'there' is not defined"),
+        (PLAN.replace("kind = \"tpcb\"", "kind = \"tpce\""), "p.toml:12: unknown workload kind 'tpce'"),
+        (PLAN.replace("clients = \"1\"", "clientz = \"1\""), "workload 'tpcb' (`storbench tpcb run`): unexpected argument '--clientz'"),
+        (PLAN.replace("target = [\"here\"]", "target = []"), "axis 'target' has no values"),
+        (PLAN.replace("path = \"./data\"", "path = \"/nonexistent/deeper/data\""), "does not exist"),
+        (PLAN.replace("[axes]", "[axis]"), "p.toml:8"),
+    ];
+    for (text, want) in cases {
+        std::fs::write(d.path().join("p.toml"), &text).unwrap();
+        let out = sb(d.path()).args(["run", "p.toml", "--no-report"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{want}: {err}");
+        assert!(err.contains(want), "wanted '{want}' in: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(!d.path().join("r.db").exists(), "{want}: the plan wrote results");
+        assert!(!d.path().join("data").exists(), "{want}: the plan created its target");
+    }
+    // A dry run prints the matrix and creates nothing.
+    std::fs::write(d.path().join("p.toml"), PLAN).unwrap();
+    let out = sb(d.path()).args(["run", "p.toml", "--dry-run"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(text.contains("2 cells") && text.contains("target=here/tpcb#r2"), "{text}");
+    assert!(!d.path().join("r.db").exists() && !d.path().join("data").exists());
+}
