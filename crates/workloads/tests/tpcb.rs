@@ -115,3 +115,79 @@ fn a_missing_schema_is_none_and_a_rate_is_held() {
     assert!((60.0..140.0).contains(&(tps * 2.0)), "held {tps} tps at a 50/s target");
     assert!(res.report.get("lat.exec.p50").is_some(), "service time kept beside schedule latency");
 }
+
+#[test]
+fn lost_connections_reconnect_and_the_step_completes() {
+    let db = TempDb::new("postgres://root@127.0.0.1:5432/postgres", "postgres://root@127.0.0.1:5432", "lost");
+    let url = DbUrl::parse(&db.url).unwrap();
+    let connector = || connect(&url);
+    tpcb::init(&connector, &InitOptions { scale: 1, fillfactor: 100, jobs: 1 }, &|_| {}).unwrap();
+    let spec = StepSpec { users: 2, duration: Duration::from_secs(4), ..StepSpec::default() };
+    let name = db.name.clone();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        let mut admin = connect(&DbUrl::parse("postgres://root@127.0.0.1:5432/postgres").unwrap()).unwrap();
+        admin
+            .query(
+                &Stmt::new(format!(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+                )),
+                &[],
+            )
+            .unwrap()
+            .len()
+    });
+    let res = run_step(&Tpcb::new(1, 3), &connector, &spec, &AtomicBool::new(false), &mut |_| {}).expect("step");
+    assert!(killer.join().unwrap() >= 2, "the users' sessions were terminated");
+    let r = &res.report;
+    assert!(r.get("reconnects").unwrap() >= 2.0, "every user reconnected: {:?}", r.get("reconnects"));
+    assert!(r.get("errors").unwrap() >= 2.0);
+    assert!(r.get("reconnect.gap").unwrap() > 0.0);
+    assert!(r.get("tps").unwrap() > 0.0);
+    assert!((res.window.as_secs_f64() - 4.0).abs() < 0.5, "the step ran its full window");
+}
+
+#[test]
+fn a_database_that_does_not_come_back_fails_the_step_with_what_was_measured() {
+    let db = TempDb::new("postgres://root@127.0.0.1:5432/postgres", "postgres://root@127.0.0.1:5432", "gone");
+    let url = DbUrl::parse(&db.url).unwrap();
+    let init_connector = || connect(&url);
+    tpcb::init(&init_connector, &InitOptions { scale: 1, fillfactor: 100, jobs: 1 }, &|_| {}).unwrap();
+    // Connections to the database are refused after the first second, as
+    // if the server had gone: users cannot get back in.
+    let name = db.name.clone();
+    let gone = std::sync::atomic::AtomicBool::new(false);
+    let connector = || {
+        if gone.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(DbError::new(storbench_db::ErrorKind::Connect, "refused"));
+        }
+        connect(&url)
+    };
+    let spec = StepSpec {
+        users: 1,
+        duration: Duration::from_secs(10),
+        reconnect_for: Duration::from_millis(800),
+        ..StepSpec::default()
+    };
+    let res = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(1200));
+            gone.store(true, std::sync::atomic::Ordering::Relaxed);
+            let mut admin = connect(&DbUrl::parse("postgres://root@127.0.0.1:5432/postgres").unwrap()).unwrap();
+            admin
+                .batch(&format!(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+                ))
+                .unwrap();
+        });
+        run_step(&Tpcb::new(1, 3), &connector, &spec, &AtomicBool::new(false), &mut |_| {})
+    });
+    match res {
+        Err(storbench_workloads::StepError::Lost { partial, .. }) => {
+            let p = partial.expect("what was measured is kept");
+            assert!(p.report.get("txn.count").unwrap() > 0.0);
+            assert!(p.window < Duration::from_secs(5));
+        }
+        other => panic!("expected a lost database, got {other:?}"),
+    }
+}

@@ -95,6 +95,9 @@ pub struct RunArgs {
     /// Seed for key choice.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// How long a user retries a lost connection before the run fails.
+    #[arg(long, default_value = "30s")]
+    pub reconnect_for: String,
 }
 
 /// Runs `storbench tpcb`.
@@ -185,6 +188,8 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
     if a.progress == Some(0) {
         return Err(usage("--progress 0: must be at least 1 second"));
     }
+    let reconnect_for =
+        parse_duration(&a.reconnect_for).map_err(|e| usage(format!("--reconnect-for {}: {e}", a.reconnect_for)))?;
     let db = Db::parse(&a.db.db)?;
     if let Some(p) = db.sqlite_path().filter(|p| !p.exists()) {
         return Err(usage(format!(
@@ -224,6 +229,7 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
             duration,
             rate: a.rate,
             latency_limit,
+            reconnect_for,
             ..StepSpec::default()
         })
         .collect();
