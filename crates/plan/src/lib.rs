@@ -116,6 +116,10 @@ pub struct QuickDef {
     /// Run flags set in every workload (replacing its own).
     #[serde(default)]
     pub set: BTreeMap<String, toml::Value>,
+    /// Init flags replaced in the workloads that have them (`scale`,
+    /// `warehouses`).
+    #[serde(default)]
+    pub init: BTreeMap<String, toml::Value>,
 }
 
 /// A plan file as written.
@@ -270,6 +274,11 @@ pub fn parse(file: &str, text: &str, quick: bool) -> Result<(PlanDef, Vec<Cell>)
             def.axes.insert(k, v);
         }
         for w in &mut def.workloads {
+            for (k, v) in &q.init {
+                if let Some(old) = w.init.get_mut(k) {
+                    *old = Spanned::new(old.span(), v.clone());
+                }
+            }
             for (k, v) in &q.set {
                 let span = w.run.get(k).map(|o| o.span()).unwrap_or_else(|| w.kind.span());
                 w.run.insert(k.clone(), Spanned::new(span, v.clone()));

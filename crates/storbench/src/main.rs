@@ -20,6 +20,12 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Piped into `head`: end quietly like other Unix tools, not with a panic.
+    // SAFETY: restoring the default action of a signal at start-up, before
+    // any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match cli::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => return error::clap_error(e),

@@ -93,9 +93,15 @@ fn a_failed_cell_is_recorded_and_the_plan_goes_on() {
 fn a_bad_plan_is_refused_before_anything_runs() {
     let d = tempfile::tempdir().unwrap();
     let cases = [
-        (PLAN.replace("target = [\"here\"]", "target = [\"there\"]"), "p.toml:9: axis 'target': 'there' is not defined"),
+        (
+            PLAN.replace("target = [\"here\"]", "target = [\"there\"]"),
+            "p.toml:9: axis 'target': 'there' is not defined",
+        ),
         (PLAN.replace("kind = \"tpcb\"", "kind = \"tpce\""), "p.toml:12: unknown workload kind 'tpce'"),
-        (PLAN.replace("clients = \"1\"", "clientz = \"1\""), "workload 'tpcb' (`storbench tpcb run`): unexpected argument '--clientz'"),
+        (
+            PLAN.replace("clients = \"1\"", "clientz = \"1\""),
+            "workload 'tpcb' (`storbench tpcb run`): unexpected argument '--clientz'",
+        ),
         (PLAN.replace("target = [\"here\"]", "target = []"), "axis 'target' has no values"),
         (PLAN.replace("path = \"./data\"", "path = \"/nonexistent/deeper/data\""), "does not exist"),
         (PLAN.replace("[axes]", "[axis]"), "p.toml:8"),

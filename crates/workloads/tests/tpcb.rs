@@ -137,7 +137,8 @@ fn lost_connections_reconnect_and_the_step_completes() {
             .unwrap()
             .len()
     });
-    let res = run_step(&Tpcb::new(1, 3), &connector, &spec, &AtomicBool::new(false), &mut |_| {}).expect("step");
+    let res =
+        run_step(&Tpcb::new(1, 3), &connector, &spec, &AtomicBool::new(false), &mut |_| {}).expect("step");
     assert!(killer.join().unwrap() >= 2, "the users' sessions were terminated");
     let r = &res.report;
     assert!(r.get("reconnects").unwrap() >= 2.0, "every user reconnected: {:?}", r.get("reconnects"));

@@ -137,6 +137,9 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
             interrupted = true;
             break;
         }
+        if plan.def.cleanup {
+            env.release(&plan.cells[i + 1..]);
+        }
     }
     bar.finish();
     let teardown = env.teardown();
@@ -309,36 +312,39 @@ impl Setup<'_> {
         Ok(path)
     }
 
+    /// The managed instance a cell's database needs, if any: its name and
+    /// where its data, WAL and temp files go (target names).
+    fn instance(&self, name: &str, cell: &Cell) -> Option<(String, String, Option<String>, Option<String>)> {
+        let m = self.plan.def.dbs[name].get_ref().managed.clone()?;
+        let target = cell.axes.get("target").cloned().unwrap_or_default();
+        let place = |s: &str| if s == "{target}" { target.clone() } else { s.to_string() };
+        let data = place(m.data.get_ref());
+        let wal = m.wal.as_ref().map(|w| place(w.get_ref()));
+        let temp = m.temp.as_ref().map(|t| place(t.get_ref()));
+        let inst = format!("{}-{name}-{data}", self.plan.def.name);
+        Some((inst, data, wal, temp))
+    }
+
     /// The URL of a database, starting a managed instance on first use.
     fn db_url(&mut self, name: &str, cell: &Cell) -> Result<String> {
         let def = self.plan.def.dbs[name].get_ref().clone();
-        let target = cell.axes.get("target").cloned();
-        let place =
-            |s: &str| if s == "{target}" { target.clone().unwrap_or_default() } else { s.to_string() };
         if let Some(url) = def.url {
             return Ok(url);
         }
         let m = def.managed.expect("validated: url or managed");
-        let data = place(m.data.get_ref());
-        let wal = m.wal.as_ref().map(|w| place(w.get_ref()));
-        let inst = format!(
-            "{}-{name}-{data}{}",
-            self.plan.def.name,
-            wal.as_ref().map(|w| format!("-{w}")).unwrap_or_default()
-        );
+        let (inst, data, wal, temp) = self.instance(name, cell).expect("managed");
         if let Some(u) = self.dbs.get(&inst) {
             return Ok(u.clone());
         }
-        let data_path = self.target_path(&data)?;
+        // Each instance gets its own directories on its targets.
+        let data_path = self.target_path(&data)?.join(&inst).join("data");
         let mut c = self.child();
         c.args(["pg", "up", &inst, "--data"]).arg(&data_path);
         if let Some(w) = &wal {
-            let p = self.target_path(w)?;
-            c.arg("--wal").arg(p);
+            c.arg("--wal").arg(self.target_path(w)?.join(&inst).join("wal"));
         }
-        if let Some(t) = &m.temp {
-            let p = self.target_path(&place(t.get_ref()))?;
-            c.arg("--temp").arg(p);
+        if let Some(t) = &temp {
+            c.arg("--temp").arg(self.target_path(t)?.join(&inst).join("temp"));
         }
         for (k, v) in &m.set {
             let v = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
@@ -352,6 +358,23 @@ impl Setup<'_> {
         let url = format!("managed:{inst}");
         self.dbs.insert(inst, url.clone());
         Ok(url)
+    }
+
+    /// Stops managed instances no later cell needs (frees memory and the
+    /// medium for the next cells).
+    fn release(&mut self, later: &[Cell]) {
+        let needed: Vec<String> = later
+            .iter()
+            .filter_map(|c| c.db.as_ref().and_then(|d| self.instance(d, c)).map(|i| i.0))
+            .collect();
+        let done: Vec<String> = self.made_pg.iter().filter(|i| !needed.contains(i)).cloned().collect();
+        for inst in done {
+            let st = Command::new(&self.exe).args(["--quiet", "pg", "down", &inst, "--destroy"]).status();
+            if st.map(|s| s.success()).unwrap_or(false) {
+                self.made_pg.retain(|i| *i != inst);
+                self.dbs.remove(&inst);
+            }
+        }
     }
 
     /// Fills the cell's placeholders, creating what it needs.

@@ -188,8 +188,8 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
     if a.progress == Some(0) {
         return Err(usage("--progress 0: must be at least 1 second"));
     }
-    let reconnect_for =
-        parse_duration(&a.reconnect_for).map_err(|e| usage(format!("--reconnect-for {}: {e}", a.reconnect_for)))?;
+    let reconnect_for = parse_duration(&a.reconnect_for)
+        .map_err(|e| usage(format!("--reconnect-for {}: {e}", a.reconnect_for)))?;
     let db = Db::parse(&a.db.db)?;
     if let Some(p) = db.sqlite_path().filter(|p| !p.exists()) {
         return Err(usage(format!(
