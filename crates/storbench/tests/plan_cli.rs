@@ -124,3 +124,27 @@ fn a_bad_plan_is_refused_before_anything_runs() {
     assert!(text.contains("2 cells") && text.contains("target=here/tpcb#r2"), "{text}");
     assert!(!d.path().join("r.db").exists() && !d.path().join("data").exists());
 }
+
+#[test]
+fn every_shipped_plan_and_its_quick_form_validate() {
+    let plans = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plans");
+    let mut n = 0;
+    for e in std::fs::read_dir(&plans).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            for quick in [false, true] {
+                let mut c = Command::cargo_bin("storbench").unwrap();
+                c.args(["run", "--dry-run"]).arg(&p);
+                if quick {
+                    c.arg("--quick");
+                }
+                let out = c.output().unwrap();
+                assert!(out.status.success(), "{}: {}", p.display(), String::from_utf8_lossy(&out.stderr));
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            assert!(text.starts_with("# "), "{}: a plan opens with a header comment", p.display());
+            n += 1;
+        }
+    }
+    assert!(n >= 5, "the quick plan and the four study plans ship");
+}
