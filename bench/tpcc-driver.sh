@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# TPC-C-like driver speed: NOPM and TPM at 1, 2 and 4 users on 4 warehouses of
+# one PostgreSQL (server-side PL/pgSQL functions, no think time, as the
+# HammerDB reference), with storbench's own CPU seconds per transaction, and
+# the time to build 10 warehouses.
+#
+#   bench/tpcc-driver.sh [--users "1 2 4"] [--warehouses 4] [--rampup 10] [--duration 60]
+#                        [--rounds 3] [--build-warehouses 10] [--db postgres://root@127.0.0.1:5432/storbench_tpcc]
+#
+# Reference on this machine (issue #3): HammerDB 4.12 reached 37,430 / 45,568 /
+# 58,195 NOPM at 1 / 2 / 4 users on 4 warehouses, and built 4 warehouses in 33 s.
+set -euo pipefail
+users="1 2 4"; wh=4; rampup=10; duration=60; rounds=3; build_wh=10
+db=postgres://root@127.0.0.1:5432/storbench_tpcc
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --users) users=$2; shift 2;; --warehouses) wh=$2; shift 2;;
+    --rampup) rampup=$2; shift 2;; --duration) duration=$2; shift 2;;
+    --rounds) rounds=$2; shift 2;; --build-warehouses) build_wh=$2; shift 2;;
+    --db) db=$2; shift 2;;
+    *) echo "unknown option $1" >&2; exit 2;;
+  esac
+done
+here=$(cd "$(dirname "$0")/.." && pwd)
+cargo build --release -q -p storbench --manifest-path "$here/Cargo.toml"
+sb="$here/target/release/storbench"
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+export STORBENCH_RESULTS="$work/results.db"
+dbname=${db##*/}; hostpart=${db#postgres://}; hostpart=${hostpart%%/*}
+user=${hostpart%%@*}; hostport=${hostpart#*@}; host=${hostport%%:*}; port=${hostport##*:}
+psql -qAt -h "$host" -p "$port" -U "$user" -d postgres -c "SELECT 1 FROM pg_database WHERE datname='$dbname'" | grep -q 1 \
+  || psql -q -h "$host" -p "$port" -U "$user" -d postgres -c "CREATE DATABASE $dbname"
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+field() { python3 -c "import json,sys; d=json.load(sys.stdin); m=d['steps'][0]['metrics'] if d['steps'] else {}; print(m.get('$1',{}).get('value','nan'))"; }
+
+echo "$(date -u +%F), $(nproc) CPUs, $(psql -qAt -h "$host" -p "$port" -U "$user" -d postgres -c 'SHOW server_version')"
+# Build speed: 10 warehouses, indexes and procedures included.
+start=$(date +%s.%N)
+"$sb" -q --json tpcc build --db "$db" --warehouses "$build_wh" --replace > "$work/build.json"
+end=$(date +%s.%N)
+rows=$(field rows < "$work/build.json")
+python3 -c "print(f'build: $build_wh warehouses in {($end-$start):.1f} s wall ({float($rows)/($end-$start):,.0f} rows/s)')"
+
+"$sb" -q tpcc build --db "$db" --warehouses "$wh" --replace
+declare -A ref=([1]=37430 [2]=45568 [4]=58195)
+printf "%6s %10s %10s %14s %10s %16s\n" users NOPM TPM "NOPM/HammerDB" "TPM/user" "driver µs/txn"
+for u in $users; do
+  : > "$work/nopm.$u"; : > "$work/tpm.$u"; : > "$work/cpu.$u"
+  for r in $(seq "$rounds"); do
+    # Driver CPU: the storbench process's user+system seconds over the whole
+    # step (ramp-up included), divided by every transaction it ran.
+    /usr/bin/time -f "%U %S" -o "$work/time" \
+      "$sb" -q --json tpcc run --db "$db" --users "$u" --rampup "${rampup}s" --duration "${duration}s" > "$work/run.json"
+    nopm=$(field nopm < "$work/run.json"); tpm=$(field tpm < "$work/run.json")
+    n=$(field txn.count < "$work/run.json")
+    cpu=$(awk '{print $1+$2}' "$work/time")
+    echo "$nopm" >> "$work/nopm.$u"; echo "$tpm" >> "$work/tpm.$u"
+    # Transactions in the window scaled to the whole run (ramp-up ran at the same rate).
+    python3 -c "print($cpu / ($n * ($rampup + $duration) / $duration) * 1e6)" >> "$work/cpu.$u"
+  done
+  nopm=$(median < "$work/nopm.$u"); tpm=$(median < "$work/tpm.$u"); cpu=$(median < "$work/cpu.$u")
+  r=${ref[$u]:-0}
+  python3 -c "print(f'{$u:>6} {$nopm:>10,.0f} {$tpm:>10,.0f} {($nopm/$r if $r else float(\"nan\")):>14.2f} {$tpm/$u:>10,.0f} {$cpu:>16.1f}')"
+done
