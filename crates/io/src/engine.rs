@@ -686,6 +686,7 @@ fn uring_loop(w: &mut Worker<'_>, file: &File) -> Result<(), String> {
     let mut inflight = 0usize;
     let mut in_flight_offsets: Vec<u64> = Vec::new();
     let mut draining_for_sync = false;
+    let submit_each = p.pattern == crate::profile::Pattern::Sequential;
     let mut stop_submitting = false;
 
     loop {
@@ -752,6 +753,13 @@ fn uring_loop(w: &mut Worker<'_>, file: &File) -> Result<(), String> {
                 };
                 inflight += 1;
                 queued += 1;
+                if submit_each {
+                    // Sequential I/O submitted as a batch is merged by the
+                    // block layer's plug into larger requests: submit one by
+                    // one so each I/O reaches the device as itself (as fio's
+                    // default iodepth_batch of 1 does).
+                    ring.submit().map_err(|e| format!("io_uring submit: {e}"))?;
+                }
                 if write && p.fsync_every > 0 {
                     w.writes_since_sync += 1;
                     if w.writes_since_sync >= p.fsync_every {
