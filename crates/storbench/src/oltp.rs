@@ -104,8 +104,7 @@ pub fn run_steps(
                 if !quiet {
                     live.println(line(&label, &report, steps.columns, partial));
                 }
-                let figures = StepReport { figures: report.figures.clone(), ..StepReport::default() };
-                rec.write_step(clock, &label, params, report)?;
+                let figures = rec.write_step(clock, &label, params, report)?;
                 summary.push((label.clone(), figures));
                 if r2.stopped {
                     outcome = Outcome::Interrupted;
@@ -131,12 +130,14 @@ pub fn run_steps(
         t.load_preset(UTF8_FULL_CONDENSED);
         let mut head = vec!["step".to_string()];
         head.extend(steps.columns.iter().map(|(_, h)| h.to_string()));
+        head.extend(["iowait %", "dev r_await ms", "dev w_await ms"].map(String::from));
         t.set_header(head);
         for (label, r) in &summary {
             let mut row = vec![label.clone()];
             row.extend(
                 steps.columns.iter().map(|(f, _)| r.get(f).map(fmt_num).unwrap_or_else(|| "-".into())),
             );
+            row.extend(crate::record::system_columns(r));
             t.add_row(row);
         }
         eprintln!("{t}");

@@ -123,14 +123,15 @@ impl Recorder {
     }
 
     /// Writes a finished step, with the monitor's figures for its measured
-    /// window and its samples from the step's start.
+    /// window and its samples from the step's start; returns the step's
+    /// figures (the workload's and the monitor's) for display.
     pub fn write_step(
         &mut self,
         clock: StepClock,
         label: &str,
         params: Value,
         mut report: StepReport,
-    ) -> Result<()> {
+    ) -> Result<StepReport> {
         let end = Instant::now();
         let sys = self.monitor.window(clock.start, clock.measure_from, end);
         report.figures.extend(sys.figures);
@@ -141,7 +142,7 @@ impl Recorder {
             .write_step(self.run.id, self.next_idx, label, &params, &clock.started_at, &finished, &report)
             .with_context(|| format!("saving step '{label}'"))?;
         self.next_idx += 1;
-        Ok(())
+        Ok(StepReport { figures: report.figures, ..StepReport::default() })
     }
 
     /// Number of steps written so far.
@@ -177,4 +178,24 @@ impl Recorder {
         }
         Ok(ExitCode::from(code))
     }
+}
+
+/// The system figures shown beside a workload's: CPU iowait and the slowest
+/// device's average read and write latency over the measured window.
+pub fn system_columns(figures: &StepReport) -> [String; 3] {
+    let worst = |suffix: &str| {
+        figures
+            .figures
+            .iter()
+            .filter(|f| f.name.starts_with("dev.") && f.name.ends_with(suffix))
+            .map(|f| f.value)
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
+            .map(|v| format!("{v:.2}"))
+            .unwrap_or_else(|| "-".into())
+    };
+    [
+        figures.get("cpu.iowait").map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into()),
+        worst(".r_await"),
+        worst(".w_await"),
+    ]
 }

@@ -10,6 +10,7 @@
 
 mod env;
 mod monitor;
+pub mod procfs;
 
 pub use env::{host_env, path_env, PathInfo};
-pub use monitor::Monitor;
+pub use monitor::{devices_behind, summarise, Monitor, Snapshot};

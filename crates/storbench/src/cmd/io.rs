@@ -295,7 +295,10 @@ pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
         let (failures, mismatches, count, stopped) =
             (r.failures.clone(), r.mismatches.clone(), r.mismatch_count, r.stopped);
         if r.report.get("io.window").unwrap_or(0.0) > 0.0 || !failures.is_empty() {
-            rec.write_step(clock, &p.name, params, r.report)?;
+            let figures = rec.write_step(clock, &p.name, params, r.report)?;
+            if let Some(row) = rows.last_mut() {
+                row.extend(crate::record::system_columns(&figures));
+            }
         }
         if !failures.is_empty() {
             for f in &failures {
@@ -339,6 +342,9 @@ pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
             "max µs",
             "CPU µs/IO",
             "errors",
+            "iowait %",
+            "dev r_await ms",
+            "dev w_await ms",
         ]);
         for r in rows {
             t.add_row(r);
