@@ -1,1 +1,337 @@
-//! storbench-media: see DESIGN.md. (Being built.)
+//! Storage targets on one machine: a sparse backing file, a loop device with
+//! direct I/O, a filesystem with a chosen block size (allocation unit),
+//! mounted under the storbench state directory, optionally capped to an
+//! emulated media class by the blkio throttle; their registry; and managed
+//! PostgreSQL instances placed on them ([`pg`]). Every step of a creation is
+//! undone if a later one fails. Nothing here prints.
+
+#![deny(missing_docs)]
+
+pub mod class;
+pub mod pg;
+mod registry;
+mod sys;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use class::Caps;
+pub use registry::state_dir;
+pub use sys::has_throttle;
+
+/// A medium storbench made.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Medium {
+    /// Its name.
+    pub name: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Filesystem (`ext4`, `xfs`, `btrfs`) or `none`.
+    pub fs: String,
+    /// Filesystem block size in bytes (0 for none).
+    pub block_size: u64,
+    /// Emulated class, as given (`hdd`, `custom:...`), if any.
+    pub emulate: Option<String>,
+    /// The caps applied.
+    pub caps: Option<Caps>,
+    /// The sparse backing file.
+    pub backing_file: PathBuf,
+    /// The loop device.
+    pub device: String,
+    /// Where the filesystem is mounted (none for `--fs none`).
+    pub mount_point: Option<PathBuf>,
+    /// When it was made.
+    pub created_at: String,
+}
+
+/// What `list` finds of a medium now.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub enum State {
+    /// Loop device attached to its file and (if it has one) mounted.
+    Ready,
+    /// The loop device is gone or holds another file.
+    LoopGone,
+    /// The filesystem is not mounted.
+    NotMounted,
+}
+
+impl State {
+    /// For display.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            State::Ready => "ready",
+            State::LoopGone => "loop device gone",
+            State::NotMounted => "not mounted",
+        }
+    }
+}
+
+/// A media error: bad input or a missing facility (exit 2), or a failure.
+#[derive(Debug, thiserror::Error)]
+pub enum MediaError {
+    /// Bad input or something the machine lacks; names what and what is allowed.
+    #[error("{0}")]
+    Usage(String),
+    /// A step failed (its undo has been done).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// What to create.
+#[derive(Clone, Debug)]
+pub struct CreateOptions {
+    /// Size in bytes.
+    pub size: u64,
+    /// ext4, xfs, btrfs or none.
+    pub fs: String,
+    /// Filesystem block size (None: the filesystem's default, 4 KiB).
+    pub block_size: Option<u64>,
+    /// Emulated class.
+    pub emulate: Option<String>,
+    /// Directory for the backing file (default: the state directory).
+    pub backing: Option<PathBuf>,
+}
+
+fn valid_name(name: &str) -> Result<(), MediaError> {
+    if name.is_empty()
+        || name.len() > 64
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        || name.starts_with('.')
+    {
+        return Err(MediaError::Usage(format!(
+            "medium name '{name}': use 1-64 letters, digits, '-', '_' or '.'"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks that this machine can make media (root, loop devices, and the
+/// blkio throttle when a class needs it).
+pub fn check_support(need_throttle: bool) -> Result<(), MediaError> {
+    if !sys::is_root() {
+        return Err(MediaError::Usage(
+            "storbench media needs root (loop devices, mkfs, mount and the blkio throttle)".into(),
+        ));
+    }
+    if !Path::new("/dev/loop-control").exists() {
+        return Err(MediaError::Usage(
+            "this machine has no loop device support (/dev/loop-control is missing)".into(),
+        ));
+    }
+    if need_throttle && sys::throttle_kind().is_none() {
+        return Err(MediaError::Usage(
+            "no blkio throttle: neither cgroup v1 blkio.throttle.* nor cgroup v2 io.max is available, so media classes cannot be emulated (use --emulate nvme or none)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Validates a creation request without touching anything.
+pub fn validate(name: &str, o: &CreateOptions) -> Result<Option<Caps>, MediaError> {
+    valid_name(name)?;
+    if o.size < 16 << 20 {
+        return Err(MediaError::Usage(format!("--size {}: must be at least 16M", o.size)));
+    }
+    let caps = match &o.emulate {
+        Some(c) => class::caps(c).map_err(MediaError::Usage)?,
+        None => None,
+    };
+    sys::check_fs(&o.fs, o.block_size).map_err(MediaError::Usage)?;
+    check_support(caps.is_some())?;
+    if registry::load()?.iter().any(|m| m.name == name) {
+        return Err(MediaError::Usage(format!(
+            "medium '{name}' exists already (storbench media destroy {name} first)"
+        )));
+    }
+    let dir = o.backing.clone().unwrap_or_else(|| state_dir().join("backing"));
+    let mut probe = dir.clone();
+    while !probe.exists() {
+        if !probe.pop() {
+            break;
+        }
+    }
+    if let Some(free) = sys::free_bytes(&probe) {
+        // Sparse, but a full medium must fit.
+        if o.size > free {
+            return Err(MediaError::Usage(format!(
+                "--size {}: larger than the free space on {} ({} bytes); the backing file is sparse but may fill",
+                o.size,
+                probe.display(),
+                free
+            )));
+        }
+    }
+    Ok(caps)
+}
+
+/// Creates a medium; on failure every completed step is undone.
+pub fn create(name: &str, o: &CreateOptions) -> Result<Medium, MediaError> {
+    let caps = validate(name, o)?;
+    let _lock = registry::lock()?;
+    let mut undo = sys::Undo::default();
+    let res = (|| {
+        let dir = o.backing.clone().unwrap_or_else(|| state_dir().join("backing"));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| MediaError::Failed(format!("creating {}: {e}", dir.display())))?;
+        let backing = dir.join(format!("{name}.img"));
+        if backing.exists() {
+            return Err(MediaError::Usage(format!("{} exists already", backing.display())));
+        }
+        std::fs::File::create(&backing)
+            .and_then(|f| f.set_len(o.size))
+            .map_err(|e| MediaError::Failed(format!("creating {}: {e}", backing.display())))?;
+        undo.remove_file(&backing);
+        let device = sys::losetup(&backing)?;
+        undo.detach(&device);
+        let bs = o.block_size.unwrap_or(if o.fs == "none" { 0 } else { 4096 });
+        let mut mount_point = None;
+        if o.fs != "none" {
+            sys::mkfs(&o.fs, bs, &device)?;
+            let mp = state_dir().join("mnt").join(name);
+            std::fs::create_dir_all(&mp)
+                .map_err(|e| MediaError::Failed(format!("creating {}: {e}", mp.display())))?;
+            undo.rmdir(&mp);
+            sys::mount(&o.fs, bs, &device, &mp)?;
+            undo.umount(&mp);
+            mount_point = Some(mp);
+        }
+        if let Some(c) = &caps {
+            sys::throttle(&device, Some(c))?;
+            undo.unthrottle(&device);
+        }
+        let m = Medium {
+            name: name.to_string(),
+            size: o.size,
+            fs: o.fs.clone(),
+            block_size: bs,
+            emulate: o.emulate.clone(),
+            caps,
+            backing_file: backing,
+            device,
+            mount_point,
+            created_at: sys::now(),
+        };
+        let mut all = registry::load()?;
+        all.push(m.clone());
+        registry::save(&all)?;
+        Ok(m)
+    })();
+    match res {
+        Ok(m) => {
+            undo.forget();
+            Ok(m)
+        }
+        Err(e) => {
+            undo.run();
+            Err(e)
+        }
+    }
+}
+
+/// Every registered medium with its state now.
+pub fn list() -> Result<Vec<(Medium, State)>, MediaError> {
+    Ok(registry::load()?
+        .into_iter()
+        .map(|m| {
+            let s = state(&m);
+            (m, s)
+        })
+        .collect())
+}
+
+/// A medium by name.
+pub fn get(name: &str) -> Result<Option<Medium>, MediaError> {
+    Ok(registry::load()?.into_iter().find(|m| m.name == name))
+}
+
+fn state(m: &Medium) -> State {
+    let dev = m.device.trim_start_matches("/dev/");
+    let backing = std::fs::read_to_string(format!("/sys/block/{dev}/loop/backing_file")).unwrap_or_default();
+    if backing.trim() != m.backing_file.to_string_lossy() {
+        return State::LoopGone;
+    }
+    match &m.mount_point {
+        Some(mp) if !sys::is_mounted(mp) => State::NotMounted,
+        _ => State::Ready,
+    }
+}
+
+/// Destroys a medium: unmounts, removes its throttle rules, detaches the
+/// loop device, deletes the backing file and forgets it. Pieces already gone
+/// are skipped, so a stale entry is cleaned too.
+pub fn destroy(name: &str) -> Result<(), MediaError> {
+    let _lock = registry::lock()?;
+    let mut all = registry::load()?;
+    let Some(i) = all.iter().position(|m| m.name == name) else {
+        return Err(MediaError::Usage(format!("no medium named '{name}' (storbench media list)")));
+    };
+    let m = all[i].clone();
+    let mut errors = Vec::new();
+    if let Some(mp) = &m.mount_point {
+        if sys::is_mounted(mp) {
+            if let Err(e) = sys::umount(mp) {
+                errors.push(e.to_string());
+            }
+        }
+        let _ = std::fs::remove_dir(mp);
+    }
+    let attached = state(&m) != State::LoopGone;
+    if attached {
+        if m.caps.is_some() {
+            if let Err(e) = sys::throttle(&m.device, None) {
+                errors.push(e.to_string());
+            }
+        }
+        if let Err(e) = sys::detach(&m.device) {
+            errors.push(e.to_string());
+        }
+    }
+    if m.backing_file.exists() {
+        if let Err(e) = std::fs::remove_file(&m.backing_file) {
+            errors.push(format!("removing {}: {e}", m.backing_file.display()));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(MediaError::Failed(format!("destroying '{name}': {}", errors.join("; "))));
+    }
+    all.remove(i);
+    registry::save(&all)
+}
+
+/// The medium a path lives on (its mount point prefixes the path, or the
+/// path is its device), for a run's `env_json`.
+pub fn describe_path(path: &Path) -> Option<serde_json::Value> {
+    let abs = std::fs::canonicalize(path).ok().or_else(|| {
+        let mut p = path.to_path_buf();
+        while !p.exists() {
+            if !p.pop() {
+                return None;
+            }
+        }
+        std::fs::canonicalize(p).ok()
+    })?;
+    let all = registry::load().ok()?;
+    let m = all.into_iter().find(|m| {
+        m.mount_point.as_ref().is_some_and(|mp| abs.starts_with(mp)) || abs == Path::new(&m.device)
+    })?;
+    Some(serde_json::json!({
+        "name": m.name, "fs": m.fs, "block_size": m.block_size, "device": m.device,
+        "emulate": m.emulate, "caps": m.caps, "size": m.size,
+        "note": m.caps.as_ref().map(|_| "emulated by blkio throttle caps (IOPS and bandwidth), not a latency model"),
+    }))
+}
+
+/// The directory a TARGET names: a medium's mount point, or a path as given.
+pub fn target_dir(target: &str) -> Result<PathBuf, MediaError> {
+    if !target.contains('/') {
+        if let Some(m) = get(target)? {
+            return m.mount_point.ok_or_else(|| {
+                MediaError::Usage(format!(
+                    "medium '{target}' has no filesystem (--fs none): give a mounted medium or a directory"
+                ))
+            });
+        }
+    }
+    Ok(PathBuf::from(target))
+}

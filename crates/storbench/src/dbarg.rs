@@ -65,8 +65,8 @@ impl Db {
 }
 
 fn resolve_managed(name: &str) -> Result<DbUrl> {
-    // MERGE: storbench_media::pg::resolve(name) once `storbench pg` lands.
-    Err(usage(format!("managed:{name}: no managed instance of that name (storbench pg list)")))
+    let url = storbench_media::pg::resolve(name).map_err(|e| usage(format!("managed:{name}: {e}")))?;
+    DbUrl::parse(&url).map_err(usage)
 }
 
 /// What the run records about the database: URL (redacted), engine,
@@ -79,11 +79,18 @@ pub fn env(db: &Db, conn: &mut dyn Connection) -> Value {
         "version": info.as_ref().map(|i| i.version.clone()),
         "settings": info.as_ref().map(|i| i.settings.clone()),
     });
+    if let Some(name) = db.shown.strip_prefix("managed:") {
+        if let Ok(Some(i)) = storbench_media::pg::get(name) {
+            v["managed"] = json!({ "name": i.name, "placement": storbench_media::pg::placement(&i), "settings": i.settings });
+        }
+    }
     if let Some(dir) = data_dir(db, conn) {
         let p = storbench_sysmon::path_env(&dir);
         v["data_dir"] = json!(dir);
         v["data_fs"] = json!({"fs_type": p.fs_type, "block_size": p.block_size, "device": p.device});
-        // MERGE: v["medium"] = storbench_media::describe_path(&dir)
+        if let Some(m) = storbench_media::describe_path(&dir) {
+            v["medium"] = m;
+        }
     }
     v
 }

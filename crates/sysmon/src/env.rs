@@ -158,6 +158,18 @@ pub fn path_env(path: &Path) -> PathInfo {
                 }
             }
         }
+        // btrfs (and other multi-device filesystems) report an anonymous
+        // device number: fall back to the mount's source device.
+        if info.device_name.is_empty() && info.device.starts_with("/dev/") {
+            if let Some(name) = fs::canonicalize(&info.device)
+                .ok()
+                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            {
+                if Path::new(&format!("/sys/class/block/{name}")).exists() {
+                    fill_device(&mut info, &name);
+                }
+            }
+        }
     }
     // SAFETY: statvfs writes into a zeroed struct we own; the path is NUL-terminated.
     unsafe {

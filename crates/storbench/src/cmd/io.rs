@@ -222,6 +222,7 @@ pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
             "fs_block_size": info.block_size, "mount_point": info.mount_point,
             "device": info.device, "loop_backing_file": info.loop_backing_file,
         },
+        "medium": storbench_media::describe_path(&tgt.path),
         "direct_io": profiles.iter().all(|p| p.direct),
         "engine": engine.as_str(),
         "notes": notes,

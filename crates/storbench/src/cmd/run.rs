@@ -440,8 +440,10 @@ impl Drop for Setup<'_> {
 
 /// The mount point of a medium the plan created.
 fn media_mount(name: &str) -> Result<PathBuf> {
-    // MERGE: storbench_media registry lookup once `storbench media` lands.
-    Err(anyhow!("medium '{name}': media are not available in this build"))
+    let m = storbench_media::get(name)
+        .map_err(|e| anyhow!("{e}"))?
+        .ok_or_else(|| anyhow!("medium '{name}' was not created"))?;
+    m.mount_point.ok_or_else(|| anyhow!("medium '{name}' has no filesystem (fs = \"none\")"))
 }
 
 /// Runs a cell's commands; returns the measured command's exit code.

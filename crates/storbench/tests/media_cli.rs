@@ -1,0 +1,299 @@
+//! `storbench media` and `storbench pg` on real loop devices, filesystems,
+//! blkio throttle rules and PostgreSQL servers. Every test has its own state
+//! directory and a guard that destroys what it made, even when it fails.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+/// Loop device numbers are reused as soon as one is detached, so checks that
+/// "nothing is left on loopN" would see another test's medium: the tests of
+/// this file take turns.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+struct State {
+    dir: tempfile::TempDir,
+    _turn: std::sync::MutexGuard<'static, ()>,
+}
+
+impl State {
+    fn new() -> State {
+        let turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        // The managed server's OS user must be able to traverse it.
+        Command::new("chmod").arg("755").arg(dir.path()).status().unwrap();
+        State { dir, _turn: turn }
+    }
+
+    fn sb(&self) -> Command {
+        let mut c = Command::cargo_bin("storbench").unwrap();
+        c.current_dir(self.dir.path())
+            .env("STORBENCH_STATE", self.dir.path().join("state"))
+            .env("STORBENCH_RESULTS", self.dir.path().join("r.db"))
+            .arg("--quiet");
+        c
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.sb().args(args).output().unwrap();
+        assert!(out.status.success(), "storbench {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn media(&self) -> Vec<Value> {
+        serde_json::from_str(&self.ok(&["--json", "media", "list"])).unwrap()
+    }
+}
+
+impl Drop for State {
+    fn drop(&mut self) {
+        let _ = self.sb().args(["pg", "down", "--all", "--destroy"]).output();
+        let _ = self.sb().args(["media", "destroy", "--all"]).output();
+    }
+}
+
+fn majmin(dev: &str) -> String {
+    std::fs::read_to_string(format!("/sys/class/block/{}/dev", dev.trim_start_matches("/dev/")))
+        .unwrap()
+        .trim()
+        .into()
+}
+
+fn throttled(mm: &str) -> bool {
+    ["read_iops_device", "write_iops_device", "read_bps_device", "write_bps_device"].iter().any(|f| {
+        std::fs::read_to_string(format!("/sys/fs/cgroup/blkio/blkio.throttle.{f}"))
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(mm))
+    })
+}
+
+fn loop_holds(backing: &Path) -> bool {
+    let out = Command::new("losetup").arg("-j").arg(backing).output().unwrap();
+    !String::from_utf8_lossy(&out.stdout).trim().is_empty()
+}
+
+fn mounted(p: &Path) -> bool {
+    std::fs::read_to_string("/proc/mounts")
+        .unwrap()
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == p.to_str())
+}
+
+#[test]
+fn each_filesystem_at_two_block_sizes_runs_io_and_leaves_nothing() {
+    let s = State::new();
+    for (fs, bs, size) in [
+        ("ext4", "1k", "128M"),
+        ("ext4", "4k", "128M"),
+        ("xfs", "4k", "320M"),
+        ("xfs", "64k", "320M"),
+        ("btrfs", "4k", "256M"),
+    ] {
+        let name = format!("{fs}-{bs}");
+        s.ok(&[
+            "media",
+            "create",
+            &name,
+            "--size",
+            size,
+            "--fs",
+            fs,
+            "--block-size",
+            bs,
+            "--emulate",
+            "fc-san",
+        ]);
+        let m = s.media().into_iter().find(|m| m["name"] == name.as_str()).unwrap();
+        assert_eq!(m["state"], "ready");
+        let (dev, backing) =
+            (m["device"].as_str().unwrap().to_string(), PathBuf::from(m["backing_file"].as_str().unwrap()));
+        let mp = PathBuf::from(m["mount_point"].as_str().unwrap());
+        let mm = majmin(&dev);
+        assert!(mounted(&mp) && loop_holds(&backing) && throttled(&mm), "{name} is set up");
+        let out = Command::new("stat").args(["-f", "-c", "%S"]).arg(&mp).output().unwrap();
+        let want = storbench_bs(bs);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            want.to_string(),
+            "{name}: the filesystem's block size"
+        );
+
+        let target = mp.join("t.dat");
+        let rec: Value = serde_json::from_str(&s.ok(&[
+            "--json",
+            "io",
+            "--target",
+            target.to_str().unwrap(),
+            "--size",
+            "32M",
+            "--bs",
+            "8k",
+            "--rw",
+            "randrw",
+            "--duration",
+            "1s",
+            "--rampup",
+            "0s",
+        ]))
+        .unwrap();
+        assert!(rec["steps"][0]["metrics"]["io.iops"]["value"].as_f64().unwrap() > 0.0);
+        assert_eq!(rec["run"]["env"]["medium"]["name"], name.as_str(), "the run records its medium");
+        assert_eq!(rec["run"]["env"]["target"]["fs_type"], fs);
+        let dev_name = dev.trim_start_matches("/dev/");
+        let samples = rec["steps"][0]["samples"]
+            .as_object()
+            .map(|o| o.keys().cloned().collect::<Vec<_>>())
+            .unwrap_or_default();
+        let figures = rec["steps"][0]["metrics"].as_object().unwrap();
+        assert!(
+            figures.keys().any(|k| k.starts_with(&format!("dev.{dev_name}.")))
+                || samples.iter().any(|k| k.contains(dev_name)),
+            "the monitor watched {dev_name}: {:?} {}",
+            figures.keys().collect::<Vec<_>>(),
+            rec["run"]["env"]
+        );
+
+        s.ok(&["media", "destroy", &name]);
+        assert!(!mounted(&mp), "{name}: still mounted");
+        assert!(!loop_holds(&backing), "{name}: loop device left");
+        assert!(!throttled(&mm), "{name}: throttle rule left");
+        assert!(!backing.exists(), "{name}: backing file left");
+        assert!(!mp.exists(), "{name}: mount point left");
+    }
+    assert!(s.media().is_empty());
+}
+
+fn storbench_bs(bs: &str) -> u64 {
+    bs.trim_end_matches('k').parse::<u64>().unwrap() * 1024
+}
+
+#[test]
+fn a_refused_block_size_or_class_is_one_line_and_leaves_nothing() {
+    let s = State::new();
+    let before = Command::new("losetup").arg("-a").output().unwrap().stdout;
+    for (args, want) in [
+        (vec!["media", "create", "e8", "--size", "128M", "--fs", "ext4", "--block-size", "8k"], "page size"),
+        (vec!["media", "create", "x", "--size", "128M", "--fs", "zfs"], "--fs zfs"),
+        (vec!["media", "create", "x", "--size", "128M", "--emulate", "floppy"], "--emulate floppy"),
+        (vec!["media", "create", "x", "--size", "64M", "--fs", "xfs"], "xfs"),
+        (vec!["media", "create", "bad name", "--size", "64M"], "medium name"),
+        (vec!["media", "destroy", "nothing"], "no medium named 'nothing'"),
+    ] {
+        let out = s.sb().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: wanted {want} in {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    assert!(s.media().is_empty());
+    let after = Command::new("losetup").arg("-a").output().unwrap().stdout;
+    let count = |b: &[u8]| {
+        String::from_utf8_lossy(b).lines().filter(|l| l.contains(s.dir.path().to_str().unwrap())).count()
+    };
+    assert_eq!(count(&after), count(&before), "a failed create left a loop device");
+}
+
+#[test]
+fn the_hdd_class_holds_its_cap_within_ten_percent() {
+    let s = State::new();
+    s.ok(&["media", "create", "slow", "--size", "256M", "--fs", "none", "--emulate", "hdd"]);
+    let dev = s.media()[0]["device"].as_str().unwrap().to_string();
+    let rec: Value = serde_json::from_str(&s.ok(&[
+        "--json",
+        "io",
+        "--target",
+        &dev,
+        "--bs",
+        "8k",
+        "--rw",
+        "randread",
+        "--qd",
+        "8",
+        "--duration",
+        "5s",
+        "--rampup",
+        "1s",
+    ]))
+    .unwrap();
+    let iops = rec["steps"][0]["metrics"]["io.iops"]["value"].as_f64().unwrap();
+    assert!((135.0..=165.0).contains(&iops), "hdd caps reads at 150 IOPS; measured {iops}");
+    assert_eq!(rec["run"]["env"]["medium"]["emulate"], "hdd");
+}
+
+#[test]
+fn a_managed_postgres_keeps_its_wal_on_the_wal_medium() {
+    let s = State::new();
+    s.ok(&["media", "create", "pgdata", "--size", "512M", "--fs", "ext4"]);
+    s.ok(&["media", "create", "pgwal", "--size", "320M", "--fs", "xfs", "--block-size", "4k"]);
+    s.ok(&["pg", "up", "t1", "--data", "pgdata", "--wal", "pgwal", "--set", "shared_buffers=32MB"]);
+    let media = s.media();
+    let wal_mp =
+        PathBuf::from(media.iter().find(|m| m["name"] == "pgwal").unwrap()["mount_point"].as_str().unwrap());
+    s.ok(&["tpcb", "init", "--db", "managed:t1", "--scale", "1"]);
+    let rec: Value =
+        serde_json::from_str(&s.ok(&["--json", "tpcb", "run", "--db", "managed:t1", "--duration", "2s"]))
+            .unwrap();
+    assert!(rec["steps"][0]["metrics"]["tps"]["value"].as_f64().unwrap() > 0.0);
+    let placement = &rec["run"]["env"]["db"]["managed"]["placement"];
+    assert_eq!(placement["wal"]["medium"]["name"], "pgwal", "{placement}");
+    assert_eq!(placement["data"]["medium"]["name"], "pgdata");
+
+    let status: Value = serde_json::from_str(&s.ok(&["pg", "status", "t1"])).unwrap();
+    let data = PathBuf::from(status["placement"]["data"]["path"].as_str().unwrap());
+    let link = std::fs::read_link(data.join("pg_wal")).expect("pg_wal is a link to the WAL medium");
+    assert!(link.starts_with(&wal_mp), "pg_wal -> {}", link.display());
+    let segments =
+        std::fs::read_dir(&link).unwrap().filter(|e| e.as_ref().unwrap().file_name().len() == 24).count();
+    assert!(segments >= 1, "WAL segments live on the WAL medium");
+
+    s.ok(&["pg", "down", "t1", "--destroy"]);
+    assert!(!data.exists() && !link.exists());
+    s.ok(&["media", "destroy", "--all"]);
+}
+
+#[test]
+fn a_server_stopped_mid_run_fails_the_run_and_keeps_earlier_steps() {
+    let s = State::new();
+    let dir = s.dir.path().join("pgdata");
+    s.ok(&["pg", "up", "t2", "--data", dir.to_str().unwrap()]);
+    s.ok(&["tpcb", "init", "--db", "managed:t2"]);
+    let child = s
+        .sb()
+        .args([
+            "tpcb",
+            "run",
+            "--db",
+            "managed:t2",
+            "--clients",
+            "1,2,3,4",
+            "--duration",
+            "2s",
+            "--reconnect-for",
+            "2s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(3000));
+    s.ok(&["pg", "down", "t2"]);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    // Stopped mid-step (lost, not back in time) or between steps (cannot connect).
+    assert!(err.contains("lost") || err.contains("connect"), "{err}");
+    let list: Value = serde_json::from_str(&s.ok(&["--json", "results", "list"])).unwrap();
+    let run = list.as_array().unwrap().iter().find(|r| r["kind"] == "tpcb").unwrap().clone();
+    assert_eq!(run["status"], "failed");
+    let rec: Value =
+        serde_json::from_str(&s.ok(&["results", "export", &run["id"].to_string(), "--json"])).unwrap();
+    let steps = rec["steps"].as_array().unwrap();
+    assert!(!steps.is_empty(), "the step completed before the server stopped is kept");
+    assert_eq!(steps[0]["params"]["partial"], false);
+    assert!(steps[0]["metrics"]["tps"]["value"].as_f64().unwrap() > 0.0);
+    s.ok(&["pg", "down", "t2", "--destroy"]);
+}
