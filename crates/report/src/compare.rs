@@ -47,6 +47,17 @@ impl Side {
             }
             Err(_) => select(store, selector)?,
         };
+        if rows.len() > 1 {
+            let mut labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
+            labels.sort();
+            labels.dedup();
+            if labels.len() > 1 {
+                return Err(ReportError::Incomparable(format!(
+                    "'{selector}' holds several cells ({}): name one as {selector}:LABEL",
+                    labels.join(", ")
+                )));
+            }
+        }
         let mut kinds: Vec<&str> = rows.iter().map(|r| r.kind.as_str()).collect();
         kinds.sort();
         kinds.dedup();

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use plotters::prelude::*;
 
-use crate::model::{Report, Section};
+use crate::model::{fmt_num, Report, Section};
 use crate::tables::{env_tables, esc_html, latency_table, summary_tables, system_table};
 use crate::ReportError;
 
@@ -81,7 +81,13 @@ fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Res
             .y_label_area_size(70)
             .build_cartesian_2d(x0..x1, y0..y1)
             .map_err(|x| e(x.to_string()))?;
-        chart.configure_mesh().x_desc(x_desc).y_desc(y_desc).draw().map_err(|x| e(x.to_string()))?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .y_label_formatter(&|v| fmt_num(*v))
+            .draw()
+            .map_err(|x| e(x.to_string()))?;
         for (i, s) in series.iter().enumerate() {
             let c = color(i);
             chart
@@ -105,6 +111,67 @@ fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Res
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(|x| e(x.to_string()))?;
+        root.present().map_err(|x| e(x.to_string()))?;
+    }
+    Ok(svg)
+}
+
+/// Latency against percentile (named on x), log y: tails differ by orders
+/// of magnitude between media.
+fn percentile_lines(title: &str, names: &[String], series: &[Series]) -> Result<String, ReportError> {
+    let e = chart_err(title);
+    let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).filter(|y| *y > 0.0);
+    let (lo, hi) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |a, y| (a.0.min(y), a.1.max(y)));
+    let (lo, hi) = if lo.is_finite() && hi.is_finite() { (lo * 0.7, hi * 1.6) } else { (1.0, 10.0) };
+    let n = names.len().max(1);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(-0.2f64..(n as f64 - 0.8), (lo..hi).log_scale())
+            .map_err(|x| e(x.to_string()))?;
+        let cats = names.to_vec();
+        let fmt = move |x: &f64| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 {
+                cats.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        };
+        chart
+            .configure_mesh()
+            .x_labels(n)
+            .x_label_formatter(&fmt)
+            .y_label_formatter(&|v| fmt_num(*v))
+            .x_desc("percentile")
+            .y_desc("latency [us], log scale")
+            .draw()
+            .map_err(|x| e(x.to_string()))?;
+        for (i, s) in series.iter().enumerate() {
+            let c = color(i);
+            let pts: Vec<Point> = s.points.iter().copied().filter(|p| p.1 > 0.0).collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+                .map_err(|x| e(x.to_string()))?
+                .label(s.name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+            chart
+                .draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))
+                .map_err(|x| e(x.to_string()))?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::LowerRight)
             .draw()
             .map_err(|x| e(x.to_string()))?;
         root.present().map_err(|x| e(x.to_string()))?;
@@ -148,6 +215,7 @@ fn bar_chart(
             .disable_x_mesh()
             .x_labels(n)
             .x_label_formatter(&fmt)
+            .y_label_formatter(&|v| fmt_num(*v))
             .y_desc(y_desc)
             .draw()
             .map_err(|x| e(x.to_string()))?;
@@ -186,7 +254,7 @@ fn bar_chart(
 }
 
 /// Stacked panels sharing a time axis: each panel (title, y unit, series).
-fn time_panels(title: &str, panels: &[Panel]) -> Result<String, ReportError> {
+fn time_panels(title: &str, panels: &[Panel], steps: &[(f64, String)]) -> Result<String, ReportError> {
     let e = chart_err(title);
     let ph = 230u32;
     let mut svg = String::new();
@@ -197,7 +265,7 @@ fn time_panels(title: &str, panels: &[Panel]) -> Result<String, ReportError> {
         let areas = root.split_evenly((panels.len(), 1));
         let t1 =
             panels.iter().flat_map(|p| p.1.iter().flat_map(|s| s.1.iter().map(|x| x.0))).fold(1.0, f64::max);
-        for (area, (ptitle, series)) in areas.iter().zip(panels) {
+        for (pi, (area, (ptitle, series))) in areas.iter().zip(panels).enumerate() {
             let y1 = series.iter().flat_map(|s| s.1.iter().map(|x| x.1)).fold(f64::NEG_INFINITY, f64::max);
             let (y0, y1) = pad_range(0.0, y1, true);
             let mut chart = ChartBuilder::on(area)
@@ -210,8 +278,22 @@ fn time_panels(title: &str, panels: &[Panel]) -> Result<String, ReportError> {
                 .configure_mesh()
                 .x_desc("seconds")
                 .y_desc(ptitle.as_str())
+                .y_label_formatter(&|v| fmt_num(*v))
                 .draw()
                 .map_err(|x| e(x.to_string()))?;
+            // Where each step begins; its label on the first panel.
+            chart
+                .draw_series(steps.iter().map(|(x, _)| {
+                    PathElement::new(vec![(*x, y0), (*x, y1)], RGBColor(120, 120, 120).stroke_width(1))
+                }))
+                .map_err(|x| e(x.to_string()))?;
+            if pi == 0 {
+                chart
+                    .draw_series(
+                        steps.iter().map(|(x, l)| Text::new(format!(" {l}"), (*x, y1), ("sans-serif", 12))),
+                    )
+                    .map_err(|x| e(x.to_string()))?;
+            }
             for (i, (name, pts)) in series.iter().enumerate() {
                 let c = color(i);
                 chart
@@ -294,14 +376,14 @@ fn main_charts(out: &mut String, s: &Section<'_>) -> Result<(), ReportError> {
 /// Latency percentiles: one line per (group, step) across p50…p99.9.
 fn percentile_chart(out: &mut String, s: &Section<'_>) -> Result<(), ReportError> {
     let p = s.latency_prefix();
-    let pcts = [("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p99.9", 99.9)];
+    let pcts = ["p50", "p90", "p99", "p99.9"];
     let mut series = Vec::new();
     for step in s.step_labels() {
         for g in &s.groups {
             let pts: Vec<Point> = pcts
                 .iter()
                 .enumerate()
-                .filter_map(|(i, (name, _))| {
+                .filter_map(|(i, name)| {
                     let st = g.stat(&step, &format!("{p}.{name}"));
                     (st.n() > 0).then(|| (i as f64, st.median()))
                 })
@@ -316,12 +398,8 @@ fn percentile_chart(out: &mut String, s: &Section<'_>) -> Result<(), ReportError
     }
     let shown = series.len().min(MAX_PCT_SERIES);
     let title = format!("{} — latency percentiles", s.title());
-    let svg = line_chart(
-        &title,
-        "percentile: 0 = p50, 1 = p90, 2 = p99, 3 = p99.9",
-        "latency [us]",
-        &series[..shown],
-    )?;
+    let names: Vec<String> = pcts.iter().map(|p| p.to_string()).collect();
+    let svg = percentile_lines(&title, &names, &series[..shown])?;
     let more = if series.len() > shown {
         format!(" (first {shown} of {}; all in the table)", series.len())
     } else {
@@ -343,7 +421,9 @@ fn time_series(out: &mut String, s: &Section<'_>, budget: &mut usize) -> Result<
         let mut dev: BTreeMap<String, Vec<Point>> = BTreeMap::new();
         let mut cpu: BTreeMap<String, Vec<Point>> = BTreeMap::new();
         let mut offset = 0.0;
+        let mut starts = Vec::new();
         for step in &run.steps {
+            starts.push((offset, step.label.clone()));
             let mut end: f64 = 0.0;
             for (name, pts) in &step.samples {
                 let target = if s.workload_series().contains(&name.as_str()) {
@@ -377,7 +457,7 @@ fn time_series(out: &mut String, s: &Section<'_>, budget: &mut usize) -> Result<
         }
         let steps: Vec<&str> = run.steps.iter().map(|x| x.label.as_str()).collect();
         let title = format!("{} — run #{} per second", g.label, run.run.id);
-        let svg = time_panels(&title, &panels)?;
+        let svg = time_panels(&title, &panels, &starts)?;
         figure(
             out,
             &format!("{} · {}: steps {} laid end to end", s.title(), g.label, steps.join(", ")),

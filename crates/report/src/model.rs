@@ -305,7 +305,7 @@ impl Section<'_> {
         let wanted: &[(&str, &str)] = match self.kind {
             "tpcc" => &[("nopm", "NOPM"), ("tpm", "TPM")],
             "tpcb" => &[("tps", "TPS")],
-            "io" => &[("io.iops", "IOPS"), ("io.mbps", "MB/s"), ("io.lat.p99", "p99 latency (us)")],
+            "io" => &[("io.iops", "IOPS"), ("io.mbps", "throughput"), ("io.lat.p99", "p99 latency")],
             _ => &[("tps", "TPS"), ("tpm", "TPM"), ("nopm", "NOPM"), ("io.iops", "IOPS")],
         };
         let have = self.metric_names();

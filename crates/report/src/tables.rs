@@ -101,8 +101,11 @@ pub(crate) fn summary_tables(section: &Section<'_>) -> Vec<Table> {
                     row
                 })
                 .collect();
+            let unit = section.groups.iter().find_map(|g| g.unit(metric)).unwrap_or_default();
             Table {
-                title: format!("{} — {title} ({})", section.title(), spread_note(section)), header, rows
+                title: format!("{} — {title} [{unit}] ({})", section.title(), spread_note(section)),
+                header,
+                rows,
             }
         })
         .collect()
