@@ -318,3 +318,34 @@ impl Report {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> Table {
+        Table {
+            title: "plan s5 · io — IOPS [per_s] (median (min–max, n repeats))".into(),
+            header: vec!["profile".into(), "target=hdd".into(), "target=a|b".into()],
+            rows: vec![
+                vec!["oltp-read-8k".into(), "110 (100–120, n=2)".into(), "1050 (1000–1100, n=2)".into()],
+                vec!["wal<append>".into(), "55".into(), "–".into()],
+            ],
+        }
+    }
+
+    #[test]
+    fn table_renders_as_text() {
+        insta::assert_snapshot!(table().to_text());
+    }
+
+    #[test]
+    fn table_renders_as_markdown_with_pipes_escaped() {
+        insta::assert_snapshot!(table().to_markdown());
+    }
+
+    #[test]
+    fn table_renders_as_escaped_html() {
+        insta::assert_snapshot!(table().to_html());
+    }
+}
