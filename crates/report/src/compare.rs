@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use storbench_results::{RunFilter, Store};
 
-use crate::model::{select, RunData, Stat};
+use crate::model::{emulation_note, select, RunData, Stat};
 use crate::tables::Table;
 use crate::ReportError;
 
@@ -242,6 +242,9 @@ impl Comparison {
                 "Values are medians (min–max over repeats); \"within noise\" means the two ranges overlap."
                     .to_string(),
             );
+        }
+        if let Some(e) = emulation_note(self.a.runs.iter().chain(&self.b.runs)) {
+            n.push(e);
         }
         let beyond = self.rows.iter().filter(|r| r.noise == Noise::Beyond).count();
         let within = self.rows.iter().filter(|r| r.noise == Noise::WithinNoise).count();

@@ -491,6 +491,9 @@ impl Report {
         if let Some(n) = self.emulation_note() {
             let _ = writeln!(out, "<p class=\"note\" id=\"emulation-note\">{}</p>", esc_html(&n));
         }
+        if let Some(n) = self.incomplete_note() {
+            let _ = writeln!(out, "<p class=\"note\" id=\"incomplete-note\">{}</p>", esc_html(&n));
+        }
         let mut budget = MAX_SERIES_CHARTS;
         for s in self.sections() {
             let _ = writeln!(

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
-use storbench_results::{RunFilter, RunRow, Store, StoreError};
+use storbench_results::{RunFilter, RunRow, Status, Store, StoreError};
 
 use crate::ReportError;
 
@@ -407,17 +407,40 @@ impl Report {
         m
     }
 
-    /// The note every report carries when a run used an emulated medium.
-    pub fn emulation_note(&self) -> Option<String> {
-        let m = self.emulated_media();
-        (!m.is_empty()).then(|| {
+    /// A warning naming the runs that did not complete (interrupted, failed
+    /// or still running): their figures cover only the steps they finished.
+    pub fn incomplete_note(&self) -> Option<String> {
+        let bad: Vec<String> = self
+            .runs()
+            .filter(|r| r.run.status != Status::Complete)
+            .map(|r| format!("#{} {}", r.run.id, r.run.status.as_str()))
+            .collect();
+        (!bad.is_empty()).then(|| {
             format!(
-                "Emulated media ({}) are caps, not latency models: they limit throughput and IOPS \
-                 (blkio throttle) to the class's figures, but do not reproduce its seek or network latency.",
-                m.join(", ")
+                "Runs that did not complete ({}): their figures cover only the steps they finished.",
+                bad.join(", ")
             )
         })
     }
+
+    /// The note every report carries when a run used an emulated medium.
+    pub fn emulation_note(&self) -> Option<String> {
+        emulation_note(self.runs())
+    }
+}
+
+/// The emulated-media note for these runs, if any used an emulated medium.
+pub(crate) fn emulation_note<'a>(runs: impl Iterator<Item = &'a RunData>) -> Option<String> {
+    let mut m: Vec<String> = runs.filter_map(RunData::emulation).collect();
+    m.sort();
+    m.dedup();
+    (!m.is_empty()).then(|| {
+        format!(
+            "Emulated media ({}) are caps, not latency models: they limit throughput and IOPS \
+             (blkio throttle) to the class's figures, but do not reproduce its seek or network latency.",
+            m.join(", ")
+        )
+    })
 }
 
 /// The runs one selector names: a run (id or uuid prefix) or a plan.

@@ -246,6 +246,9 @@ fn preamble(report: &Report) -> Vec<String> {
     if let Some(n) = report.emulation_note() {
         lines.push(format!("Note: {n}"));
     }
+    if let Some(n) = report.incomplete_note() {
+        lines.push(format!("Warning: {n}"));
+    }
     lines
 }
 

@@ -168,6 +168,8 @@ fn fixture() -> Fixture {
         })
         .collect();
     let tpcb = add_run(&mut store, "tpcb", "sqlite tpcb", None, env("nvme", false), tpcb_steps);
+    // Stopped by Ctrl-C after its two steps: reported, and flagged.
+    store.finish_run(tpcb, Status::Interrupted).unwrap();
     Fixture { dir, tpcc, tpcb, io_first }
 }
 
@@ -228,6 +230,7 @@ fn mixed_kinds_get_separate_tables() {
     assert!(out.contains("each kind has its own tables"), "{out}");
     assert!(out.contains("runs · tpcc — TPM") && out.contains("runs · tpcb — TPS"), "{out}");
     assert!(out.contains("clients=10"), "{out}");
+    assert!(out.contains(&format!("Warning: Runs that did not complete (#{} interrupted)", f.tpcb)), "{out}");
 }
 
 #[test]
@@ -246,6 +249,7 @@ fn compare_groups_gives_ratio_and_noise() {
         .find(|l| l.contains("wal-append") && l.contains(" io.mbps "))
         .unwrap_or_else(|| panic!("{out}"));
     assert!(line.contains("1.091") && line.contains("within noise"), "{line}");
+    assert!(out.contains("Emulated media (hdd) are caps"), "{out}");
     let json: serde_json::Value = serde_json::from_str(&ok_stdout(&storbench(
         &f,
         &["compare", "s5:target=hdd", "s5:target=ssd", "--json"],
