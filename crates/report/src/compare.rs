@@ -243,6 +243,23 @@ impl Comparison {
                     .to_string(),
             );
         }
+        let only = |x: &Side, y: &Side| {
+            let mut v: Vec<&str> = x
+                .runs
+                .iter()
+                .flat_map(|r| &r.steps)
+                .filter(|s| y.runs.iter().all(|r| r.step(&s.label).is_none()))
+                .map(|s| s.label.as_str())
+                .collect();
+            v.dedup();
+            v.join(", ")
+        };
+        for (side, x, y) in [("A", &self.a, &self.b), ("B", &self.b, &self.a)] {
+            let o = only(x, y);
+            if !o.is_empty() {
+                n.push(format!("Steps only in {side} (not compared): {o}."));
+            }
+        }
         if let Some(e) = emulation_note(self.a.runs.iter().chain(&self.b.runs)) {
             n.push(e);
         }
