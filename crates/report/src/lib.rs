@@ -1,1 +1,54 @@
-//! storbench-report: see DESIGN.md. (Being built.)
+//! storbench-report: turns the results store into the tables and charts a
+//! person would otherwise build in a spreadsheet — text, Markdown and CSV
+//! tables, one self-contained HTML file with SVG charts (plotters), and
+//! comparisons of two runs or groups of repeats with ratios and noise flags.
+//!
+//! The model is built once ([`Report::load`]) and every renderer reads it:
+//! summary tables are [`Table`]s that render to text, Markdown and HTML alike.
+//! This crate never prints and never writes files; the binary does.
+
+#![deny(missing_docs)]
+
+mod compare;
+mod html;
+mod model;
+mod tables;
+
+pub use compare::{CompareRow, Comparison, Noise, Side};
+pub use model::{Group, Report, RunData, Section, Stat, StepData};
+pub use tables::Table;
+
+use storbench_results::StoreError;
+
+/// Errors from building a report.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The results store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A selector named no run and no plan (bad input).
+    #[error("no run or plan '{0}' in the results store (give a run id, a uuid prefix or a plan name; `storbench results list` shows them)")]
+    NoSuchSelection(String),
+    /// The selection was empty.
+    #[error("the results store has no runs to report: run a benchmark first")]
+    Empty,
+    /// Two sides of a comparison cannot share a table (bad input).
+    #[error("{0}")]
+    Incomparable(String),
+    /// A chart could not be drawn.
+    #[error("chart '{0}': {1}")]
+    Chart(String, String),
+}
+
+impl ReportError {
+    /// True when the error is the user's input (exit 2), not a failure.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            ReportError::NoSuchSelection(_)
+                | ReportError::Empty
+                | ReportError::Incomparable(_)
+                | ReportError::Store(StoreError::NoSuchRun(_) | StoreError::Ambiguous(_))
+        )
+    }
+}

@@ -1,21 +1,46 @@
-//! `storbench compare`: not built yet (see the open issues).
+//! `storbench compare A B`: every figure two runs (or two groups of repeats,
+//! `PLAN:LABEL`) share, step by step, with the ratio B/A and whether the
+//! difference is within the repeats' noise. Reads the store only.
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
+use storbench_report::{Comparison, Side};
 
 use crate::cli::Global;
+use crate::cmd::report::{open_store, report_error};
 
 /// Options of `storbench compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Arguments (none yet).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    pub rest: Vec<String>,
+    /// Baseline: a run id, a uuid prefix, or PLAN:LABEL (the repeats of one
+    /// plan cell, LABEL = its axis values, e.g. `s5:target=hdd`).
+    #[arg(value_name = "A")]
+    pub a: String,
+    /// The other side, in the same forms as A.
+    #[arg(value_name = "B")]
+    pub b: String,
+    /// Print Markdown.
+    #[arg(long, group = "format")]
+    pub md: bool,
+    /// Print a text table (the default). JSON: the global `--json`.
+    #[arg(long, group = "format")]
+    pub text: bool,
 }
 
 /// Runs `storbench compare`.
-pub fn run(_g: &Global, _a: CompareArgs) -> Result<ExitCode> {
-    Err(crate::error::usage("'storbench compare' is not implemented yet"))
+pub fn run(g: &Global, a: CompareArgs) -> Result<ExitCode> {
+    let store = open_store(g)?;
+    let side_a = Side::load(&store, &a.a).map_err(report_error)?;
+    let side_b = Side::load(&store, &a.b).map_err(report_error)?;
+    let cmp = Comparison::new(side_a, side_b).map_err(report_error)?;
+    if g.json {
+        println!("{}", serde_json::to_string_pretty(&cmp.to_json())?);
+    } else if a.md {
+        print!("{}", cmp.to_markdown());
+    } else {
+        print!("{}", cmp.to_text());
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,331 @@
+//! `compare A B`: every figure the two sides share, step by step (matched by
+//! step label), with the ratio B/A and a noise verdict. A side is one run or
+//! the repeats of a plan cell (`PLAN:LABEL`); the verdict says "within noise"
+//! when the repeats' min–max ranges overlap, and says no spread is known when
+//! neither side has repeats.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use storbench_results::{RunFilter, Store};
+
+use crate::model::{emulation_note, select, RunData, Stat};
+use crate::tables::Table;
+use crate::ReportError;
+
+/// One side of a comparison.
+#[derive(Clone, Debug, Serialize)]
+pub struct Side {
+    /// The selector as given.
+    pub name: String,
+    /// Kind of its runs.
+    pub kind: String,
+    /// Its runs (repeats), oldest first.
+    pub runs: Vec<RunData>,
+}
+
+impl Side {
+    /// Resolves a selector: a run id or uuid prefix, `PLAN:LABEL` (the repeats
+    /// of one cell of a plan, label = the cell's axis values), or a plan whose
+    /// runs are all one cell.
+    pub fn load(store: &Store, selector: &str) -> Result<Side, ReportError> {
+        let rows = match store.run(selector) {
+            Ok(r) => vec![r],
+            Err(_) if selector.contains(':') => {
+                let (plan, label) = selector.split_once(':').unwrap_or((selector, ""));
+                let runs: Vec<_> = store
+                    .runs(&RunFilter { plan: Some(plan.to_string()), ..Default::default() })?
+                    .into_iter()
+                    .filter(|r| {
+                        r.label == label || r.cell.as_deref().and_then(|c| c.split('#').next()) == Some(label)
+                    })
+                    .collect();
+                if runs.is_empty() {
+                    return Err(ReportError::NoSuchSelection(selector.to_string()));
+                }
+                runs
+            }
+            Err(_) => select(store, selector)?,
+        };
+        if rows.len() > 1 {
+            let mut labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
+            labels.sort();
+            labels.dedup();
+            if labels.len() > 1 {
+                return Err(ReportError::Incomparable(format!(
+                    "'{selector}' holds several cells ({}): name one as {selector}:LABEL",
+                    labels.join(", ")
+                )));
+            }
+        }
+        let mut kinds: Vec<&str> = rows.iter().map(|r| r.kind.as_str()).collect();
+        kinds.sort();
+        kinds.dedup();
+        if kinds.len() > 1 {
+            return Err(ReportError::Incomparable(format!(
+                "'{selector}' holds runs of several kinds ({}): name one run or PLAN:LABEL",
+                kinds.join(", ")
+            )));
+        }
+        let kind = kinds[0].to_string();
+        let mut rows = rows;
+        rows.sort_by_key(|r| r.id);
+        let runs = rows.into_iter().map(|r| RunData::load(store, r)).collect::<Result<Vec<_>, _>>()?;
+        Ok(Side { name: selector.to_string(), kind, runs })
+    }
+
+    fn stat(&self, step: &str, metric: &str) -> Stat {
+        Stat {
+            values: self
+                .runs
+                .iter()
+                .filter_map(|r| r.step(step)?.metrics.get(metric).map(|x| x.0))
+                .filter(|v| v.is_finite())
+                .collect(),
+        }
+    }
+}
+
+/// Whether a difference is beyond the spread of the repeats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Noise {
+    /// The min–max ranges overlap: the difference is within the noise.
+    WithinNoise,
+    /// The ranges do not overlap.
+    Beyond,
+    /// Neither side has repeats: no spread is known.
+    Unknown,
+}
+
+impl Noise {
+    /// Judges `a` against `b`.
+    pub fn judge(a: &Stat, b: &Stat) -> Noise {
+        if a.n() < 2 && b.n() < 2 {
+            Noise::Unknown
+        } else if a.min() <= b.max() && b.min() <= a.max() {
+            Noise::WithinNoise
+        } else {
+            Noise::Beyond
+        }
+    }
+
+    /// The verdict as shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Noise::WithinNoise => "within noise",
+            Noise::Beyond => "beyond noise",
+            Noise::Unknown => "no spread known",
+        }
+    }
+}
+
+/// One shared figure of one step.
+#[derive(Clone, Debug, Serialize)]
+pub struct CompareRow {
+    /// Step label.
+    pub step: String,
+    /// Metric name.
+    pub metric: String,
+    /// Unit.
+    pub unit: String,
+    /// Side A's values.
+    pub a: Stat,
+    /// Side B's values.
+    pub b: Stat,
+    /// median(B) / median(A), when A's median is not zero.
+    pub ratio: Option<f64>,
+    /// The verdict.
+    pub noise: Noise,
+}
+
+/// Two sides, side by side.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    /// Side A (the baseline).
+    pub a: Side,
+    /// Side B.
+    pub b: Side,
+    /// Every shared figure of every shared step.
+    pub rows: Vec<CompareRow>,
+}
+
+impl Comparison {
+    /// Compares `a` with `b`. Different kinds share no figures: an error.
+    pub fn new(a: Side, b: Side) -> Result<Comparison, ReportError> {
+        if a.kind != b.kind {
+            return Err(ReportError::Incomparable(format!(
+                "'{}' is a {} run and '{}' a {} run: runs of different kinds share no figures to compare",
+                a.name, a.kind, b.name, b.kind
+            )));
+        }
+        let mut steps: Vec<String> = Vec::new();
+        for s in a.runs.iter().flat_map(|r| &r.steps) {
+            if !steps.contains(&s.label) && b.runs.iter().any(|r| r.step(&s.label).is_some()) {
+                steps.push(s.label.clone());
+            }
+        }
+        let mut rows = Vec::new();
+        for step in &steps {
+            let mut names: Vec<(String, String)> = a
+                .runs
+                .iter()
+                .filter_map(|r| r.step(step))
+                .flat_map(|s| s.metrics.iter().map(|(k, v)| (k.clone(), v.1.clone())))
+                .collect();
+            names.sort();
+            names.dedup_by(|x, y| x.0 == y.0);
+            for (metric, unit) in names {
+                let (sa, sb) = (a.stat(step, &metric), b.stat(step, &metric));
+                if sa.n() == 0 || sb.n() == 0 {
+                    continue;
+                }
+                let ma = sa.median();
+                let ratio = (ma != 0.0).then(|| sb.median() / ma);
+                let noise = Noise::judge(&sa, &sb);
+                rows.push(CompareRow { step: step.clone(), metric, unit, a: sa, b: sb, ratio, noise });
+            }
+        }
+        if rows.is_empty() {
+            return Err(ReportError::Incomparable(format!(
+                "'{}' and '{}' share no step with a common figure (steps are matched by label)",
+                a.name, b.name
+            )));
+        }
+        Ok(Comparison { a, b, rows })
+    }
+
+    fn table(&self) -> Table {
+        let header =
+            ["step", "metric", "unit", "A", "B", "B/A", "verdict"].iter().map(|s| s.to_string()).collect();
+        let rows = self
+            .rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.step.clone(),
+                    r.metric.clone(),
+                    r.unit.clone(),
+                    r.a.display(),
+                    r.b.display(),
+                    r.ratio.map(|x| format!("{x:.3}")).unwrap_or_else(|| "–".into()),
+                    r.noise.as_str().to_string(),
+                ]
+            })
+            .collect();
+        Table {
+            title: format!(
+                "A = {} ({}), B = {} ({})",
+                self.a.name,
+                self.describe(&self.a),
+                self.b.name,
+                self.describe(&self.b)
+            ),
+            header,
+            rows,
+        }
+    }
+
+    fn describe(&self, s: &Side) -> String {
+        match s.runs.len() {
+            1 => format!("{} run #{}", s.kind, s.runs[0].run.id),
+            n => format!("{} runs, {n} repeats", s.kind),
+        }
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let mut n = Vec::new();
+        if self.a.runs.len() < 2 && self.b.runs.len() < 2 {
+            n.push("Both sides are single runs: no spread is known, so no difference can be called noise or not; repeat the runs (a plan with repeats) to judge it.".to_string());
+        } else {
+            n.push(
+                "Values are medians (min–max over repeats); \"within noise\" means the two ranges overlap."
+                    .to_string(),
+            );
+        }
+        let only = |x: &Side, y: &Side| {
+            let mut v: Vec<&str> = x
+                .runs
+                .iter()
+                .flat_map(|r| &r.steps)
+                .filter(|s| y.runs.iter().all(|r| r.step(&s.label).is_none()))
+                .map(|s| s.label.as_str())
+                .collect();
+            v.dedup();
+            v.join(", ")
+        };
+        for (side, x, y) in [("A", &self.a, &self.b), ("B", &self.b, &self.a)] {
+            let o = only(x, y);
+            if !o.is_empty() {
+                n.push(format!("Steps only in {side} (not compared): {o}."));
+            }
+        }
+        if let Some(e) = emulation_note(self.a.runs.iter().chain(&self.b.runs)) {
+            n.push(e);
+        }
+        let beyond = self.rows.iter().filter(|r| r.noise == Noise::Beyond).count();
+        let within = self.rows.iter().filter(|r| r.noise == Noise::WithinNoise).count();
+        n.push(format!(
+            "{} figures compared: {beyond} beyond noise, {within} within noise.",
+            self.rows.len()
+        ));
+        n
+    }
+
+    /// The comparison for a terminal.
+    pub fn to_text(&self) -> String {
+        let mut out = self.table().to_text();
+        for l in self.notes() {
+            let _ = writeln!(out, "{l}");
+        }
+        out
+    }
+
+    /// The comparison as Markdown.
+    pub fn to_markdown(&self) -> String {
+        let mut out = self.table().to_markdown();
+        for l in self.notes() {
+            let _ = writeln!(out, "> {l}\n");
+        }
+        out
+    }
+
+    /// The comparison as JSON: sides (names, kinds, run ids) and rows.
+    pub fn to_json(&self) -> serde_json::Value {
+        let side = |s: &Side| {
+            serde_json::json!({
+                "name": s.name,
+                "kind": s.kind,
+                "runs": s.runs.iter().map(|r| r.run.id).collect::<Vec<_>>(),
+            })
+        };
+        serde_json::json!({
+            "a": side(&self.a),
+            "b": side(&self.b),
+            "rows": self.rows.iter().map(|r| serde_json::json!({
+                "step": r.step,
+                "metric": r.metric,
+                "unit": r.unit,
+                "a": {"median": r.a.median(), "min": r.a.min(), "max": r.a.max(), "n": r.a.n()},
+                "b": {"median": r.b.median(), "min": r.b.min(), "max": r.b.max(), "n": r.b.n()},
+                "ratio": r.ratio,
+                "verdict": r.noise,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn noise_verdicts() {
+        let s = |v: &[f64]| Stat { values: v.to_vec() };
+        assert_eq!(Noise::judge(&s(&[10.0]), &s(&[12.0])), Noise::Unknown);
+        assert_eq!(Noise::judge(&s(&[10.0, 12.0]), &s(&[11.0, 13.0])), Noise::WithinNoise);
+        assert_eq!(Noise::judge(&s(&[10.0, 12.0]), &s(&[13.0, 14.0])), Noise::Beyond);
+        assert_eq!(Noise::judge(&s(&[10.0, 12.0]), &s(&[11.0])), Noise::WithinNoise);
+        assert_eq!(Noise::judge(&s(&[10.0, 12.0]), &s(&[20.0])), Noise::Beyond);
+    }
+}

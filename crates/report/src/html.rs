@@ -1,0 +1,533 @@
+//! The self-contained HTML report: inline CSS, inline SVG charts drawn by
+//! plotters, the same tables as the text report. Nothing is loaded from the
+//! network. This module only builds a string; the binary writes the file.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use plotters::prelude::*;
+
+use crate::model::{fmt_num, Report, Section};
+use crate::tables::{env_tables, esc_html, latency_table, summary_tables, system_table};
+use crate::ReportError;
+
+const W: u32 = 860;
+const H: u32 = 380;
+/// Time-series charts drawn at most (one per group, first repeat).
+const MAX_SERIES_CHARTS: usize = 24;
+/// Series in one percentile chart at most (the rest are in the table).
+const MAX_PCT_SERIES: usize = 12;
+
+const CSS: &str = "body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}\
+h1{font-size:1.5em}h2{border-bottom:2px solid #ccc;padding-bottom:4px;margin-top:2em}\
+h3{font-size:1.05em;margin-top:1.5em}\
+table.t{border-collapse:collapse;font-size:.85em;margin:.5em 0}\
+table.t th,table.t td{border:1px solid #ccc;padding:3px 8px;text-align:right;white-space:nowrap}\
+table.t thead th{background:#eef;text-align:center}table.t tbody th{text-align:left;background:#f7f7f7}\
+.note{background:#fff6d5;border-left:4px solid #e0b000;padding:6px 10px}\
+figure.chart{margin:1em 0}figure.chart figcaption{font-size:.85em;color:#555}\
+.scroll{overflow-x:auto}";
+
+type Point = (f64, f64);
+/// A bar's (median, min, max), absent where the group lacks the step.
+type Bar = Option<(f64, f64, f64)>;
+/// A panel of a time chart: title and named series.
+type Panel = (String, Vec<(String, Vec<Point>)>);
+
+fn chart_err(title: &str) -> impl Fn(String) -> ReportError + '_ {
+    move |e| ReportError::Chart(title.to_string(), e)
+}
+
+fn color(i: usize) -> RGBColor {
+    let c = Palette99::pick(i).to_rgba();
+    RGBColor(c.0, c.1, c.2)
+}
+
+fn pad_range(lo: f64, hi: f64, from_zero: bool) -> (f64, f64) {
+    let lo = if from_zero { lo.min(0.0) } else { lo };
+    if !lo.is_finite() || !hi.is_finite() {
+        return (0.0, 1.0);
+    }
+    if hi - lo <= f64::EPSILON {
+        return (lo - 1.0, hi + 1.0);
+    }
+    (lo, hi + (hi - lo) * 0.08)
+}
+
+/// One series of a line chart: name, points (x, median), spreads (x, min, max).
+struct Series {
+    name: String,
+    points: Vec<Point>,
+    spread: Vec<(f64, f64, f64)>,
+}
+
+/// A line chart of series against a numeric x, with min–max bars.
+fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Result<String, ReportError> {
+    let e = chart_err(title);
+    let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+    let (x0, x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |a, x| (a.0.min(x), a.1.max(x)));
+    let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1).chain(s.spread.iter().map(|p| p.2)));
+    let y1 = ys.fold(f64::NEG_INFINITY, f64::max);
+    let (x0, x1) = pad_range(x0, x1, false);
+    let (y0, y1) = pad_range(0.0, y1, true);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x0..x1, y0..y1)
+            .map_err(|x| e(x.to_string()))?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .y_label_formatter(&|v| fmt_num(*v))
+            .draw()
+            .map_err(|x| e(x.to_string()))?;
+        for (i, s) in series.iter().enumerate() {
+            let c = color(i);
+            chart
+                .draw_series(LineSeries::new(s.points.clone(), c.stroke_width(2)))
+                .map_err(|x| e(x.to_string()))?
+                .label(s.name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+            chart
+                .draw_series(s.points.iter().map(|p| Circle::new(*p, 3, c.filled())))
+                .map_err(|x| e(x.to_string()))?;
+            chart
+                .draw_series(
+                    s.spread
+                        .iter()
+                        .map(|(x, lo, hi)| PathElement::new(vec![(*x, *lo), (*x, *hi)], c.stroke_width(1))),
+                )
+                .map_err(|x| e(x.to_string()))?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(|x| e(x.to_string()))?;
+        root.present().map_err(|x| e(x.to_string()))?;
+    }
+    Ok(svg)
+}
+
+/// Latency against percentile (named on x), log y: tails differ by orders
+/// of magnitude between media.
+fn percentile_lines(title: &str, names: &[String], series: &[Series]) -> Result<String, ReportError> {
+    let e = chart_err(title);
+    let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).filter(|y| *y > 0.0);
+    let (lo, hi) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |a, y| (a.0.min(y), a.1.max(y)));
+    let (lo, hi) = if lo.is_finite() && hi.is_finite() { (lo * 0.7, hi * 1.6) } else { (1.0, 10.0) };
+    let n = names.len().max(1);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(-0.2f64..(n as f64 - 0.8), (lo..hi).log_scale())
+            .map_err(|x| e(x.to_string()))?;
+        let cats = names.to_vec();
+        let fmt = move |x: &f64| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 {
+                cats.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        };
+        chart
+            .configure_mesh()
+            .x_labels(n)
+            .x_label_formatter(&fmt)
+            .y_label_formatter(&|v| fmt_num(*v))
+            .x_desc("percentile")
+            .y_desc("latency [us], log scale")
+            .draw()
+            .map_err(|x| e(x.to_string()))?;
+        for (i, s) in series.iter().enumerate() {
+            let c = color(i);
+            let pts: Vec<Point> = s.points.iter().copied().filter(|p| p.1 > 0.0).collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+                .map_err(|x| e(x.to_string()))?
+                .label(s.name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+            chart
+                .draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))
+                .map_err(|x| e(x.to_string()))?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()
+            .map_err(|x| e(x.to_string()))?;
+        root.present().map_err(|x| e(x.to_string()))?;
+    }
+    Ok(svg)
+}
+
+/// Grouped bars: one cluster per category, one bar per group, min–max whiskers.
+fn bar_chart(
+    title: &str,
+    y_desc: &str,
+    categories: &[String],
+    groups: &[(String, Vec<Bar>)],
+) -> Result<String, ReportError> {
+    let e = chart_err(title);
+    let n = categories.len().max(1);
+    let y1 = groups.iter().flat_map(|g| g.1.iter().flatten().map(|v| v.2)).fold(f64::NEG_INFINITY, f64::max);
+    let (y0, y1) = pad_range(0.0, y1, true);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), y0..y1)
+            .map_err(|x| e(x.to_string()))?;
+        let cats = categories.to_vec();
+        let fmt = move |x: &f64| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 {
+                cats.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        };
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&fmt)
+            .y_label_formatter(&|v| fmt_num(*v))
+            .y_desc(y_desc)
+            .draw()
+            .map_err(|x| e(x.to_string()))?;
+        let gn = groups.len().max(1) as f64;
+        let width = 0.8 / gn;
+        for (gi, (name, vals)) in groups.iter().enumerate() {
+            let c = color(gi);
+            let left = |ci: usize| ci as f64 - 0.4 + gi as f64 * width;
+            chart
+                .draw_series(vals.iter().enumerate().filter_map(|(ci, v)| {
+                    v.map(|(med, _, _)| {
+                        Rectangle::new([(left(ci), 0.0), (left(ci) + width * 0.9, med)], c.filled())
+                    })
+                }))
+                .map_err(|x| e(x.to_string()))?
+                .label(name.clone())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
+            chart
+                .draw_series(vals.iter().enumerate().filter_map(|(ci, v)| {
+                    let (_, lo, hi) = (*v)?;
+                    let mid = left(ci) + width * 0.45;
+                    (hi > lo).then(|| PathElement::new(vec![(mid, lo), (mid, hi)], BLACK.stroke_width(2)))
+                }))
+                .map_err(|x| e(x.to_string()))?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(|x| e(x.to_string()))?;
+        root.present().map_err(|x| e(x.to_string()))?;
+    }
+    Ok(svg)
+}
+
+/// Stacked panels sharing a time axis: each panel (title, y unit, series).
+fn time_panels(title: &str, panels: &[Panel], steps: &[(f64, String)]) -> Result<String, ReportError> {
+    let e = chart_err(title);
+    let ph = 230u32;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (W, ph * panels.len() as u32 + 30)).into_drawing_area();
+        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
+        let root = root.titled(title, ("sans-serif", 18)).map_err(|x| e(x.to_string()))?;
+        let areas = root.split_evenly((panels.len(), 1));
+        let t1 =
+            panels.iter().flat_map(|p| p.1.iter().flat_map(|s| s.1.iter().map(|x| x.0))).fold(1.0, f64::max);
+        for (pi, (area, (ptitle, series))) in areas.iter().zip(panels).enumerate() {
+            let y1 = series.iter().flat_map(|s| s.1.iter().map(|x| x.1)).fold(f64::NEG_INFINITY, f64::max);
+            let (y0, y1) = pad_range(0.0, y1, true);
+            let mut chart = ChartBuilder::on(area)
+                .margin(8)
+                .x_label_area_size(30)
+                .y_label_area_size(70)
+                .build_cartesian_2d(0.0..t1, y0..y1)
+                .map_err(|x| e(x.to_string()))?;
+            chart
+                .configure_mesh()
+                .x_desc("seconds")
+                .y_desc(ptitle.as_str())
+                .y_label_formatter(&|v| fmt_num(*v))
+                .draw()
+                .map_err(|x| e(x.to_string()))?;
+            // Where each step begins; its label on the first panel.
+            chart
+                .draw_series(steps.iter().map(|(x, _)| {
+                    PathElement::new(vec![(*x, y0), (*x, y1)], RGBColor(120, 120, 120).stroke_width(1))
+                }))
+                .map_err(|x| e(x.to_string()))?;
+            if pi == 0 {
+                chart
+                    .draw_series(
+                        steps.iter().map(|(x, l)| Text::new(format!(" {l}"), (*x, y1), ("sans-serif", 12))),
+                    )
+                    .map_err(|x| e(x.to_string()))?;
+            }
+            for (i, (name, pts)) in series.iter().enumerate() {
+                let c = color(i);
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+                    .map_err(|x| e(x.to_string()))?
+                    .label(name.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+            }
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::UpperRight)
+                .draw()
+                .map_err(|x| e(x.to_string()))?;
+        }
+        root.present().map_err(|x| e(x.to_string()))?;
+    }
+    Ok(svg)
+}
+
+fn figure(out: &mut String, caption: &str, svg: &str) {
+    let _ =
+        writeln!(out, "<figure class=\"chart\">{svg}<figcaption>{}</figcaption></figure>", esc_html(caption));
+}
+
+/// Charts of a section's main figures: against users/clients (lines) when the
+/// steps are load levels, per profile (bars) otherwise.
+fn main_charts(out: &mut String, s: &Section<'_>) -> Result<(), ReportError> {
+    let levels = s.load_levels();
+    let numeric = levels.iter().all(|l| l.1.is_some());
+    let spread_note =
+        if s.groups.iter().any(|g| g.runs.len() > 1) { "; bars: min–max over repeats" } else { "" };
+    for (metric, title) in s.main_metrics() {
+        let unit = s.groups.iter().find_map(|g| g.unit(metric)).unwrap_or_default();
+        let ctitle = format!("{} — {title}", s.title());
+        let svg = if numeric && levels.len() > 1 {
+            let series: Vec<Series> = s
+                .groups
+                .iter()
+                .map(|g| {
+                    let mut sr = Series { name: g.label.clone(), points: vec![], spread: vec![] };
+                    for (label, lv) in &levels {
+                        let st = g.stat(label, metric);
+                        if st.n() > 0 {
+                            let x = lv.unwrap_or(0.0);
+                            sr.points.push((x, st.median()));
+                            if st.n() > 1 {
+                                sr.spread.push((x, st.min(), st.max()));
+                            }
+                        }
+                    }
+                    sr
+                })
+                .collect();
+            line_chart(&ctitle, s.row_axis(), &format!("{title} [{unit}]"), &series)?
+        } else {
+            let cats: Vec<String> = levels.iter().map(|l| l.0.clone()).collect();
+            let groups: Vec<_> = s
+                .groups
+                .iter()
+                .map(|g| {
+                    let vals = cats
+                        .iter()
+                        .map(|c| {
+                            let st = g.stat(c, metric);
+                            (st.n() > 0).then(|| (st.median(), st.min(), st.max()))
+                        })
+                        .collect();
+                    (g.label.clone(), vals)
+                })
+                .collect();
+            bar_chart(&ctitle, &format!("{title} [{unit}]"), &cats, &groups)?
+        };
+        figure(out, &format!("{title} (median{spread_note}) per {} and target", s.row_axis()), &svg);
+    }
+    Ok(())
+}
+
+/// Latency percentiles: one line per (group, step) across p50…p99.9.
+fn percentile_chart(out: &mut String, s: &Section<'_>) -> Result<(), ReportError> {
+    let p = s.latency_prefix();
+    let pcts = ["p50", "p90", "p99", "p99.9"];
+    let mut series = Vec::new();
+    for step in s.step_labels() {
+        for g in &s.groups {
+            let pts: Vec<Point> = pcts
+                .iter()
+                .enumerate()
+                .filter_map(|(i, name)| {
+                    let st = g.stat(&step, &format!("{p}.{name}"));
+                    (st.n() > 0).then(|| (i as f64, st.median()))
+                })
+                .collect();
+            if !pts.is_empty() {
+                series.push(Series { name: format!("{} · {step}", g.label), points: pts, spread: vec![] });
+            }
+        }
+    }
+    if series.is_empty() {
+        return Ok(());
+    }
+    let shown = series.len().min(MAX_PCT_SERIES);
+    let title = format!("{} — latency percentiles", s.title());
+    let names: Vec<String> = pcts.iter().map(|p| p.to_string()).collect();
+    let svg = percentile_lines(&title, &names, &series[..shown])?;
+    let more = if series.len() > shown {
+        format!(" (first {shown} of {}; all in the table)", series.len())
+    } else {
+        String::new()
+    };
+    figure(out, &format!("Latency percentiles per target and {}{more}", s.row_axis()), &svg);
+    Ok(())
+}
+
+/// Per-second series of each group's first run: the workload beside device
+/// await and CPU iowait, steps laid end to end.
+fn time_series(out: &mut String, s: &Section<'_>, budget: &mut usize) -> Result<(), ReportError> {
+    for g in &s.groups {
+        if *budget == 0 {
+            return Ok(());
+        }
+        let Some(run) = g.runs.first() else { continue };
+        let mut work: BTreeMap<String, Vec<Point>> = BTreeMap::new();
+        let mut dev: BTreeMap<String, Vec<Point>> = BTreeMap::new();
+        let mut cpu: BTreeMap<String, Vec<Point>> = BTreeMap::new();
+        let mut offset = 0.0;
+        let mut starts = Vec::new();
+        for step in &run.steps {
+            starts.push((offset, step.label.clone()));
+            let mut end: f64 = 0.0;
+            for (name, pts) in &step.samples {
+                let target = if s.workload_series().contains(&name.as_str()) {
+                    &mut work
+                } else if name.starts_with("dev.")
+                    && (name.ends_with(".r_await") || name.ends_with(".w_await"))
+                {
+                    &mut dev
+                } else if name == "cpu.iowait" {
+                    &mut cpu
+                } else {
+                    continue;
+                };
+                let v = target.entry(name.clone()).or_default();
+                for (t, y) in pts {
+                    let t = *t as f64 / 1000.0;
+                    end = end.max(t);
+                    v.push((offset + t, *y));
+                }
+            }
+            offset += end + 1.0;
+        }
+        let mut panels = Vec::new();
+        for (title, m) in [("workload", work), ("device await [ms]", dev), ("cpu.iowait [%]", cpu)] {
+            if !m.is_empty() {
+                panels.push((title.to_string(), m.into_iter().collect::<Vec<_>>()));
+            }
+        }
+        if panels.is_empty() {
+            continue;
+        }
+        let steps: Vec<&str> = run.steps.iter().map(|x| x.label.as_str()).collect();
+        let title = format!("{} — run #{} per second", g.label, run.run.id);
+        let svg = time_panels(&title, &panels, &starts)?;
+        figure(
+            out,
+            &format!("{} · {}: steps {} laid end to end", s.title(), g.label, steps.join(", ")),
+            &svg,
+        );
+        *budget -= 1;
+    }
+    Ok(())
+}
+
+impl Report {
+    /// The whole report as one self-contained HTML document.
+    pub fn to_html(&self) -> Result<String, ReportError> {
+        let mut out = String::with_capacity(256 * 1024);
+        let title = format!("storbench report: {}", self.selection.join(", "));
+        let _ = write!(
+            out,
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{CSS}</style></head><body>\n<h1>{}</h1>\n",
+            esc_html(&title),
+            esc_html(&title)
+        );
+        let _ = writeln!(
+            out,
+            "<p>{} runs; kinds: {}.</p>",
+            self.runs().count(),
+            esc_html(&self.kinds().join(", "))
+        );
+        if self.kinds().len() > 1 {
+            out.push_str("<p class=\"note\">Runs of different kinds share no table: each kind has its own tables and charts.</p>\n");
+        }
+        if let Some(n) = self.emulation_note() {
+            let _ = writeln!(out, "<p class=\"note\" id=\"emulation-note\">{}</p>", esc_html(&n));
+        }
+        if let Some(n) = self.incomplete_note() {
+            let _ = writeln!(out, "<p class=\"note\" id=\"incomplete-note\">{}</p>", esc_html(&n));
+        }
+        let mut budget = MAX_SERIES_CHARTS;
+        for s in self.sections() {
+            let _ = writeln!(
+                out,
+                "<section class=\"kind-{}\"><h2>{}</h2>",
+                esc_html(s.kind),
+                esc_html(&s.title())
+            );
+            out.push_str("<div class=\"scroll\">");
+            for t in summary_tables(&s) {
+                out.push_str(&t.to_html());
+            }
+            out.push_str("</div>");
+            main_charts(&mut out, &s)?;
+            if let Some(t) = latency_table(&s) {
+                out.push_str("<div class=\"scroll\">");
+                out.push_str(&t.to_html());
+                out.push_str("</div>");
+            }
+            percentile_chart(&mut out, &s)?;
+            if let Some(t) = system_table(&s) {
+                out.push_str("<div class=\"scroll\">");
+                out.push_str(&t.to_html());
+                out.push_str("</div>");
+            }
+            let _ = writeln!(out, "<h3>{} — per-second series</h3>", esc_html(&s.title()));
+            time_series(&mut out, &s, &mut budget)?;
+            out.push_str("</section>\n");
+        }
+        out.push_str("<section class=\"env\"><h2>Environment</h2><div class=\"scroll\">");
+        for t in env_tables(self) {
+            out.push_str(&t.to_html());
+        }
+        out.push_str("</div></section>\n</body></html>\n");
+        Ok(out)
+    }
+}

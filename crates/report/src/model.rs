@@ -1,0 +1,498 @@
+//! The report's model: which runs were selected, grouped into columns
+//! (a plan cell's repeats form one group), with each step's figures and
+//! samples loaded once. Renderers only read it.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use storbench_results::{RunFilter, RunRow, Status, Store, StoreError};
+
+use crate::ReportError;
+
+/// One step of one run: its figures and per-second series.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepData {
+    /// Step index within the run.
+    pub idx: i64,
+    /// Step label (`users=8`, a profile name).
+    pub label: String,
+    /// Parameters of the load level.
+    pub params: Value,
+    /// Summary figures: name → (value, unit).
+    pub metrics: BTreeMap<String, (f64, String)>,
+    /// Per-second series: name → [(t_ms, value)].
+    pub samples: BTreeMap<String, Vec<(i64, f64)>>,
+}
+
+impl StepData {
+    /// The numeric load level of the step (`users`, `clients`), if it has one.
+    pub fn load_level(&self) -> Option<f64> {
+        for key in ["users", "clients", "threads", "jobs"] {
+            if let Some(v) = self.params.get(key).and_then(Value::as_f64) {
+                return Some(v);
+            }
+        }
+        let (_, v) = self.label.split_once('=')?;
+        v.trim().parse().ok()
+    }
+}
+
+/// One run with all its steps.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunData {
+    /// The run row.
+    pub run: RunRow,
+    /// Its steps in order.
+    pub steps: Vec<StepData>,
+}
+
+impl RunData {
+    /// Loads run `run` from `store`.
+    pub fn load(store: &Store, run: RunRow) -> Result<RunData, StoreError> {
+        let metrics = store.metrics(run.id)?;
+        let samples = store.samples(run.id)?;
+        let steps = store
+            .steps(run.id)?
+            .into_iter()
+            .map(|s| {
+                let mut m = BTreeMap::new();
+                for x in metrics.iter().filter(|x| x.step_idx == s.idx) {
+                    m.insert(x.name.clone(), (x.value, x.unit.clone()));
+                }
+                let mut series: BTreeMap<String, Vec<(i64, f64)>> = BTreeMap::new();
+                for x in samples.iter().filter(|x| x.step_idx == s.idx) {
+                    series.entry(x.name.clone()).or_default().push((x.t_ms, x.value));
+                }
+                StepData { idx: s.idx, label: s.label, params: s.params, metrics: m, samples: series }
+            })
+            .collect();
+        Ok(RunData { run, steps })
+    }
+
+    /// The step labelled `label`, if the run has one.
+    pub fn step(&self, label: &str) -> Option<&StepData> {
+        self.steps.iter().find(|s| s.label == label)
+    }
+
+    /// The run's emulated medium, if its environment names one (any key
+    /// containing `emulat` with a value that is not null, false, empty or "none").
+    pub fn emulation(&self) -> Option<String> {
+        fn find(v: &Value) -> Option<String> {
+            match v {
+                Value::Object(m) => {
+                    for (k, x) in m {
+                        if k.contains("emulat") {
+                            let s = match x {
+                                Value::Null | Value::Bool(false) => continue,
+                                Value::String(s) if s.is_empty() || s == "none" => continue,
+                                Value::String(s) => s.clone(),
+                                other => other.to_string(),
+                            };
+                            return Some(s);
+                        }
+                        if let Some(s) = find(x) {
+                            return Some(s);
+                        }
+                    }
+                    None
+                }
+                Value::Array(a) => a.iter().find_map(find),
+                _ => None,
+            }
+        }
+        find(&self.run.env)
+    }
+}
+
+/// Values of one figure over the repeats of a group: the median is shown, the
+/// spread (min–max) judges noise.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Stat {
+    /// One value per repeat that has the figure.
+    pub values: Vec<f64>,
+}
+
+impl Stat {
+    /// Number of repeats.
+    pub fn n(&self) -> usize {
+        self.values.len()
+    }
+    /// The median (mean of the middle two for an even count).
+    pub fn median(&self) -> f64 {
+        let mut v = self.values.clone();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        match n {
+            0 => f64::NAN,
+            _ if n % 2 == 1 => v[n / 2],
+            _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+        }
+    }
+    /// The smallest value.
+    pub fn min(&self) -> f64 {
+        self.values.iter().copied().fold(f64::INFINITY, f64::min)
+    }
+    /// The largest value.
+    pub fn max(&self) -> f64 {
+        self.values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+    }
+    /// The median, with the min–max spread when there are repeats:
+    /// `1234 (1200–1260, n=3)`.
+    pub fn display(&self) -> String {
+        match self.n() {
+            0 => "–".into(),
+            1 => fmt_num(self.values[0]),
+            n => {
+                format!("{} ({}–{}, n={n})", fmt_num(self.median()), fmt_num(self.min()), fmt_num(self.max()))
+            }
+        }
+    }
+}
+
+/// Formats a figure with a precision that suits its size.
+pub(crate) fn fmt_num(v: f64) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    let a = v.abs();
+    if a >= 1000.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// A column of a report: one run, or the repeats of one plan cell.
+#[derive(Clone, Debug, Serialize)]
+pub struct Group {
+    /// Kind of the runs.
+    pub kind: String,
+    /// Plan, when the runs came from one.
+    pub plan: Option<String>,
+    /// Column label: the cell's axis values, or the run's label and id.
+    pub label: String,
+    /// The repeats, oldest first.
+    pub runs: Vec<RunData>,
+}
+
+impl Group {
+    /// The figure `metric` of step `step` over the repeats.
+    pub fn stat(&self, step: &str, metric: &str) -> Stat {
+        Stat {
+            values: self
+                .runs
+                .iter()
+                .filter_map(|r| r.step(step)?.metrics.get(metric).map(|x| x.0))
+                .filter(|v| v.is_finite())
+                .collect(),
+        }
+    }
+
+    /// The unit of `metric`, from the first run that has it.
+    pub fn unit(&self, metric: &str) -> Option<String> {
+        self.runs.iter().flat_map(|r| &r.steps).find_map(|s| s.metrics.get(metric).map(|x| x.1.clone()))
+    }
+}
+
+/// The key that makes runs repeats of one another.
+fn group_key(r: &RunRow) -> (String, Option<String>, String) {
+    let label = match (&r.plan, &r.cell) {
+        (Some(_), _) if !r.label.is_empty() => r.label.clone(),
+        (Some(_), Some(cell)) => cell.split('#').next().unwrap_or(cell).to_string(),
+        _ => format!("{} (#{})", r.label, r.id),
+    };
+    (r.kind.clone(), r.plan.clone(), label)
+}
+
+/// What a report shows: the selected runs grouped into columns.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// The selectors as given (or what the default chose).
+    pub selection: Vec<String>,
+    /// The groups in order of their first run.
+    pub groups: Vec<Group>,
+}
+
+/// A part of a report whose groups share tables: one kind within one plan
+/// (or the runs outside any plan).
+#[derive(Debug)]
+pub struct Section<'a> {
+    /// Kind.
+    pub kind: &'a str,
+    /// Plan, if any.
+    pub plan: Option<&'a str>,
+    /// Its groups (columns).
+    pub groups: Vec<&'a Group>,
+}
+
+impl Section<'_> {
+    /// A title: `plan s5 · io` or `runs · tpcc`.
+    pub fn title(&self) -> String {
+        match self.plan {
+            Some(p) => format!("plan {p} · {}", self.kind),
+            None => format!("runs · {}", self.kind),
+        }
+    }
+
+    /// Step labels in load order (by users/clients where numeric, else as run).
+    pub fn step_labels(&self) -> Vec<String> {
+        let mut seen: Vec<(Option<f64>, String)> = Vec::new();
+        for g in &self.groups {
+            for r in &g.runs {
+                for s in &r.steps {
+                    if !seen.iter().any(|x| x.1 == s.label) {
+                        seen.push((s.load_level(), s.label.clone()));
+                    }
+                }
+            }
+        }
+        if seen.iter().all(|x| x.0.is_some()) {
+            seen.sort_by(|a, b| a.0.unwrap_or(0.0).total_cmp(&b.0.unwrap_or(0.0)));
+        }
+        seen.into_iter().map(|x| x.1).collect()
+    }
+
+    /// The step label → load level map (for charts against users/clients).
+    pub fn load_levels(&self) -> Vec<(String, Option<f64>)> {
+        let labels = self.step_labels();
+        labels
+            .into_iter()
+            .map(|l| {
+                let lv = self
+                    .groups
+                    .iter()
+                    .flat_map(|g| &g.runs)
+                    .find_map(|r| r.step(&l).map(|s| s.load_level()))
+                    .flatten();
+                (l, lv)
+            })
+            .collect()
+    }
+
+    /// What the rows are: `users`, `clients`, `profile` or `step`.
+    pub fn row_axis(&self) -> &'static str {
+        let first = self.groups.iter().flat_map(|g| &g.runs).flat_map(|r| &r.steps).next();
+        match first {
+            Some(s) if s.params.get("users").is_some() || s.label.starts_with("users=") => "users",
+            Some(s) if s.params.get("clients").is_some() || s.label.starts_with("clients=") => "clients",
+            _ if self.kind == "io" => "profile",
+            _ => "step",
+        }
+    }
+
+    /// Every metric name any step of the section has.
+    pub fn metric_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .groups
+            .iter()
+            .flat_map(|g| &g.runs)
+            .flat_map(|r| &r.steps)
+            .flat_map(|s| s.metrics.keys().cloned())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// The main figures of the section's kind, present in its data:
+    /// (metric, title).
+    pub fn main_metrics(&self) -> Vec<(&'static str, &'static str)> {
+        let wanted: &[(&str, &str)] = match self.kind {
+            "tpcc" => &[("nopm", "NOPM"), ("tpm", "TPM")],
+            "tpcb" => &[("tps", "TPS")],
+            "io" => &[("io.iops", "IOPS"), ("io.mbps", "throughput"), ("io.lat.p99", "p99 latency")],
+            _ => &[("tps", "TPS"), ("tpm", "TPM"), ("nopm", "NOPM"), ("io.iops", "IOPS")],
+        };
+        let have = self.metric_names();
+        wanted.iter().copied().filter(|(m, _)| have.iter().any(|h| h == m)).collect()
+    }
+
+    /// The latency prefix of the kind (`io.lat`, `lat`).
+    pub fn latency_prefix(&self) -> &'static str {
+        if self.kind == "io" {
+            "io.lat"
+        } else {
+            "lat"
+        }
+    }
+
+    /// The per-second series that show the workload's throughput.
+    pub fn workload_series(&self) -> &'static [&'static str] {
+        match self.kind {
+            "tpcc" => &["tpm", "nopm"],
+            "tpcb" => &["tps"],
+            "io" => &["io.iops"],
+            _ => &["tps", "tpm", "io.iops"],
+        }
+    }
+}
+
+impl Report {
+    /// Loads the runs `selectors` name: each a run id, a uuid prefix or a plan
+    /// name. None: the latest plan if any run belongs to one, else the latest run.
+    pub fn load(store: &Store, selectors: &[String]) -> Result<Report, ReportError> {
+        let mut runs: Vec<RunRow> = Vec::new();
+        let mut selection = selectors.to_vec();
+        if selectors.is_empty() {
+            let all = store.runs(&RunFilter::default())?;
+            if all.is_empty() {
+                return Err(ReportError::Empty);
+            }
+            if let Some(p) = all.iter().find_map(|r| r.plan.clone()) {
+                runs = store.runs(&RunFilter { plan: Some(p.clone()), ..Default::default() })?;
+                selection.push(p);
+            } else {
+                selection.push(all[0].id.to_string());
+                runs.push(all[0].clone());
+            }
+        } else {
+            // Validate every selector before loading anything.
+            for s in selectors {
+                runs.extend(select(store, s)?);
+            }
+        }
+        runs.sort_by_key(|r| r.id);
+        runs.dedup_by_key(|r| r.id);
+        let mut groups: Vec<Group> = Vec::new();
+        for r in runs {
+            let (kind, plan, label) = group_key(&r);
+            let data = RunData::load(store, r)?;
+            match groups.iter_mut().find(|g| g.kind == kind && g.plan == plan && g.label == label) {
+                Some(g) => g.runs.push(data),
+                None => groups.push(Group { kind, plan, label, runs: vec![data] }),
+            }
+        }
+        Ok(Report { selection, groups })
+    }
+
+    /// The sections: groups of one kind within one plan share tables; runs of
+    /// different kinds get separate tables.
+    pub fn sections(&self) -> Vec<Section<'_>> {
+        let mut out: Vec<Section<'_>> = Vec::new();
+        for g in &self.groups {
+            match out.iter_mut().find(|s| s.kind == g.kind && s.plan == g.plan.as_deref()) {
+                Some(s) => s.groups.push(g),
+                None => out.push(Section { kind: &g.kind, plan: g.plan.as_deref(), groups: vec![g] }),
+            }
+        }
+        out
+    }
+
+    /// Every run of the report.
+    pub fn runs(&self) -> impl Iterator<Item = &RunData> {
+        self.groups.iter().flat_map(|g| &g.runs)
+    }
+
+    /// The kinds present, in order.
+    pub fn kinds(&self) -> Vec<&str> {
+        let mut k: Vec<&str> = Vec::new();
+        for g in &self.groups {
+            if !k.contains(&g.kind.as_str()) {
+                k.push(&g.kind);
+            }
+        }
+        k
+    }
+
+    /// The emulated media the runs used (`hdd`, `sata-ssd`, ...), if any.
+    pub fn emulated_media(&self) -> Vec<String> {
+        let mut m: Vec<String> = self.runs().filter_map(RunData::emulation).collect();
+        m.sort();
+        m.dedup();
+        m
+    }
+
+    /// A warning naming the runs that did not complete (interrupted, failed
+    /// or still running): their figures cover only the steps they finished.
+    pub fn incomplete_note(&self) -> Option<String> {
+        let bad: Vec<String> = self
+            .runs()
+            .filter(|r| r.run.status != Status::Complete)
+            .map(|r| format!("#{} {}", r.run.id, r.run.status.as_str()))
+            .collect();
+        (!bad.is_empty()).then(|| {
+            format!(
+                "Runs that did not complete ({}): their figures cover only the steps they finished.",
+                bad.join(", ")
+            )
+        })
+    }
+
+    /// The note every report carries when a run used an emulated medium.
+    pub fn emulation_note(&self) -> Option<String> {
+        emulation_note(self.runs())
+    }
+}
+
+/// The emulated-media note for these runs, if any used an emulated medium.
+pub(crate) fn emulation_note<'a>(runs: impl Iterator<Item = &'a RunData>) -> Option<String> {
+    let mut m: Vec<String> = runs.filter_map(RunData::emulation).collect();
+    m.sort();
+    m.dedup();
+    (!m.is_empty()).then(|| {
+        format!(
+            "Emulated media ({}) are caps, not latency models: they limit throughput and IOPS \
+             (blkio throttle) to the class's figures, but do not reproduce its seek or network latency.",
+            m.join(", ")
+        )
+    })
+}
+
+/// The runs one selector names: a run (id or uuid prefix) or a plan.
+pub(crate) fn select(store: &Store, s: &str) -> Result<Vec<RunRow>, ReportError> {
+    match store.run(s) {
+        Ok(r) => Ok(vec![r]),
+        Err(StoreError::NoSuchRun(_)) => {
+            let plan = store.runs(&RunFilter { plan: Some(s.to_string()), ..Default::default() })?;
+            if plan.is_empty() {
+                Err(ReportError::NoSuchSelection(s.to_string()))
+            } else {
+                Ok(plan)
+            }
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Flattens a JSON value into `a.b.c = value` pairs (for environment tables).
+pub(crate) fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                flatten(&key, x, out);
+            }
+        }
+        Value::Null => {}
+        Value::String(s) => out.push((prefix.to_string(), s.clone())),
+        other => out.push((prefix.to_string(), other.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_and_spread() {
+        let s = Stat { values: vec![3.0, 1.0, 2.0, 10.0] };
+        assert_eq!(s.median(), 2.5);
+        assert_eq!(s.min(), 1.0);
+        assert_eq!(s.max(), 10.0);
+        assert_eq!(s.display(), "2.50 (1–10, n=4)");
+        assert_eq!(Stat { values: vec![1234.4] }.display(), "1234");
+        assert_eq!(Stat::default().display(), "–");
+    }
+
+    #[test]
+    fn flatten_skips_nulls() {
+        let mut out = Vec::new();
+        flatten("", &serde_json::json!({"a": {"b": 1, "c": null}, "d": "x"}), &mut out);
+        assert_eq!(out, vec![("a.b".to_string(), "1".to_string()), ("d".to_string(), "x".to_string())]);
+    }
+}

@@ -1,0 +1,377 @@
+//! `storbench report` and `storbench compare` against a results store built
+//! here with the store's own API: a plan of io runs (2 profiles × 2 targets ×
+//! 2 repeats, one target on an emulated medium), a tpcc run with 3 user steps
+//! and a tpcb run, each with per-second samples (workload, cpu.iowait,
+//! dev.loop0.w_await) and histograms. The HTML report is then opened in
+//! headless Chromium: screenshot must not be blank, DOM must hold the charts
+//! and tables.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::json;
+use storbench_metrics::{LatencyHistogram, StepReport, Unit};
+use storbench_results::{now_rfc3339, NewRun, Status, Store};
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    tpcc: i64,
+    tpcb: i64,
+    io_first: i64,
+}
+
+impl Fixture {
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("results.db")
+    }
+}
+
+fn env(medium: &str, emulated: bool) -> serde_json::Value {
+    json!({
+        "host": "bench1", "cpu_model": "Test CPU", "cpus": 2, "kernel": "6.1.0-test",
+        "target": {"path": "/mnt/t", "fs_type": "xfs", "block_size": 4096, "device": "/dev/loop0"},
+        "medium": {"name": medium, "emulation": if emulated { json!(medium) } else { json!(null) }},
+    })
+}
+
+/// A step's report: the given figures, the latency figures of a histogram
+/// around `lat_us`, sysmon figures, and `secs` per-second samples.
+fn step(
+    figs: &[(&str, f64, Unit)],
+    lat_prefix: &str,
+    lat_us: u64,
+    series: &[(&str, f64)],
+    secs: u64,
+) -> StepReport {
+    let mut r = StepReport::default();
+    for (n, v, u) in figs {
+        r.figure(*n, *v, *u);
+    }
+    let mut h = LatencyHistogram::new();
+    for i in 0..1000u64 {
+        h.record_ns((lat_us + i % 50) * 1000);
+    }
+    r.latency(lat_prefix, &h);
+    r.figure("cpu.iowait", 12.5, Unit::Percent);
+    r.figure("dev.loop0.w_await", 3.25, Unit::Ms);
+    r.figure("dev.loop0.r_await", 1.5, Unit::Ms);
+    for t in 0..secs {
+        for (n, v) in series {
+            r.sample(t * 1000, *n, v + t as f64);
+        }
+        r.sample(t * 1000, "cpu.iowait", 10.0 + t as f64);
+        r.sample(t * 1000, "dev.loop0.w_await", 3.0 + (t % 3) as f64);
+        r.sample(t * 1000, "dev.loop0.r_await", 1.0 + (t % 2) as f64);
+    }
+    r
+}
+
+fn add_run(
+    store: &mut Store,
+    kind: &str,
+    label: &str,
+    plan: Option<(&str, &str)>,
+    env: serde_json::Value,
+    steps: Vec<(String, serde_json::Value, StepReport)>,
+) -> i64 {
+    let axes = label.split_once('=').map(|(k, v)| json!({ k: v })).unwrap_or(json!({}));
+    let run = store
+        .begin_run(&NewRun {
+            kind: kind.into(),
+            label: label.into(),
+            config: json!({ "axes": axes }),
+            env,
+            plan: plan.map(|p| p.0.to_string()),
+            cell: plan.map(|p| p.1.to_string()),
+        })
+        .unwrap();
+    for (i, (l, p, r)) in steps.iter().enumerate() {
+        store.write_step(run.id, i as i64, l, p, &now_rfc3339(), &now_rfc3339(), r).unwrap();
+    }
+    store.finish_run(run.id, Status::Complete).unwrap();
+    run.id
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path().join("results.db")).unwrap();
+    // (target, repeat) → (oltp-read-8k IOPS, wal-append MB/s)
+    let io = [
+        ("hdd", 1, 100.0, 50.0),
+        ("hdd", 2, 120.0, 60.0),
+        ("ssd", 1, 1000.0, 55.0),
+        ("ssd", 2, 1100.0, 65.0),
+    ];
+    let mut io_first = 0;
+    for (target, rep, iops, mbps) in io {
+        let steps = vec![
+            (
+                "oltp-read-8k".to_string(),
+                json!({"profile": "oltp-read-8k", "block_size": 8192}),
+                step(
+                    &[("io.iops", iops, Unit::PerS), ("io.mbps", iops * 8192.0 / 1e6, Unit::MBps)],
+                    "io.lat",
+                    if target == "hdd" { 8000 } else { 90 },
+                    &[("io.iops", iops)],
+                    5,
+                ),
+            ),
+            (
+                "wal-append".to_string(),
+                json!({"profile": "wal-append"}),
+                step(
+                    &[("io.iops", mbps * 100.0, Unit::PerS), ("io.mbps", mbps, Unit::MBps)],
+                    "io.lat",
+                    200,
+                    &[("io.iops", mbps * 100.0)],
+                    5,
+                ),
+            ),
+        ];
+        let label = format!("target={target}");
+        let cell = format!("{label}#r{rep}");
+        let id = add_run(&mut store, "io", &label, Some(("s5", &cell)), env(target, target == "hdd"), steps);
+        if io_first == 0 {
+            io_first = id;
+        }
+    }
+    let tpcc_steps = [(1, 1000.0), (2, 1900.0), (4, 3500.0)]
+        .iter()
+        .map(|(u, tpm)| {
+            (
+                format!("users={u}"),
+                json!({ "users": u }),
+                step(
+                    &[
+                        ("tpm", *tpm, Unit::PerMin),
+                        ("nopm", tpm * 0.45, Unit::PerMin),
+                        ("tps", tpm / 60.0, Unit::PerS),
+                    ],
+                    "lat",
+                    2000,
+                    &[("tpm", *tpm), ("nopm", tpm * 0.45)],
+                    6,
+                ),
+            )
+        })
+        .collect();
+    let tpcc = add_run(&mut store, "tpcc", "sqlite tpcc", None, env("nvme", false), tpcc_steps);
+    let tpcb_steps = [(1, 300.0), (10, 1200.0)]
+        .iter()
+        .map(|(c, tps)| {
+            (
+                format!("clients={c}"),
+                json!({ "clients": c }),
+                step(&[("tps", *tps, Unit::PerS)], "lat", 800, &[("tps", *tps)], 4),
+            )
+        })
+        .collect();
+    let tpcb = add_run(&mut store, "tpcb", "sqlite tpcb", None, env("nvme", false), tpcb_steps);
+    // Stopped by Ctrl-C after its two steps: reported, and flagged.
+    store.finish_run(tpcb, Status::Interrupted).unwrap();
+    Fixture { dir, tpcc, tpcb, io_first }
+}
+
+fn storbench(f: &Fixture, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_storbench"))
+        .arg("--results")
+        .arg(f.db())
+        .args(args)
+        .current_dir(f.dir.path())
+        .output()
+        .unwrap()
+}
+
+fn ok_stdout(o: &Output) -> String {
+    assert!(o.status.success(), "failed: {}\n{}", o.status, String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+#[test]
+fn text_report_of_a_plan_shows_medians_spread_and_the_emulation_note() {
+    let f = fixture();
+    let out = ok_stdout(&storbench(&f, &["report", "s5"]));
+    assert!(out.contains("plan s5 · io — IOPS"), "{out}");
+    // oltp-read-8k: hdd repeats 100 and 120, ssd 1000 and 1100.
+    assert!(out.contains("110 (100–120, n=2)"), "{out}");
+    assert!(out.contains("1050 (1000–1100, n=2)"), "{out}");
+    assert!(out.contains("target=hdd") && out.contains("target=ssd"), "{out}");
+    assert!(out.contains("Emulated media (hdd) are caps, not latency models"), "{out}");
+    assert!(out.contains("dev.loop0.w_await (ms)"), "{out}");
+    assert!(out.contains("Environment shared by all 4 runs"), "{out}");
+    // No argument: the latest plan, which is s5 (the tpcc/tpcb runs have none).
+    let default = ok_stdout(&storbench(&f, &["report"]));
+    assert!(default.contains("110 (100–120, n=2)"), "{default}");
+}
+
+#[test]
+fn markdown_and_csv_give_the_same_figures() {
+    let f = fixture();
+    let md = ok_stdout(&storbench(&f, &["report", &f.tpcc.to_string(), "--md"]));
+    assert!(md.contains("### runs · tpcc — NOPM"), "{md}");
+    assert!(md.contains("| users=4 | 1575 |"), "{md}");
+    assert!(md.contains("| users=2 | 1900 |"), "{md}");
+    assert!(md.contains("single runs: no spread known"), "{md}");
+    // Steps in load order.
+    let (i1, i2, i4) =
+        (md.find("| users=1 |").unwrap(), md.find("| users=2 |").unwrap(), md.find("| users=4 |").unwrap());
+    assert!(i1 < i2 && i2 < i4);
+    let csv = ok_stdout(&storbench(&f, &["report", "s5", "--csv"]));
+    assert!(csv.starts_with("plan,kind,group,step,metric,unit,n,median,min,max\n"));
+    assert!(csv.contains("s5,io,target=hdd,oltp-read-8k,io.iops,per_s,2,110,100,120\n"), "{csv}");
+    assert!(csv.contains("s5,io,target=ssd,wal-append,io.mbps,MB/s,2,60,55,65\n"), "{csv}");
+}
+
+#[test]
+fn mixed_kinds_get_separate_tables() {
+    let f = fixture();
+    let out = ok_stdout(&storbench(&f, &["report", &f.tpcc.to_string(), &f.tpcb.to_string()]));
+    assert!(out.contains("each kind has its own tables"), "{out}");
+    assert!(out.contains("runs · tpcc — TPM") && out.contains("runs · tpcb — TPS"), "{out}");
+    assert!(out.contains("clients=10"), "{out}");
+    assert!(out.contains(&format!("Warning: Runs that did not complete (#{} interrupted)", f.tpcb)), "{out}");
+}
+
+#[test]
+fn compare_groups_gives_ratio_and_noise() {
+    let f = fixture();
+    let out = ok_stdout(&storbench(&f, &["compare", "s5:target=hdd", "s5:target=ssd"]));
+    // IOPS 110 → 1050: ratio 9.545, ranges disjoint.
+    let line = out
+        .lines()
+        .find(|l| l.contains("oltp-read-8k") && l.contains(" io.iops "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("9.545") && line.contains("beyond noise"), "{line}");
+    // MB/s 55 (50–60) → 60 (55–65): overlapping ranges.
+    let line = out
+        .lines()
+        .find(|l| l.contains("wal-append") && l.contains(" io.mbps "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("1.091") && line.contains("within noise"), "{line}");
+    assert!(out.contains("Emulated media (hdd) are caps"), "{out}");
+    let json: serde_json::Value = serde_json::from_str(&ok_stdout(&storbench(
+        &f,
+        &["compare", "s5:target=hdd", "s5:target=ssd", "--json"],
+    )))
+    .unwrap();
+    assert_eq!(json["a"]["runs"].as_array().unwrap().len(), 2);
+    assert!(json["rows"].as_array().unwrap().iter().any(|r| r["verdict"] == "within_noise"));
+    // Two single runs: no spread known.
+    let single = ok_stdout(&storbench(
+        &f,
+        &["compare", &f.io_first.to_string(), &(f.io_first + 2).to_string(), "--md"],
+    ));
+    assert!(single.contains("no spread known"), "{single}");
+    assert!(
+        single.contains("| oltp-read-8k | io.iops | per_s | 100 | 1000 | 10.000 | no spread known |"),
+        "{single}"
+    );
+}
+
+#[test]
+fn bad_input_exits_2_and_writes_nothing() {
+    let f = fixture();
+    let html = f.dir.path().join("r.html");
+    let o = storbench(&f, &["report", "999", "--html", html.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("'999'") && err.lines().count() == 1, "{err}");
+    let o = storbench(&f, &["report", "s5", "nope-plan", "--html", html.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("nope-plan"));
+    assert!(!html.exists());
+    let names: Vec<_> = std::fs::read_dir(f.dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(names.iter().all(|n| n.to_string_lossy().starts_with("results.db")), "{names:?}");
+    // Kinds that share no figures.
+    let o = storbench(&f, &["compare", &f.tpcc.to_string(), &f.tpcb.to_string()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("different kinds"));
+    // A missing store is not created.
+    let o = Command::new(env!("CARGO_BIN_EXE_storbench"))
+        .args(["--results", f.dir.path().join("none.db").to_str().unwrap(), "report"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!f.dir.path().join("none.db").exists());
+}
+
+fn chromium() -> PathBuf {
+    for name in ["chromium", "chromium-browser"] {
+        if let Ok(o) = Command::new("which").arg(name).output() {
+            if o.status.success() {
+                return PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
+            }
+        }
+    }
+    panic!("headless Chromium is needed for this test: apt-get install chromium (CI installs it)");
+}
+
+fn headless(profile: &Path, args: &[&str]) -> Output {
+    Command::new("timeout")
+        .arg("120")
+        .arg(chromium())
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn html_report_renders_in_chromium_with_charts_and_tables() {
+    let f = fixture();
+    let html = f.dir.path().join("report.html");
+    let out = ok_stdout(&storbench(
+        &f,
+        &["report", "s5", &f.tpcc.to_string(), &f.tpcb.to_string(), "--html", html.to_str().unwrap()],
+    ));
+    assert!(out.contains("wrote") && out.contains("6 runs"), "{out}");
+    let text = std::fs::read_to_string(&html).unwrap();
+    // Self-contained: no scripts, stylesheets, images or fonts from anywhere
+    // (SVG's xmlns is a name, not a fetch).
+    for fetch in ["<script", "<link", "<img", "src=", "url(", "@import"] {
+        assert!(!text.contains(fetch), "the report must not load anything: found {fetch}");
+    }
+    assert!(text.contains("id=\"emulation-note\""));
+    let url = format!("file://{}", html.display());
+    let profile = f.dir.path().join("chromium-profile");
+
+    let dom = headless(&profile, &["--dump-dom", &url]);
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    // io: IOPS, MB/s and p99 bars, percentiles, 2 time series (one per target);
+    // tpcc: NOPM and TPM lines, percentiles, 1 time series; tpcb: TPS, percentiles, 1.
+    assert_eq!(dom.matches("<svg").count(), 13, "charts in the DOM");
+    assert!(dom.matches("<table").count() >= 12, "tables missing from the DOM");
+    for want in [
+        "plan s5 · io — IOPS",
+        "runs · tpcc — NOPM",
+        "runs · tpcb — TPS",
+        "Environment",
+        "110 (100–120, n=2)",
+    ] {
+        assert!(dom.contains(want), "DOM lacks {want}");
+    }
+    assert!(dom.contains("dev.loop0.w_await") && dom.contains("cpu.iowait"));
+
+    let png = f.dir.path().join("shot.png");
+    let o =
+        headless(&profile, &[&format!("--screenshot={}", png.display()), "--window-size=1280,2000", &url]);
+    assert!(png.exists(), "no screenshot: {}", String::from_utf8_lossy(&o.stderr));
+    // To look at what the test saw: STORBENCH_TEST_SHOT_DIR=/some/dir.
+    if let Some(keep) = std::env::var_os("STORBENCH_TEST_SHOT_DIR") {
+        std::fs::copy(&png, Path::new(&keep).join("report-test.png")).unwrap();
+        std::fs::copy(&html, Path::new(&keep).join("report-test.html")).unwrap();
+    }
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!((info.width, info.height), (1280, 2000));
+    let bpp = info.line_size / info.width as usize;
+    let pixels: Vec<&[u8]> = buf[..info.buffer_size()].chunks(bpp).collect();
+    let colours: HashSet<&[u8]> = pixels.iter().copied().collect();
+    let non_white = pixels.iter().filter(|p| p[..3].iter().any(|c| *c < 240)).count();
+    assert!(colours.len() > 50, "only {} colours: blank screenshot?", colours.len());
+    assert!(non_white * 100 > pixels.len(), "{non_white} of {} pixels are not white", pixels.len());
+}
