@@ -11,5 +11,6 @@
 
 pub mod rand_tpc;
 pub mod runner;
+pub mod tpcc;
 
 pub use runner::{Connector, Done, Probe, StepError, StepResult, StepSpec, Tick, Worker, Workload};
