@@ -178,5 +178,5 @@ fn postgres() {
 #[test]
 fn mariadb() {
     let db = TempDb::new("mysql://root@127.0.0.1:3306/test", "mysql://root@127.0.0.1:3306", "");
-    scenario(&db.url, false);
+    scenario(&db.url, true);
 }

@@ -466,7 +466,7 @@ impl Worker for TpccWorker {
     fn run_one(&mut self, conn: &mut dyn Connection, _attempt: u32) -> Result<Done, DbError> {
         let dialect = conn.dialect();
         let q = self.sql.get(dialect);
-        let rolled_back = if self.procs && conn.caps().procedures && dialect == Dialect::Postgres {
+        let rolled_back = if self.procs && conn.caps().procedures && dialect != Dialect::Sqlite {
             txn::run_proc(conn, q, &self.input, &mut self.bufs)?
         } else {
             txn::run_client(conn, q, &self.input, &mut self.bufs)?

@@ -1,20 +1,23 @@
-//! Server-side transactions: PL/pgSQL functions on PostgreSQL, one call per
-//! transaction. (MySQL/MariaDB stored procedures are not written yet: those
-//! engines run the client-driven SQL.)
+//! Server-side transactions, one call per transaction: PL/pgSQL functions
+//! on PostgreSQL (run in the call's own implicit transaction), stored
+//! procedures on MySQL/MariaDB (each its own START TRANSACTION … COMMIT,
+//! rolling back and re-raising on any error).
 
 use storbench_db::Dialect;
 
 /// Routine names, for DROP.
 pub const NAMES: [&str; 5] = ["sb_neword", "sb_payment", "sb_ostat", "sb_delivery", "sb_slev"];
 
-/// SQLSTATE the New-Order routine raises for its designed rollback.
-pub const ROLLBACK_STATE: &str = "P0001";
+/// Error codes the New-Order routine raises for its designed rollback:
+/// PostgreSQL's SQLSTATE P0001, MySQL's 1644 (a SIGNAL of SQLSTATE 45000).
+pub const ROLLBACK_CODES: [&str; 2] = ["P0001", "1644"];
 
 /// CREATE statements for `d`; empty when the engine gets none.
 pub fn create(d: Dialect) -> Vec<&'static str> {
     match d {
         Dialect::Postgres => PG.to_vec(),
-        _ => Vec::new(),
+        Dialect::Mysql => MY.to_vec(),
+        Dialect::Sqlite => Vec::new(),
     }
 }
 
@@ -131,4 +134,135 @@ BEGIN
       AND s_w_id = p_w AND s_i_id = ol_i_id AND s_quantity < p_threshold;
   RETURN v_n;
 END $$"#,
+];
+
+const MY: [&str; 5] = [
+    r#"CREATE PROCEDURE sb_neword(p_w INT, p_d INT, p_c INT, p_cnt INT, p_all_local INT,
+    p_items TEXT, p_supply TEXT, p_qty TEXT)
+BEGIN
+  DECLARE v_disc, v_wtax, v_dtax DECIMAL(4,4);
+  DECLARE v_price DECIMAL(5,2);
+  DECLARE v_amt, v_total DECIMAL(12,2) DEFAULT 0;
+  DECLARE v_o, v_i, v_item, v_sw, v_q INT;
+  DECLARE v_sdist CHAR(24);
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+  START TRANSACTION;
+  SELECT c_discount INTO v_disc FROM customer WHERE c_w_id = p_w AND c_d_id = p_d AND c_id = p_c;
+  SELECT w_tax INTO v_wtax FROM warehouse WHERE w_id = p_w;
+  SELECT d_next_o_id, d_tax INTO v_o, v_dtax FROM district WHERE d_w_id = p_w AND d_id = p_d FOR UPDATE;
+  UPDATE district SET d_next_o_id = v_o + 1 WHERE d_w_id = p_w AND d_id = p_d;
+  INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_carrier_id, o_ol_cnt, o_all_local)
+    VALUES (v_o, p_d, p_w, p_c, NOW(), NULL, p_cnt, p_all_local);
+  INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (v_o, p_d, p_w);
+  SET v_i = 1;
+  WHILE v_i <= p_cnt DO
+    SET v_item = CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(p_items, ',', v_i), ',', -1) AS SIGNED);
+    SET v_sw = CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(p_supply, ',', v_i), ',', -1) AS SIGNED);
+    SET v_q = CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(p_qty, ',', v_i), ',', -1) AS SIGNED);
+    SET v_price = NULL;
+    SELECT i_price INTO v_price FROM item WHERE i_id = v_item;
+    IF v_price IS NULL THEN
+      SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'tpcc new-order rollback: item not found';
+    END IF;
+    SELECT CASE p_d WHEN 1 THEN s_dist_01 WHEN 2 THEN s_dist_02 WHEN 3 THEN s_dist_03 WHEN 4 THEN s_dist_04
+        WHEN 5 THEN s_dist_05 WHEN 6 THEN s_dist_06 WHEN 7 THEN s_dist_07 WHEN 8 THEN s_dist_08
+        WHEN 9 THEN s_dist_09 ELSE s_dist_10 END
+      INTO v_sdist FROM stock WHERE s_i_id = v_item AND s_w_id = v_sw FOR UPDATE;
+    UPDATE stock SET s_quantity = IF(s_quantity - v_q >= 10, s_quantity - v_q, s_quantity - v_q + 91),
+      s_ytd = s_ytd + v_q, s_order_cnt = s_order_cnt + 1, s_remote_cnt = s_remote_cnt + IF(v_sw <> p_w, 1, 0)
+      WHERE s_i_id = v_item AND s_w_id = v_sw;
+    SET v_amt = v_q * v_price;
+    SET v_total = v_total + v_amt;
+    INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, ol_delivery_d,
+      ol_quantity, ol_amount, ol_dist_info)
+      VALUES (v_o, p_d, p_w, v_i, v_item, v_sw, NULL, v_q, v_amt, v_sdist);
+    SET v_i = v_i + 1;
+  END WHILE;
+  COMMIT;
+END"#,
+    r#"CREATE PROCEDURE sb_payment(p_w INT, p_d INT, p_c_w INT, p_c_d INT, p_c INT, p_by_name INT,
+    p_last VARCHAR(16), p_amount DECIMAL(6,2))
+BEGIN
+  DECLARE v_wname, v_dname VARCHAR(10);
+  DECLARE v_c, v_n, v_off INT;
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+  START TRANSACTION;
+  UPDATE warehouse SET w_ytd = w_ytd + p_amount WHERE w_id = p_w;
+  SELECT w_name INTO v_wname FROM warehouse WHERE w_id = p_w;
+  UPDATE district SET d_ytd = d_ytd + p_amount WHERE d_w_id = p_w AND d_id = p_d;
+  SELECT d_name INTO v_dname FROM district WHERE d_w_id = p_w AND d_id = p_d;
+  IF p_by_name = 1 THEN
+    SELECT COUNT(*) INTO v_n FROM customer WHERE c_w_id = p_c_w AND c_d_id = p_c_d AND c_last = p_last;
+    SET v_off = GREATEST((v_n - 1) DIV 2, 0);
+    SELECT c_id INTO v_c FROM customer WHERE c_w_id = p_c_w AND c_d_id = p_c_d AND c_last = p_last
+      ORDER BY c_first LIMIT v_off, 1;
+  ELSE
+    SET v_c = p_c;
+  END IF;
+  UPDATE customer SET c_balance = c_balance - p_amount, c_ytd_payment = c_ytd_payment + p_amount,
+    c_payment_cnt = c_payment_cnt + 1,
+    c_data = IF(c_credit = 'BC', SUBSTRING(CONCAT_WS(' ', v_c, p_c_d, p_c_w, p_d, p_w, p_amount, '|', c_data), 1, 500), c_data)
+    WHERE c_w_id = p_c_w AND c_d_id = p_c_d AND c_id = v_c;
+  INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, h_date, h_amount, h_data)
+    VALUES (v_c, p_c_d, p_c_w, p_d, p_w, NOW(), p_amount, CONCAT(v_wname, '    ', v_dname));
+  COMMIT;
+END"#,
+    r#"CREATE PROCEDURE sb_ostat(p_w INT, p_d INT, p_c INT, p_by_name INT, p_last VARCHAR(16))
+BEGIN
+  DECLARE v_c, v_n, v_off, v_o, v_carrier INT;
+  DECLARE v_bal, v_sum DECIMAL(12,2);
+  DECLARE v_first VARCHAR(16);
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+  START TRANSACTION;
+  IF p_by_name = 1 THEN
+    SELECT COUNT(*) INTO v_n FROM customer WHERE c_w_id = p_w AND c_d_id = p_d AND c_last = p_last;
+    SET v_off = GREATEST((v_n - 1) DIV 2, 0);
+    SELECT c_id INTO v_c FROM customer WHERE c_w_id = p_w AND c_d_id = p_d AND c_last = p_last
+      ORDER BY c_first LIMIT v_off, 1;
+  ELSE
+    SET v_c = p_c;
+  END IF;
+  SELECT c_balance, c_first INTO v_bal, v_first FROM customer WHERE c_w_id = p_w AND c_d_id = p_d AND c_id = v_c;
+  SELECT o_id, o_carrier_id INTO v_o, v_carrier FROM orders
+    WHERE o_w_id = p_w AND o_d_id = p_d AND o_c_id = v_c ORDER BY o_id DESC LIMIT 1;
+  SELECT COUNT(*), SUM(ol_amount) INTO v_n, v_sum FROM order_line
+    WHERE ol_w_id = p_w AND ol_d_id = p_d AND ol_o_id = v_o;
+  COMMIT;
+END"#,
+    r#"CREATE PROCEDURE sb_delivery(p_w INT, p_carrier INT)
+BEGIN
+  DECLARE v_d, v_o, v_c INT;
+  DECLARE v_sum DECIMAL(12,2);
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+  START TRANSACTION;
+  SET v_d = 1;
+  WHILE v_d <= 10 DO
+    SET v_o = NULL;
+    SELECT no_o_id INTO v_o FROM new_order WHERE no_w_id = p_w AND no_d_id = v_d
+      ORDER BY no_o_id LIMIT 1 FOR UPDATE;
+    IF v_o IS NOT NULL THEN
+      DELETE FROM new_order WHERE no_w_id = p_w AND no_d_id = v_d AND no_o_id = v_o;
+      SELECT o_c_id INTO v_c FROM orders WHERE o_w_id = p_w AND o_d_id = v_d AND o_id = v_o;
+      UPDATE orders SET o_carrier_id = p_carrier WHERE o_w_id = p_w AND o_d_id = v_d AND o_id = v_o;
+      UPDATE order_line SET ol_delivery_d = NOW() WHERE ol_w_id = p_w AND ol_d_id = v_d AND ol_o_id = v_o;
+      SELECT COALESCE(SUM(ol_amount), 0) INTO v_sum FROM order_line
+        WHERE ol_w_id = p_w AND ol_d_id = v_d AND ol_o_id = v_o;
+      UPDATE customer SET c_balance = c_balance + v_sum, c_delivery_cnt = c_delivery_cnt + 1
+        WHERE c_w_id = p_w AND c_d_id = v_d AND c_id = v_c;
+    END IF;
+    SET v_d = v_d + 1;
+  END WHILE;
+  COMMIT;
+END"#,
+    r#"CREATE PROCEDURE sb_slev(p_w INT, p_d INT, p_threshold INT)
+BEGIN
+  DECLARE v_next, v_n INT;
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+  START TRANSACTION;
+  SELECT d_next_o_id INTO v_next FROM district WHERE d_w_id = p_w AND d_id = p_d;
+  SELECT COUNT(DISTINCT s_i_id) INTO v_n FROM order_line, stock
+    WHERE ol_w_id = p_w AND ol_d_id = p_d AND ol_o_id < v_next AND ol_o_id >= v_next - 20
+      AND s_w_id = p_w AND s_i_id = ol_i_id AND s_quantity < p_threshold;
+  COMMIT;
+END"#,
 ];

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use storbench_db::{Connection, DbError, Dialect, ErrorKind, Stmt, Value};
 
-use super::procs::ROLLBACK_STATE;
+use super::procs::ROLLBACK_CODES;
 use crate::rand_tpc::{c_last, TpcRng};
 
 /// Kind indexes, in [`super::KINDS`] order.
@@ -149,6 +149,8 @@ impl Input {
 
 /// Prepared statements of one dialect.
 pub struct Sql {
+    /// Routines return a row (PostgreSQL functions) rather than none (CALL).
+    call_returns_row: bool,
     // routines
     p_neword: Stmt,
     p_payment: Stmt,
@@ -202,8 +204,9 @@ impl Sql {
             Dialect::Mysql => "SUBSTRING(CONCAT($5, c_data), 1, 500)",
             _ => "SUBSTR($5 || c_data, 1, 500)",
         };
-        let call = "SELECT";
+        let call = if d == Dialect::Mysql { "CALL" } else { "SELECT" };
         Sql {
+            call_returns_row: d != Dialect::Mysql,
             p_neword: Stmt::new(format!("{call} sb_neword($1, $2, $3, $4, $5, $6, $7, $8)")),
             p_payment: Stmt::new(format!("{call} sb_payment($1, $2, $3, $4, $5, $6, $7, $8)")),
             p_ostat: Stmt::new(format!("{call} sb_ostat($1, $2, $3, $4, $5)")),
@@ -312,6 +315,14 @@ fn set(p: &mut Vec<Value>, vals: &[i64]) {
     p.extend(vals.iter().map(|v| Value::Int(*v)));
 }
 
+fn call(conn: &mut dyn Connection, q: &Sql, stmt: &Stmt, p: &[Value]) -> Result<(), DbError> {
+    if q.call_returns_row {
+        conn.query(stmt, p).map(|_| ())
+    } else {
+        conn.execute(stmt, p).map(|_| ())
+    }
+}
+
 /// Runs `inp` by one routine call. Returns whether it rolled back by design.
 pub fn run_proc(conn: &mut dyn Connection, q: &Sql, inp: &Input, b: &mut Bufs) -> Result<bool, DbError> {
     use std::fmt::Write;
@@ -331,7 +342,7 @@ pub fn run_proc(conn: &mut dyn Connection, q: &Sql, inp: &Input, b: &mut Bufs) -
             p.push(Value::Text(std::mem::take(&mut b.s1)));
             p.push(Value::Text(std::mem::take(&mut b.s2)));
             p.push(Value::Text(std::mem::take(&mut b.s3)));
-            let r = conn.query(&q.p_neword, p);
+            let r = call(conn, q, &q.p_neword, p);
             // Give the strings back to the buffers.
             for (slot, v) in [&mut b.s1, &mut b.s2, &mut b.s3].into_iter().zip(p.drain(5..)) {
                 if let Value::Text(s) = v {
@@ -340,7 +351,7 @@ pub fn run_proc(conn: &mut dyn Connection, q: &Sql, inp: &Input, b: &mut Bufs) -
             }
             match r {
                 Ok(_) => Ok(false),
-                Err(e) if e.code() == Some(ROLLBACK_STATE) => Ok(true),
+                Err(e) if e.code().is_some_and(|c| ROLLBACK_CODES.contains(&c)) => Ok(true),
                 Err(e) => Err(e),
             }
         }
@@ -348,20 +359,20 @@ pub fn run_proc(conn: &mut dyn Connection, q: &Sql, inp: &Input, b: &mut Bufs) -
             set(p, &[inp.w, inp.d, inp.c_w, inp.c_d, inp.c, inp.by_name as i64]);
             p.push(Value::Text(inp.last.clone()));
             p.push(Value::Float(inp.amount));
-            conn.query(&q.p_payment, p).map(|_| false)
+            call(conn, q, &q.p_payment, p).map(|_| false)
         }
         ORDER_STATUS => {
             set(p, &[inp.w, inp.d, inp.c, inp.by_name as i64]);
             p.push(Value::Text(inp.last.clone()));
-            conn.query(&q.p_ostat, p).map(|_| false)
+            call(conn, q, &q.p_ostat, p).map(|_| false)
         }
         DELIVERY => {
             set(p, &[inp.w, inp.carrier]);
-            conn.query(&q.p_delivery, p).map(|_| false)
+            call(conn, q, &q.p_delivery, p).map(|_| false)
         }
         _ => {
             set(p, &[inp.w, inp.d, inp.threshold]);
-            conn.query(&q.p_slev, p).map(|_| false)
+            call(conn, q, &q.p_slev, p).map(|_| false)
         }
     }
 }
