@@ -120,6 +120,14 @@ impl MyConn {
         let opts = Opts::from_url(&raw).map_err(|e| {
             DbError::new(ErrorKind::Connect, format!("mysql: bad URL {}: {e}", url.redacted()))
         })?;
+        // mysql_async closes prepared statements it evicts from its cache
+        // (32 by default) while our per-connection cache still holds them:
+        // keep every statement a workload uses unless the URL says otherwise.
+        let opts = if raw.contains("stmt_cache_size") {
+            opts
+        } else {
+            mysql_async::OptsBuilder::from_opts(opts).stmt_cache_size(1024).into()
+        };
         let conn = rt.block_on(Conn::new(opts)).map_err(|e| {
             let err = map_err(e);
             let kind = if err.kind() == ErrorKind::Closed { ErrorKind::Connect } else { err.kind() };

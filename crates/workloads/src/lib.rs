@@ -12,5 +12,6 @@
 pub mod rand_tpc;
 pub mod runner;
 pub mod tpcb;
+pub mod tpcc;
 
 pub use runner::{Connector, Done, Probe, StepError, StepResult, StepSpec, Tick, Worker, Workload};

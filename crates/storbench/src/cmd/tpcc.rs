@@ -1,21 +1,323 @@
-//! `storbench tpcc`: not built yet (see the open issues).
+//! `storbench tpcc build | run | check | drop`: the TPC-C-like workload on
+//! any engine. `run` reports TPM as the database counts it and NOPM from the
+//! growth of the districts' next order ids (HammerDB's method), beside the
+//! client's own counts.
 
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::Args;
+use clap::{Args, Subcommand};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use serde_json::json;
+use storbench_metrics::units::{parse_duration, parse_list};
+use storbench_metrics::{Sample, StepReport, Unit};
+use storbench_workloads::tpcc::{self, Options, Tpcc};
+use storbench_workloads::StepSpec;
 
 use crate::cli::Global;
+use crate::dbarg::{self, Db};
+use crate::error::{usage, EXIT_FAILED};
+use crate::live::Live;
+use crate::oltp::{self, Steps};
+use crate::record::{Outcome, Recorder};
 
 /// Options of `storbench tpcc`.
 #[derive(Debug, Args)]
 pub struct TpccArgs {
-    /// Arguments (none yet).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    pub rest: Vec<String>,
+    #[command(subcommand)]
+    pub verb: TpccVerb,
+}
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub enum TpccVerb {
+    /// Create the nine tables, load them in parallel, add indexes and procedures.
+    Build(BuildArgs),
+    /// Run the transaction mix at one or more user counts.
+    Run(RunArgs),
+    /// Check the TPC-C consistency conditions; exit 1 if one fails.
+    Check(DbArg),
+    /// Drop the schema.
+    Drop(DbArg),
+}
+
+/// The database to use.
+#[derive(Debug, Args)]
+pub struct DbArg {
+    /// Database URL: sqlite:PATH, postgres://user@host:port/db, mysql://user@host:port/db, managed:NAME.
+    #[arg(long, env = "STORBENCH_DB", default_value = "sqlite:storbench-data/tpcc.db")]
+    pub db: String,
+}
+
+/// Options of `tpcc build`.
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Warehouses (about 100 MB each).
+    #[arg(long, short = 'w', default_value_t = 1)]
+    pub warehouses: u32,
+    /// Connections loading in parallel (default: the number of CPUs).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Drop an existing TPC-C schema first.
+    #[arg(long)]
+    pub replace: bool,
+}
+
+/// Options of `tpcc run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Virtual users per step: a list (1,2,4), a range (1..8) or fib:N.
+    #[arg(long, short = 'u', default_value = "1")]
+    pub users: String,
+    /// Ramp-up per step, run but not counted.
+    #[arg(long, default_value = "30s")]
+    pub rampup: String,
+    /// Measured time per step.
+    #[arg(long, short = 'T', default_value = "2m")]
+    pub duration: String,
+    /// The warehouse count the schema must have (default: whatever it has).
+    #[arg(long, short = 'w')]
+    pub warehouses: Option<u32>,
+    /// Every transaction picks a random warehouse (HammerDB's "use all
+    /// warehouses") instead of each user keeping a home warehouse.
+    #[arg(long)]
+    pub all_warehouses: bool,
+    /// Drive the transactions with client-side SQL instead of server-side procedures.
+    #[arg(long)]
+    pub client_sql: bool,
+    /// Keying and think times as the specification gives them (off by default).
+    #[arg(long)]
+    pub think: bool,
+    /// Seed for key choice.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// How long a user retries a lost connection before the run fails.
+    #[arg(long, default_value = "30s")]
+    pub reconnect_for: String,
 }
 
 /// Runs `storbench tpcc`.
-pub fn run(_g: &Global, _a: TpccArgs) -> Result<ExitCode> {
-    Err(crate::error::usage("'storbench tpcc' is not implemented yet"))
+pub fn run(g: &Global, a: TpccArgs) -> Result<ExitCode> {
+    match a.verb {
+        TpccVerb::Build(b) => build(g, b),
+        TpccVerb::Run(r) => run_steps(g, r),
+        TpccVerb::Check(d) => check(d),
+        TpccVerb::Drop(d) => drop_schema(g, d),
+    }
+}
+
+fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
+    if !(1..=100_000).contains(&a.warehouses) {
+        return Err(usage(format!("--warehouses {}: must be 1 to 100000", a.warehouses)));
+    }
+    let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
+    if jobs == 0 {
+        return Err(usage("--jobs 0: must be at least 1"));
+    }
+    let db = Db::parse(&a.db.db)?;
+    if let Some(p) = db.sqlite_path() {
+        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| usage(format!("cannot create {}: {e}", dir.display())))?;
+        }
+    }
+    let mut conn = db.open()?;
+    if let Some(info) = tpcc::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))? {
+        if !a.replace {
+            return Err(usage(format!(
+                "{} already holds a TPC-C schema of {} warehouse(s): add --replace to rebuild it, or `storbench tpcc drop`",
+                db.shown, info.warehouses
+            )));
+        }
+        tpcc::drop(conn.as_mut()).map_err(|e| db.usage_error(e))?;
+    }
+    let env = json!({ "db": dbarg::env(&db, conn.as_mut()) });
+    let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
+    drop(conn);
+    let config = json!({ "db": db.shown, "warehouses": a.warehouses, "jobs": jobs });
+    let mut rec =
+        Recorder::begin(g, "tpcc-build", format!("tpcc build {} warehouses", a.warehouses), config, env, &targets)?;
+    let bar = Live::bar(g.quiet, 100, "building {bar:40} {pos}% {msg} (eta {eta})");
+    let clock = rec.clock();
+    let res = tpcc::build(&db.connector(), a.warehouses, jobs, &|p| {
+        if p.rows_total > 0 {
+            bar.pos(p.rows_done * 100 / p.rows_total);
+        }
+        bar.set(p.table.to_string());
+    });
+    bar.finish();
+    match res {
+        Ok(s) => {
+            let mut r = StepReport::default();
+            r.figure("rows", s.rows as f64, Unit::Count);
+            r.figure("build.seconds", s.seconds, Unit::S);
+            r.figure("rows.per_s", s.rows as f64 / s.seconds.max(1e-9), Unit::PerS);
+            rec.write_step(clock, "build", json!({ "warehouses": a.warehouses, "jobs": jobs }), r)?;
+            if !g.quiet {
+                eprintln!(
+                    "tpcc build: {} warehouse(s), {} rows in {:.1} s ({:.0} rows/s, indexes and procedures included)",
+                    a.warehouses,
+                    s.rows,
+                    s.seconds,
+                    s.rows as f64 / s.seconds.max(1e-9)
+                );
+            }
+            rec.finish(Outcome::Complete)
+        }
+        Err(e) => rec.finish(Outcome::Failed(anyhow::anyhow!("building in {}: {e}", db.shown))),
+    }
+}
+
+fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
+    let users = parse_list(&a.users).map_err(|e| usage(format!("--users {}: {e}", a.users)))?;
+    if users.iter().any(|&u| u == 0 || u > 10_000) {
+        return Err(usage(format!("--users {}: each must be 1 to 10000", a.users)));
+    }
+    let duration = parse_duration(&a.duration).map_err(|e| usage(format!("--duration {}: {e}", a.duration)))?;
+    if duration.is_zero() {
+        return Err(usage(format!("--duration {}: must be more than zero", a.duration)));
+    }
+    let rampup = parse_duration(&a.rampup).map_err(|e| usage(format!("--rampup {}: {e}", a.rampup)))?;
+    let reconnect_for =
+        parse_duration(&a.reconnect_for).map_err(|e| usage(format!("--reconnect-for {}: {e}", a.reconnect_for)))?;
+    let db = Db::parse(&a.db.db)?;
+    if let Some(p) = db.sqlite_path().filter(|p| !p.exists()) {
+        return Err(usage(format!(
+            "{} does not exist: run `storbench tpcc build --db {}` first",
+            p.display(),
+            db.shown
+        )));
+    }
+    let mut conn = db.open()?;
+    let Some(info) = tpcc::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))? else {
+        return Err(usage(format!(
+            "no TPC-C schema in {}: run `storbench tpcc build --db {}` first",
+            db.shown, db.shown
+        )));
+    };
+    if let Some(want) = a.warehouses.filter(|&w| w != info.warehouses) {
+        return Err(usage(format!("--warehouses {want}: the schema in {} has {}", db.shown, info.warehouses)));
+    }
+    let procedures = conn.caps().procedures && !a.client_sql;
+    if procedures && !info.has_procedures {
+        return Err(usage(format!(
+            "the schema in {} has no stored procedures: rebuild it with `storbench tpcc build --replace` or use --client-sql",
+            db.shown
+        )));
+    }
+    let server_counters = conn.caps().server_counters;
+    let scope = match conn.counters() {
+        Ok(Some(c)) => c.scope,
+        _ => "client",
+    };
+    let env = json!({
+        "db": dbarg::env(&db, conn.as_mut()),
+        "warehouses": info.warehouses,
+        "tpm_source": if server_counters { format!("server commits+rollbacks, scope {scope}") } else { "client count (engine has no counters)".into() },
+        "nopm_source": "growth of SUM(d_next_o_id) over the measured window",
+        "driver": if procedures { "server-side procedures" } else { "client-side SQL" },
+    });
+    let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
+    drop(conn);
+    let config = json!({
+        "db": db.shown, "warehouses": info.warehouses, "users": users,
+        "duration_s": duration.as_secs_f64(), "rampup_s": rampup.as_secs_f64(),
+        "all_warehouses": a.all_warehouses, "client_sql": !procedures, "think": a.think, "seed": a.seed,
+    });
+    let label = format!("tpcc {}w users {}", info.warehouses, a.users);
+    let rec = Recorder::begin(g, "tpcc", label, config, env, &targets)?;
+    let opts = Options {
+        warehouses: info.warehouses,
+        all_warehouses: a.all_warehouses,
+        client_sql: !procedures,
+        think: a.think,
+        seed: a.seed,
+    };
+    let workload = Tpcc::new(opts, &info);
+    let specs = users.iter().map(|&u| StepSpec { users: u as usize, rampup, duration, reconnect_for, ..StepSpec::default() }).collect();
+    let steps = Steps {
+        level: "users",
+        specs,
+        progress: None,
+        columns: &[
+            ("nopm", "NOPM"),
+            ("tpm", "TPM"),
+            ("tpm.client", "TPM client"),
+            ("txn.new_order.lat.p95", "NO p95 µs"),
+            ("lat.p99", "p99 µs"),
+            ("errors", "errors"),
+            ("retries", "retries"),
+        ],
+        decorate: &decorate,
+    };
+    let connect = db.connector();
+    oltp::run_steps(rec, g.quiet, &workload, &connect, steps)
+}
+
+/// Adds TPM where the engine has no counters, client NOPM, per-user TPM,
+/// and per-second TPM/NOPM samples (client counts).
+fn decorate(r: &mut StepReport, res: &storbench_workloads::StepResult) {
+    let minutes = res.window.as_secs_f64() / 60.0;
+    let tpm_client = r.get("tpm.client").unwrap_or(0.0);
+    if r.get("tpm").is_none() {
+        r.figure("tpm", tpm_client, Unit::PerMin);
+    }
+    let new_orders = r.get("txn.new_order.count").unwrap_or(0.0);
+    let rolled_back = r.get("rolled_back").unwrap_or(0.0);
+    if minutes > 0.0 {
+        r.figure("nopm.client", (new_orders - rolled_back).max(0.0) / minutes, Unit::PerMin);
+    }
+    if let (Some(tpm), Some(users)) = (r.get("tpm"), r.get("users")) {
+        r.figure("tpm.per_user", tpm / users.max(1.0), Unit::PerMin);
+    }
+    let extra: Vec<Sample> = r
+        .samples
+        .iter()
+        .filter_map(|s| match s.name.as_str() {
+            "tps" => Some(Sample { t_ms: s.t_ms, name: "tpm".into(), value: s.value * 60.0 }),
+            "txn.new_order.tps" => Some(Sample { t_ms: s.t_ms, name: "nopm".into(), value: s.value * 60.0 }),
+            _ => None,
+        })
+        .collect();
+    r.samples.extend(extra);
+}
+
+fn check(a: DbArg) -> Result<ExitCode> {
+    let db = Db::parse(&a.db)?;
+    let mut conn = db.open()?;
+    if tpcc::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))?.is_none() {
+        return Err(usage(format!("no TPC-C schema in {}", db.shown)));
+    }
+    let results = tpcc::check(conn.as_mut()).map_err(|e| anyhow::anyhow!("checking {}: {e}", db.shown))?;
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(vec!["#", "condition", "result", "detail"]);
+    for c in &results {
+        t.add_row(vec![
+            c.number.to_string(),
+            c.name.to_string(),
+            if c.passed { "pass".into() } else { "FAIL".to_string() },
+            c.detail.clone(),
+        ]);
+    }
+    println!("{t}");
+    let failed = results.iter().filter(|c| !c.passed).count();
+    if failed > 0 {
+        eprintln!("storbench: {failed} consistency condition(s) failed in {}", db.shown);
+        return Ok(ExitCode::from(EXIT_FAILED));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn drop_schema(g: &Global, a: DbArg) -> Result<ExitCode> {
+    let db = Db::parse(&a.db)?;
+    let mut conn = db.open()?;
+    tpcc::drop(conn.as_mut()).map_err(|e| anyhow::anyhow!("dropping the TPC-C schema in {}: {e}", db.shown))?;
+    if !g.quiet {
+        eprintln!("tpcc: schema dropped from {}", db.shown);
+    }
+    Ok(ExitCode::SUCCESS)
 }

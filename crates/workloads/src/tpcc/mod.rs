@@ -1,0 +1,482 @@
+//! The TPC-C-like workload: schema, parallel load, server-side routines,
+//! the five transactions and the consistency checks.
+//!
+//! Library half only: `storbench tpcc` calls [`build`], [`inspect`],
+//! [`check`], [`drop`] and drives a [`Tpcc`] with the runner.
+
+mod check;
+mod load;
+mod procs;
+mod schema;
+mod txn;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use storbench_db::{Connection, DbError, Dialect, ErrorKind, Stmt, Value};
+use storbench_metrics::{Figure, Unit};
+
+use crate::rand_tpc::TpcRng;
+use crate::runner::{Connector, Done, Probe, Worker, Workload};
+pub use txn::{Input, Keys, Line};
+
+/// Transaction kinds, in the order [`Done::kind`] indexes them.
+pub const KINDS: [&str; 5] = ["new_order", "payment", "order_status", "delivery", "stock_level"];
+
+/// How a run drives the schema.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Warehouses to use (at most those built; 0 = all built).
+    pub warehouses: u32,
+    /// Every transaction picks a random warehouse instead of the user's home.
+    pub all_warehouses: bool,
+    /// Client-driven SQL even where routines exist.
+    pub client_sql: bool,
+    /// Keying and think times from the specification.
+    pub think: bool,
+    /// Seed of the users' random sources (user `u` uses `seed + u`).
+    pub seed: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { warehouses: 0, all_warehouses: false, client_sql: false, think: false, seed: 1 }
+    }
+}
+
+/// Load progress, reported from the loader threads.
+#[derive(Clone, Copy, Debug)]
+pub struct LoadProgress {
+    /// Rows written so far.
+    pub rows_done: u64,
+    /// Rows expected (order lines estimated at their mean).
+    pub rows_total: u64,
+    /// Table of the batch just written, or the phase (`indexes`,
+    /// `procedures`, `analyze`).
+    pub table: &'static str,
+}
+
+/// What [`build`] did.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct BuildStats {
+    /// Rows loaded.
+    pub rows: u64,
+    /// Seconds from start to end (tables, load, indexes, routines, statistics).
+    pub seconds: f64,
+    /// Seconds of the row load alone.
+    pub load_seconds: f64,
+    /// Seconds of keys and indexes after the load.
+    pub index_seconds: f64,
+    /// Rows per table.
+    pub per_table: BTreeMap<String, u64>,
+    /// Whether server-side routines were created.
+    pub procedures: bool,
+}
+
+/// What a built schema is.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SchemaInfo {
+    /// Warehouses loaded.
+    pub warehouses: u32,
+    /// The load-time C of C_LAST's NURand.
+    pub c_load: i64,
+    /// The server-side routines exist.
+    pub has_procedures: bool,
+}
+
+/// One consistency condition's outcome.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CheckResult {
+    /// Condition number (clause 3.3.2.N).
+    pub number: u32,
+    /// What it asserts.
+    pub name: String,
+    /// It holds.
+    pub passed: bool,
+    /// The first offending keys when it does not.
+    pub detail: String,
+}
+
+fn run_all(conn: &mut dyn Connection, stmts: &[String]) -> Result<(), DbError> {
+    for s in stmts {
+        conn.batch(s)?;
+    }
+    Ok(())
+}
+
+/// Creates the schema and loads `warehouses` warehouses with `jobs`
+/// connections, then keys, indexes, routines and statistics.
+pub fn build(
+    connect: Connector<'_>,
+    warehouses: u32,
+    jobs: usize,
+    progress: &(dyn Fn(LoadProgress) + Sync),
+) -> Result<BuildStats, DbError> {
+    if warehouses == 0 {
+        return Err(DbError::new(ErrorKind::Workload, "tpcc: warehouses must be at least 1"));
+    }
+    let t0 = Instant::now();
+    let jobs = jobs.max(1);
+    let mut conn = connect()?;
+    let dialect = conn.dialect();
+    let caps = conn.caps();
+    run_all(conn.as_mut(), &schema::create(dialect))?;
+
+    let mut seed_rng = TpcRng::seeded(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(7),
+    );
+    let c_load = seed_rng.uniform(0, 255);
+    let seed = seed_rng.uniform(0, i64::MAX) as u64;
+    let now = load::now_text();
+    let rows_total = 100_000 + warehouses as u64 * load::ROWS_PER_WAREHOUSE;
+    let done = AtomicU64::new(0);
+    let per_table: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
+    let next_unit = AtomicUsize::new(0);
+    let units = warehouses as usize + 1;
+    let account = |table: &'static str, n: usize| {
+        let d = done.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
+        *per_table.lock().expect("per_table").entry(table.to_string()).or_default() += n as u64;
+        progress(LoadProgress { rows_done: d, rows_total, table });
+    };
+    let generate = |unit: usize, sink: &mut load::Sink<'_>| -> Result<(), DbError> {
+        if unit == 0 {
+            load::items(seed, sink)
+        } else {
+            load::warehouse(unit as i64, c_load, &now, seed, sink)
+        }
+    };
+
+    let t_load = Instant::now();
+    if caps.concurrent_writers {
+        let threads = jobs.min(units);
+        std::thread::scope(|s| -> Result<(), DbError> {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| -> Result<(), DbError> {
+                        let mut c = connect()?;
+                        let mut sink = |t: &'static str, rows: Vec<Vec<Value>>| {
+                            c.load(t, load::columns(t), &rows)?;
+                            account(t, rows.len());
+                            Ok(())
+                        };
+                        loop {
+                            let u = next_unit.fetch_add(1, Ordering::Relaxed);
+                            if u >= units {
+                                return Ok(());
+                            }
+                            generate(u, &mut sink)?;
+                        }
+                    })
+                })
+                .collect();
+            let mut first = Ok(());
+            for h in handles {
+                let r = h
+                    .join()
+                    .unwrap_or_else(|_| Err(DbError::new(ErrorKind::Other, "tpcc: a loader panicked")));
+                if first.is_ok() {
+                    first = r;
+                }
+            }
+            first
+        })?;
+    } else {
+        // One writer: generators run in parallel and hand batches over.
+        let threads = jobs.min(units).max(1);
+        let (tx, rx) = mpsc::sync_channel::<(&'static str, Vec<Vec<Value>>)>(2 * threads);
+        let failed = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| -> Result<(), DbError> {
+            for _ in 0..threads {
+                let tx = tx.clone();
+                let (next_unit, generate, failed) = (&next_unit, &generate, &failed);
+                s.spawn(move || {
+                    let mut sink = |t: &'static str, rows: Vec<Vec<Value>>| {
+                        tx.send((t, rows)).map_err(|_| DbError::new(ErrorKind::Other, "tpcc: writer stopped"))
+                    };
+                    loop {
+                        let u = next_unit.fetch_add(1, Ordering::Relaxed);
+                        if u >= units || failed.load(Ordering::Relaxed) {
+                            return;
+                        }
+                        if generate(u, &mut sink).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+            std::mem::drop(tx);
+            let mut result = Ok(());
+            for (t, rows) in rx {
+                if result.is_err() {
+                    continue;
+                }
+                match conn.load(t, load::columns(t), &rows) {
+                    Ok(()) => account(t, rows.len()),
+                    Err(e) => {
+                        failed.store(true, Ordering::Relaxed);
+                        result = Err(e);
+                    }
+                }
+            }
+            result
+        })?;
+    }
+    let load_seconds = t_load.elapsed().as_secs_f64();
+
+    // Keys and indexes, spread over the jobs where writers may run together.
+    let t_idx = Instant::now();
+    progress(LoadProgress { rows_done: done.load(Ordering::Relaxed), rows_total, table: "indexes" });
+    let stmts = schema::after_load(dialect);
+    if caps.concurrent_writers && jobs > 1 {
+        // Largest first: order_line's key, then the rest.
+        let mut order: Vec<&String> = stmts.iter().collect();
+        order.sort_by_key(|s| {
+            std::cmp::Reverse(s.contains("order_line") as u8 * 2 + s.contains("stock") as u8)
+        });
+        let next = AtomicUsize::new(0);
+        std::thread::scope(|s| -> Result<(), DbError> {
+            let handles: Vec<_> = (0..jobs.min(order.len()))
+                .map(|_| {
+                    s.spawn(|| -> Result<(), DbError> {
+                        let mut c = connect()?;
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(sql) = order.get(i) else { return Ok(()) };
+                            c.batch(sql)?;
+                        }
+                    })
+                })
+                .collect();
+            let mut first = Ok(());
+            for h in handles {
+                let r = h.join().unwrap_or_else(|_| {
+                    Err(DbError::new(ErrorKind::Other, "tpcc: an index builder panicked"))
+                });
+                if first.is_ok() {
+                    first = r;
+                }
+            }
+            first
+        })?;
+    } else {
+        run_all(conn.as_mut(), &stmts)?;
+    }
+    let index_seconds = t_idx.elapsed().as_secs_f64();
+
+    progress(LoadProgress { rows_done: done.load(Ordering::Relaxed), rows_total, table: "procedures" });
+    let routines = procs::create(dialect);
+    for r in &routines {
+        conn.batch(r)?;
+    }
+    let has_procs = !routines.is_empty();
+    conn.execute(
+        &Stmt::new(
+            "INSERT INTO storbench_meta (warehouses, c_load, version, procedures) VALUES ($1, $2, $3, $4)",
+        ),
+        &[
+            Value::Int(warehouses as i64),
+            Value::Int(c_load),
+            Value::Int(schema::VERSION),
+            Value::Int(has_procs as i64),
+        ],
+    )?;
+    progress(LoadProgress { rows_done: done.load(Ordering::Relaxed), rows_total, table: "analyze" });
+    run_all(conn.as_mut(), &schema::analyze(dialect))?;
+
+    let per_table = per_table.into_inner().expect("per_table");
+    Ok(BuildStats {
+        rows: per_table.values().sum(),
+        seconds: t0.elapsed().as_secs_f64(),
+        load_seconds,
+        index_seconds,
+        per_table,
+        procedures: has_procs,
+    })
+}
+
+/// The schema's description, or `None` when no TPC-C schema is there.
+pub fn inspect(conn: &mut dyn Connection) -> Result<Option<SchemaInfo>, DbError> {
+    let q = Stmt::new("SELECT warehouses, c_load, version, procedures FROM storbench_meta");
+    match conn.query_opt(&q, &[]) {
+        Ok(Some(r)) => {
+            let version = r.int(2)?;
+            if version != schema::VERSION {
+                return Err(DbError::new(
+                    ErrorKind::Workload,
+                    format!("tpcc: schema version {version} here, this storbench expects {}: drop and build again", schema::VERSION),
+                ));
+            }
+            Ok(Some(SchemaInfo {
+                warehouses: r.int(0)? as u32,
+                c_load: r.int(1)?,
+                has_procedures: r.int(3)? != 0 && conn.caps().procedures,
+            }))
+        }
+        Ok(None) => Ok(None),
+        Err(e) if e.kind() == ErrorKind::MissingObject => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The consistency conditions 1–10 and 12.
+pub fn check(conn: &mut dyn Connection) -> Result<Vec<CheckResult>, DbError> {
+    check::check(conn)
+}
+
+/// Drops every table and routine the build made.
+pub fn drop(conn: &mut dyn Connection) -> Result<(), DbError> {
+    let stmts = schema::drop(conn.dialect());
+    run_all(conn, &stmts)
+}
+
+/// The run-time C for C_LAST: differs from `c_load` by 65..=119, never 96
+/// or 112 (clause 2.1.6.1).
+pub fn run_c_last(c_load: i64, r: &mut TpcRng) -> i64 {
+    loop {
+        let delta = r.uniform(65, 119);
+        if delta == 96 || delta == 112 {
+            continue;
+        }
+        let c = if c_load + delta <= 255 { c_load + delta } else { c_load - delta };
+        if (0..=255).contains(&c) {
+            return c;
+        }
+    }
+}
+
+/// The workload the runner drives.
+pub struct Tpcc {
+    opts: Options,
+    keys: Keys,
+    procs: bool,
+    sql: Arc<txn::SqlSets>,
+}
+
+impl Tpcc {
+    /// A workload over the schema `info` describes.
+    pub fn new(opts: Options, info: &SchemaInfo) -> Tpcc {
+        let mut r = TpcRng::seeded(opts.seed ^ 0x7063_7463);
+        let warehouses =
+            if opts.warehouses == 0 { info.warehouses } else { opts.warehouses.min(info.warehouses) };
+        let keys = Keys {
+            warehouses: warehouses.max(1) as i64,
+            c_last: run_c_last(info.c_load, &mut r),
+            c_id: r.uniform(0, 1023),
+            ol_i_id: r.uniform(0, 8191),
+        };
+        Tpcc { procs: info.has_procedures && !opts.client_sql, opts, keys, sql: txn::SqlSets::new() }
+    }
+
+    /// The key constants in use (run-time C values).
+    pub fn keys(&self) -> Keys {
+        self.keys
+    }
+}
+
+/// Keying times and mean think times (s) per kind (clause 5.2.5).
+const KEYING: [f64; 5] = [18.0, 3.0, 2.0, 2.0, 2.0];
+const THINK: [f64; 5] = [12.0, 12.0, 10.0, 5.0, 5.0];
+
+/// The 23-card deck: 10 New-Order, 10 Payment, 1 of each other.
+const DECK: [usize; 23] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 3, 4];
+
+struct TpccWorker {
+    rng: TpcRng,
+    home: i64,
+    all: bool,
+    think: bool,
+    keys: Keys,
+    procs: bool,
+    sql: Arc<txn::SqlSets>,
+    input: Input,
+    bufs: txn::Bufs,
+}
+
+impl Workload for Tpcc {
+    fn kinds(&self) -> &[&'static str] {
+        &KINDS
+    }
+
+    fn worker(&self, user: usize, _users: usize) -> Box<dyn Worker> {
+        Box::new(TpccWorker {
+            rng: TpcRng::seeded(self.opts.seed.wrapping_add(user as u64).wrapping_mul(0x2545_F491_4F6C_DD1D)),
+            home: (user as i64 % self.keys.warehouses) + 1,
+            all: self.opts.all_warehouses,
+            think: self.opts.think,
+            keys: self.keys,
+            procs: self.procs,
+            sql: self.sql.clone(),
+            input: Input {
+                lines: Vec::with_capacity(15),
+                last: String::with_capacity(16),
+                ..Default::default()
+            },
+            bufs: txn::Bufs::default(),
+        })
+    }
+
+    fn probe(&self, conn: &mut dyn Connection) -> Result<Probe, DbError> {
+        let mut p = Probe::new();
+        if let Some(c) = conn.counters()? {
+            p.insert("xact_all".into(), c.xact_all as f64);
+            p.insert("xact_db".into(), c.xact_db as f64);
+        }
+        let r = conn.query_one(&Stmt::new("SELECT SUM(d_next_o_id) FROM district"), &[])?;
+        p.insert("next_o_id".into(), r.float(0)?);
+        Ok(p)
+    }
+
+    fn probe_figures(&self, before: &Probe, after: &Probe, window: Duration) -> Vec<Figure> {
+        let mins = window.as_secs_f64() / 60.0;
+        let mut f = Vec::new();
+        if mins <= 0.0 {
+            return f;
+        }
+        let delta = |k: &str| match (before.get(k), after.get(k)) {
+            (Some(a), Some(b)) => Some((b - a).max(0.0)),
+            _ => None,
+        };
+        if let Some(x) = delta("xact_db") {
+            f.push(Figure::new("tpm", x / mins, Unit::PerMin));
+        }
+        if let Some(x) = delta("next_o_id") {
+            f.push(Figure::new("nopm", x / mins, Unit::PerMin));
+        }
+        f
+    }
+}
+
+impl Worker for TpccWorker {
+    fn next(&mut self) -> Duration {
+        let kind = DECK[self.rng.uniform(0, 22) as usize];
+        let w = if self.all { self.rng.uniform(1, self.keys.warehouses) } else { self.home };
+        self.input.choose(kind, w, &self.keys, &mut self.rng);
+        if self.think {
+            Duration::from_secs_f64(KEYING[kind])
+        } else {
+            Duration::ZERO
+        }
+    }
+
+    fn run_one(&mut self, conn: &mut dyn Connection, _attempt: u32) -> Result<Done, DbError> {
+        let dialect = conn.dialect();
+        let q = self.sql.get(dialect);
+        let rolled_back = if self.procs && conn.caps().procedures && dialect != Dialect::Sqlite {
+            txn::run_proc(conn, q, &self.input, &mut self.bufs)?
+        } else {
+            txn::run_client(conn, q, &self.input, &mut self.bufs)?
+        };
+        let kind = self.input.kind;
+        let think = if self.think {
+            Duration::from_secs_f64(self.rng.think_secs(THINK[kind]))
+        } else {
+            Duration::ZERO
+        };
+        Ok(Done { kind, rolled_back, think })
+    }
+}

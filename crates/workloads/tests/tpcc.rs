@@ -1,0 +1,182 @@
+//! The TPC-C-like workload on every engine of this machine: SQLite in a
+//! temporary directory, PostgreSQL at 127.0.0.1:5432 and MariaDB at
+//! 127.0.0.1:3306, each in a database made for the test and dropped after.
+//! Build one warehouse with two jobs, check, run users for ~2 s, check
+//! again, corrupt a district and see the check name it, drop.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use storbench_db::{connect, Connection, DbError, DbUrl, Stmt};
+use storbench_workloads::tpcc::{self, Options, Tpcc};
+use storbench_workloads::Workload;
+
+static N: AtomicUsize = AtomicUsize::new(0);
+
+/// A database made for one test, dropped (with its connections) on drop.
+struct TempDb {
+    admin: String,
+    drop_sql: String,
+    url: String,
+}
+
+impl TempDb {
+    fn new(admin: &str, base: &str, force: &str) -> TempDb {
+        let name = format!("storbench_t_{}_{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
+        let mut c = connect(&DbUrl::parse(admin).unwrap()).unwrap();
+        c.batch(&format!("DROP DATABASE IF EXISTS {name}{force}")).unwrap();
+        c.batch(&format!("CREATE DATABASE {name}")).unwrap();
+        TempDb {
+            admin: admin.into(),
+            drop_sql: format!("DROP DATABASE IF EXISTS {name}{force}"),
+            url: format!("{base}/{name}"),
+        }
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        if let Ok(mut c) = connect(&DbUrl::parse(&self.admin).unwrap()) {
+            let _ = c.batch(&self.drop_sql);
+        }
+    }
+}
+
+fn open(url: &str) -> Box<dyn Connection> {
+    connect(&DbUrl::parse(url).unwrap()).unwrap()
+}
+
+fn assert_all_pass(c: &mut dyn Connection, when: &str) {
+    let res = tpcc::check(c).unwrap();
+    assert!(res.len() >= 4);
+    for r in &res {
+        assert!(r.passed, "{when}: condition {} ({}) failed: {}", r.number, r.name, r.detail);
+    }
+}
+
+/// Runs `threads` users directly (no runner) for `secs`; returns counts per kind.
+fn drive(url: &str, w: &Tpcc, threads: usize, secs: f64) -> Vec<u64> {
+    let counts: Vec<AtomicUsize> = (0..5).map(|_| AtomicUsize::new(0)).collect();
+    let until = Instant::now() + Duration::from_secs_f64(secs);
+    std::thread::scope(|s| {
+        for u in 0..threads {
+            let counts = &counts;
+            s.spawn(move || {
+                let mut c = open(url);
+                let mut wk = w.worker(u, threads);
+                while Instant::now() < until {
+                    wk.next();
+                    let mut attempt = 0;
+                    let done = loop {
+                        match wk.run_one(c.as_mut(), attempt) {
+                            Ok(d) => break d,
+                            Err(e) if e.is_retryable() && attempt < 50 => attempt += 1,
+                            Err(e) => panic!("transaction failed: {e}"),
+                        }
+                    };
+                    counts[done.kind].fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    counts.iter().map(|c| c.load(Ordering::Relaxed) as u64).collect()
+}
+
+fn scenario(url: &str, expect_procs: bool) {
+    let mut c = open(url);
+    assert!(tpcc::inspect(c.as_mut()).unwrap().is_none(), "inspect on an empty database");
+
+    let connector = || -> Result<Box<dyn Connection>, DbError> { connect(&DbUrl::parse(url).unwrap()) };
+    let last = std::sync::Mutex::new(0u64);
+    let stats = tpcc::build(&connector, 1, 2, &|p| {
+        let mut l = last.lock().unwrap();
+        assert!(p.rows_done >= *l, "progress went backwards");
+        *l = p.rows_done;
+    })
+    .unwrap();
+    let want: BTreeMap<&str, u64> = [
+        ("item", 100_000),
+        ("warehouse", 1),
+        ("district", 10),
+        ("customer", 30_000),
+        ("history", 30_000),
+        ("stock", 100_000),
+        ("orders", 30_000),
+        ("new_order", 9_000),
+    ]
+    .into();
+    for (t, n) in want {
+        assert_eq!(stats.per_table.get(t), Some(&n), "rows of {t}");
+        let got = c.query_one(&Stmt::new(format!("SELECT COUNT(*) FROM {t}")), &[]).unwrap().int(0).unwrap();
+        assert_eq!(got as u64, n, "rows of {t} in the database");
+    }
+    let ol = stats.per_table["order_line"];
+    assert!((250_000..=350_000).contains(&ol), "order lines {ol}");
+    assert_eq!(stats.procedures, expect_procs);
+
+    let info = tpcc::inspect(c.as_mut()).unwrap().expect("schema after build");
+    assert_eq!(info.warehouses, 1);
+    assert!((0..=255).contains(&info.c_load));
+    assert_eq!(info.has_procedures, expect_procs);
+    assert_all_pass(c.as_mut(), "after build");
+
+    // Run: routines where present, client SQL otherwise (and, where
+    // routines exist, client SQL too).
+    let wl = Tpcc::new(Options { seed: 42, ..Default::default() }, &info);
+    let diff = (wl.keys().c_last - info.c_load).abs();
+    assert!((65..=119).contains(&diff) && diff != 96 && diff != 112, "run-time C differs by {diff}");
+    let before = wl.probe(c.as_mut()).unwrap();
+    let t0 = Instant::now();
+    let mut counts = drive(url, &wl, 2, 2.0);
+    if expect_procs {
+        let client = Tpcc::new(Options { seed: 7, client_sql: true, ..Default::default() }, &info);
+        let more = drive(url, &client, 2, 1.0);
+        assert!(more[0] > 0, "client-SQL new orders ran");
+        for (a, b) in counts.iter_mut().zip(more) {
+            *a += b;
+        }
+    }
+    let window = t0.elapsed();
+    let after = wl.probe(c.as_mut()).unwrap();
+    for (k, n) in tpcc::KINDS.iter().zip(&counts) {
+        assert!(*n > 0, "{k} never ran: {counts:?}");
+    }
+    let figs = wl.probe_figures(&before, &after, window);
+    let nopm = figs.iter().find(|f| f.name == "nopm").expect("nopm figure").value;
+    assert!(nopm > 0.0, "nopm {nopm}");
+    assert_all_pass(c.as_mut(), "after the run");
+
+    // Corrupt district (1, 3): the check must fail naming it.
+    c.batch("UPDATE district SET d_next_o_id = d_next_o_id + 5 WHERE d_w_id = 1 AND d_id = 3").unwrap();
+    let res = tpcc::check(c.as_mut()).unwrap();
+    let two = res.iter().find(|r| r.number == 2).unwrap();
+    assert!(!two.passed, "condition 2 should fail");
+    assert!(two.detail.contains("w_id=1 d_id=3"), "detail: {}", two.detail);
+    assert!(!two.detail.contains("d_id=4"), "only the corrupted district: {}", two.detail);
+
+    tpcc::drop(c.as_mut()).unwrap();
+    assert!(tpcc::inspect(c.as_mut()).unwrap().is_none(), "inspect after drop");
+}
+
+#[test]
+fn sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    scenario(&format!("sqlite:{}", dir.path().join("tpcc.db").display()), false);
+}
+
+#[test]
+fn postgres() {
+    let db = TempDb::new(
+        "postgres://root@127.0.0.1:5432/postgres",
+        "postgres://root@127.0.0.1:5432",
+        " WITH (FORCE)",
+    );
+    scenario(&db.url, true);
+}
+
+#[test]
+fn mariadb() {
+    let db = TempDb::new("mysql://root@127.0.0.1:3306/test", "mysql://root@127.0.0.1:3306", "");
+    scenario(&db.url, true);
+}
