@@ -148,3 +148,29 @@ fn every_shipped_plan_and_its_quick_form_validate() {
     }
     assert!(n >= 5, "the quick plan and the four study plans ship");
 }
+
+#[test]
+fn the_quick_plan_runs_end_to_end_and_ends_with_its_report() {
+    let d = tempfile::tempdir().unwrap();
+    let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plans/quick.toml");
+    let mut c = Command::cargo_bin("storbench").unwrap();
+    c.current_dir(d.path()).env("STORBENCH_RESULTS", d.path().join("r.db"));
+    let out = c.arg("run").arg(&plan).args(["--quick", "--report", "q.html"]).output().unwrap();
+    let (so, se) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{se}");
+    let list = {
+        let out = sb(d.path()).args(["--json", "results", "list", "--plan", "quick"]).output().unwrap();
+        serde_json::from_slice::<Value>(&out.stdout).unwrap().as_array().cloned().unwrap()
+    };
+    for kind in ["io", "tpcb", "tpcc"] {
+        let r = list.iter().find(|r| r["kind"] == kind).unwrap_or_else(|| panic!("no {kind} run"));
+        assert_eq!(r["status"], "complete", "{kind}");
+    }
+    let html = std::fs::read_to_string(d.path().join("q.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("quick"));
+    assert!(se.contains("report: q.html"), "{se}");
+    assert!(so.contains("TPS") || so.contains("tps") || se.contains("tps"), "a text summary: {so}");
+    assert!(
+        d.path().join("storbench-data/tpcc.db").exists() && d.path().join("storbench-data/io.dat").exists()
+    );
+}

@@ -121,7 +121,8 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
     let db = Db::parse(&a.db.db)?;
     if let Some(p) = db.sqlite_path() {
         if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| usage(format!("cannot create {}: {e}", dir.display())))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| usage(format!("cannot create {}: {e}", dir.display())))?;
         }
     }
     let mut conn = db.open()?;
@@ -138,8 +139,14 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
     let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
     drop(conn);
     let config = json!({ "db": db.shown, "warehouses": a.warehouses, "jobs": jobs });
-    let mut rec =
-        Recorder::begin(g, "tpcc-build", format!("tpcc build {} warehouses", a.warehouses), config, env, &targets)?;
+    let mut rec = Recorder::begin(
+        g,
+        "tpcc-build",
+        format!("tpcc build {} warehouses", a.warehouses),
+        config,
+        env,
+        &targets,
+    )?;
     let bar = Live::bar(g.quiet, 100, "building {bar:40} {pos}% {msg} (eta {eta})");
     let clock = rec.clock();
     let res = tpcc::build(&db.connector(), a.warehouses, jobs, &|p| {
@@ -176,13 +183,14 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
     if users.iter().any(|&u| u == 0 || u > 10_000) {
         return Err(usage(format!("--users {}: each must be 1 to 10000", a.users)));
     }
-    let duration = parse_duration(&a.duration).map_err(|e| usage(format!("--duration {}: {e}", a.duration)))?;
+    let duration =
+        parse_duration(&a.duration).map_err(|e| usage(format!("--duration {}: {e}", a.duration)))?;
     if duration.is_zero() {
         return Err(usage(format!("--duration {}: must be more than zero", a.duration)));
     }
     let rampup = parse_duration(&a.rampup).map_err(|e| usage(format!("--rampup {}: {e}", a.rampup)))?;
-    let reconnect_for =
-        parse_duration(&a.reconnect_for).map_err(|e| usage(format!("--reconnect-for {}: {e}", a.reconnect_for)))?;
+    let reconnect_for = parse_duration(&a.reconnect_for)
+        .map_err(|e| usage(format!("--reconnect-for {}: {e}", a.reconnect_for)))?;
     let db = Db::parse(&a.db.db)?;
     if let Some(p) = db.sqlite_path().filter(|p| !p.exists()) {
         return Err(usage(format!(
@@ -199,7 +207,10 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
         )));
     };
     if let Some(want) = a.warehouses.filter(|&w| w != info.warehouses) {
-        return Err(usage(format!("--warehouses {want}: the schema in {} has {}", db.shown, info.warehouses)));
+        return Err(usage(format!(
+            "--warehouses {want}: the schema in {} has {}",
+            db.shown, info.warehouses
+        )));
     }
     let procedures = conn.caps().procedures && !a.client_sql;
     if procedures && !info.has_procedures {
@@ -237,7 +248,10 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
         seed: a.seed,
     };
     let workload = Tpcc::new(opts, &info);
-    let specs = users.iter().map(|&u| StepSpec { users: u as usize, rampup, duration, reconnect_for, ..StepSpec::default() }).collect();
+    let specs = users
+        .iter()
+        .map(|&u| StepSpec { users: u as usize, rampup, duration, reconnect_for, ..StepSpec::default() })
+        .collect();
     let steps = Steps {
         level: "users",
         specs,
@@ -315,7 +329,8 @@ fn check(a: DbArg) -> Result<ExitCode> {
 fn drop_schema(g: &Global, a: DbArg) -> Result<ExitCode> {
     let db = Db::parse(&a.db)?;
     let mut conn = db.open()?;
-    tpcc::drop(conn.as_mut()).map_err(|e| anyhow::anyhow!("dropping the TPC-C schema in {}: {e}", db.shown))?;
+    tpcc::drop(conn.as_mut())
+        .map_err(|e| anyhow::anyhow!("dropping the TPC-C schema in {}: {e}", db.shown))?;
     if !g.quiet {
         eprintln!("tpcc: schema dropped from {}", db.shown);
     }
