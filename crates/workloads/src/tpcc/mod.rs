@@ -106,6 +106,38 @@ fn run_all(conn: &mut dyn Connection, stmts: &[String]) -> Result<(), DbError> {
     Ok(())
 }
 
+/// Runs independent statements over `jobs` connections, the biggest
+/// tables' first (order lines, then stock).
+fn run_parallel(connect: Connector<'_>, stmts: &[String], jobs: usize) -> Result<(), DbError> {
+    let mut order: Vec<&String> = stmts.iter().collect();
+    order.sort_by_key(|s| std::cmp::Reverse(s.contains("order_line") as u8 * 2 + s.contains("stock") as u8));
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| -> Result<(), DbError> {
+        let handles: Vec<_> = (0..jobs.min(order.len()))
+            .map(|_| {
+                s.spawn(|| -> Result<(), DbError> {
+                    let mut c = connect()?;
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(sql) = order.get(i) else { return Ok(()) };
+                        c.batch(sql)?;
+                    }
+                })
+            })
+            .collect();
+        let mut first = Ok(());
+        for h in handles {
+            let r = h
+                .join()
+                .unwrap_or_else(|_| Err(DbError::new(ErrorKind::Other, "tpcc: a DDL worker panicked")));
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    })
+}
+
 /// Creates the schema and loads `warehouses` warehouses with `jobs`
 /// connections, then keys, indexes, routines and statistics.
 pub fn build(
@@ -233,36 +265,7 @@ pub fn build(
     progress(LoadProgress { rows_done: done.load(Ordering::Relaxed), rows_total, table: "indexes" });
     let stmts = schema::after_load(dialect);
     if caps.concurrent_writers && jobs > 1 {
-        // Largest first: order_line's key, then the rest.
-        let mut order: Vec<&String> = stmts.iter().collect();
-        order.sort_by_key(|s| {
-            std::cmp::Reverse(s.contains("order_line") as u8 * 2 + s.contains("stock") as u8)
-        });
-        let next = AtomicUsize::new(0);
-        std::thread::scope(|s| -> Result<(), DbError> {
-            let handles: Vec<_> = (0..jobs.min(order.len()))
-                .map(|_| {
-                    s.spawn(|| -> Result<(), DbError> {
-                        let mut c = connect()?;
-                        loop {
-                            let i = next.fetch_add(1, Ordering::Relaxed);
-                            let Some(sql) = order.get(i) else { return Ok(()) };
-                            c.batch(sql)?;
-                        }
-                    })
-                })
-                .collect();
-            let mut first = Ok(());
-            for h in handles {
-                let r = h.join().unwrap_or_else(|_| {
-                    Err(DbError::new(ErrorKind::Other, "tpcc: an index builder panicked"))
-                });
-                if first.is_ok() {
-                    first = r;
-                }
-            }
-            first
-        })?;
+        run_parallel(connect, &stmts, jobs)?;
     } else {
         run_all(conn.as_mut(), &stmts)?;
     }
@@ -286,7 +289,12 @@ pub fn build(
         ],
     )?;
     progress(LoadProgress { rows_done: done.load(Ordering::Relaxed), rows_total, table: "analyze" });
-    run_all(conn.as_mut(), &schema::analyze(dialect))?;
+    let stmts = schema::analyze(dialect);
+    if caps.concurrent_writers && jobs > 1 {
+        run_parallel(connect, &stmts, jobs)?;
+    } else {
+        run_all(conn.as_mut(), &stmts)?;
+    }
 
     let per_table = per_table.into_inner().expect("per_table");
     Ok(BuildStats {

@@ -101,8 +101,8 @@ pub fn after_load(d: Dialect) -> Vec<String> {
 /// Statistics statements.
 pub fn analyze(d: Dialect) -> Vec<String> {
     match d {
-        Dialect::Postgres => vec!["ANALYZE".into()],
-        Dialect::Mysql => vec![format!("ANALYZE TABLE {}", TABLES.join(", "))],
+        Dialect::Postgres => TABLES.iter().map(|t| format!("ANALYZE {t}")).collect(),
+        Dialect::Mysql => TABLES.iter().map(|t| format!("ANALYZE TABLE {t}")).collect(),
         Dialect::Sqlite => vec!["ANALYZE".into()],
     }
 }
