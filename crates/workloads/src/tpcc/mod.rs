@@ -279,7 +279,7 @@ pub fn build(
     let has_procs = !routines.is_empty();
     conn.execute(
         &Stmt::new(
-            "INSERT INTO storbench_meta (warehouses, c_load, version, procedures) VALUES ($1, $2, $3, $4)",
+            "INSERT INTO storbench_tpcc_meta (warehouses, c_load, version, procedures) VALUES ($1, $2, $3, $4)",
         ),
         &[
             Value::Int(warehouses as i64),
@@ -309,7 +309,7 @@ pub fn build(
 
 /// The schema's description, or `None` when no TPC-C schema is there.
 pub fn inspect(conn: &mut dyn Connection) -> Result<Option<SchemaInfo>, DbError> {
-    let q = Stmt::new("SELECT warehouses, c_load, version, procedures FROM storbench_meta");
+    let q = Stmt::new("SELECT warehouses, c_load, version, procedures FROM storbench_tpcc_meta");
     match conn.query_opt(&q, &[]) {
         Ok(Some(r)) => {
             let version = r.int(2)?;
