@@ -380,6 +380,20 @@ impl Tpcc {
         Tpcc { procs: info.has_procedures && !opts.client_sql, opts, keys, sql: txn::SqlSets::new() }
     }
 
+    /// Runs one transaction with the given inputs on `conn` (routines or
+    /// client SQL as the options say); true when it rolled back by design.
+    /// For tests and tools; the runner goes through [`Workload::worker`].
+    pub fn run_input(&self, conn: &mut dyn Connection, input: &Input) -> Result<bool, DbError> {
+        let dialect = conn.dialect();
+        let q = self.sql.get(dialect);
+        let mut bufs = txn::Bufs::default();
+        if self.procs && conn.caps().procedures && dialect != Dialect::Sqlite {
+            txn::run_proc(conn, q, input, &mut bufs)
+        } else {
+            txn::run_client(conn, q, input, &mut bufs)
+        }
+    }
+
     /// The key constants in use (run-time C values).
     pub fn keys(&self) -> Keys {
         self.keys
