@@ -138,6 +138,34 @@ fn scenario(url: &str, expect_procs: bool) {
         }
     }
     let window = t0.elapsed();
+
+    // The designed rollback (an unused item id) leaves no trace, by routine
+    // and by client SQL.
+    let next = Stmt::new("SELECT d_next_o_id FROM district WHERE d_w_id = 1 AND d_id = 2");
+    let orders = Stmt::new("SELECT COUNT(*) FROM orders");
+    for client_sql in [false, true] {
+        let wl2 = Tpcc::new(Options { client_sql, ..Default::default() }, &info);
+        let n0 = c.query_one(&next, &[]).unwrap().int(0).unwrap();
+        let o0 = c.query_one(&orders, &[]).unwrap().int(0).unwrap();
+        let input = tpcc::Input {
+            kind: 0,
+            w: 1,
+            d: 2,
+            c: 7,
+            lines: vec![
+                tpcc::Line { item: 5, supply: 1, qty: 3 },
+                tpcc::Line { item: 100_001, supply: 1, qty: 1 },
+            ],
+            all_local: true,
+            ..Default::default()
+        };
+        assert!(wl2.run_input(c.as_mut(), &input).unwrap(), "rollback reported (client_sql={client_sql})");
+        assert_eq!(c.query_one(&next, &[]).unwrap().int(0).unwrap(), n0, "d_next_o_id kept");
+        assert_eq!(c.query_one(&orders, &[]).unwrap().int(0).unwrap(), o0, "no order kept");
+        let ok = tpcc::Input { lines: vec![tpcc::Line { item: 5, supply: 1, qty: 3 }], ..input };
+        assert!(!wl2.run_input(c.as_mut(), &ok).unwrap());
+        assert_eq!(c.query_one(&next, &[]).unwrap().int(0).unwrap(), n0 + 1, "one order more");
+    }
     let after = wl.probe(c.as_mut()).unwrap();
     for (k, n) in tpcc::KINDS.iter().zip(&counts) {
         assert!(*n > 0, "{k} never ran: {counts:?}");

@@ -106,6 +106,38 @@ fn run_all(conn: &mut dyn Connection, stmts: &[String]) -> Result<(), DbError> {
     Ok(())
 }
 
+/// Runs independent statements over `jobs` connections, the biggest
+/// tables' first (order lines, then stock).
+fn run_parallel(connect: Connector<'_>, stmts: &[String], jobs: usize) -> Result<(), DbError> {
+    let mut order: Vec<&String> = stmts.iter().collect();
+    order.sort_by_key(|s| std::cmp::Reverse(s.contains("order_line") as u8 * 2 + s.contains("stock") as u8));
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| -> Result<(), DbError> {
+        let handles: Vec<_> = (0..jobs.min(order.len()))
+            .map(|_| {
+                s.spawn(|| -> Result<(), DbError> {
+                    let mut c = connect()?;
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(sql) = order.get(i) else { return Ok(()) };
+                        c.batch(sql)?;
+                    }
+                })
+            })
+            .collect();
+        let mut first = Ok(());
+        for h in handles {
+            let r = h
+                .join()
+                .unwrap_or_else(|_| Err(DbError::new(ErrorKind::Other, "tpcc: a DDL worker panicked")));
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    })
+}
+
 /// Creates the schema and loads `warehouses` warehouses with `jobs`
 /// connections, then keys, indexes, routines and statistics.
 pub fn build(
@@ -233,36 +265,7 @@ pub fn build(
     progress(LoadProgress { rows_done: done.load(Ordering::Relaxed), rows_total, table: "indexes" });
     let stmts = schema::after_load(dialect);
     if caps.concurrent_writers && jobs > 1 {
-        // Largest first: order_line's key, then the rest.
-        let mut order: Vec<&String> = stmts.iter().collect();
-        order.sort_by_key(|s| {
-            std::cmp::Reverse(s.contains("order_line") as u8 * 2 + s.contains("stock") as u8)
-        });
-        let next = AtomicUsize::new(0);
-        std::thread::scope(|s| -> Result<(), DbError> {
-            let handles: Vec<_> = (0..jobs.min(order.len()))
-                .map(|_| {
-                    s.spawn(|| -> Result<(), DbError> {
-                        let mut c = connect()?;
-                        loop {
-                            let i = next.fetch_add(1, Ordering::Relaxed);
-                            let Some(sql) = order.get(i) else { return Ok(()) };
-                            c.batch(sql)?;
-                        }
-                    })
-                })
-                .collect();
-            let mut first = Ok(());
-            for h in handles {
-                let r = h.join().unwrap_or_else(|_| {
-                    Err(DbError::new(ErrorKind::Other, "tpcc: an index builder panicked"))
-                });
-                if first.is_ok() {
-                    first = r;
-                }
-            }
-            first
-        })?;
+        run_parallel(connect, &stmts, jobs)?;
     } else {
         run_all(conn.as_mut(), &stmts)?;
     }
@@ -276,7 +279,7 @@ pub fn build(
     let has_procs = !routines.is_empty();
     conn.execute(
         &Stmt::new(
-            "INSERT INTO storbench_meta (warehouses, c_load, version, procedures) VALUES ($1, $2, $3, $4)",
+            "INSERT INTO storbench_tpcc_meta (warehouses, c_load, version, procedures) VALUES ($1, $2, $3, $4)",
         ),
         &[
             Value::Int(warehouses as i64),
@@ -286,7 +289,12 @@ pub fn build(
         ],
     )?;
     progress(LoadProgress { rows_done: done.load(Ordering::Relaxed), rows_total, table: "analyze" });
-    run_all(conn.as_mut(), &schema::analyze(dialect))?;
+    let stmts = schema::analyze(dialect);
+    if caps.concurrent_writers && jobs > 1 {
+        run_parallel(connect, &stmts, jobs)?;
+    } else {
+        run_all(conn.as_mut(), &stmts)?;
+    }
 
     let per_table = per_table.into_inner().expect("per_table");
     Ok(BuildStats {
@@ -301,7 +309,7 @@ pub fn build(
 
 /// The schema's description, or `None` when no TPC-C schema is there.
 pub fn inspect(conn: &mut dyn Connection) -> Result<Option<SchemaInfo>, DbError> {
-    let q = Stmt::new("SELECT warehouses, c_load, version, procedures FROM storbench_meta");
+    let q = Stmt::new("SELECT warehouses, c_load, version, procedures FROM storbench_tpcc_meta");
     match conn.query_opt(&q, &[]) {
         Ok(Some(r)) => {
             let version = r.int(2)?;
@@ -370,6 +378,20 @@ impl Tpcc {
             ol_i_id: r.uniform(0, 8191),
         };
         Tpcc { procs: info.has_procedures && !opts.client_sql, opts, keys, sql: txn::SqlSets::new() }
+    }
+
+    /// Runs one transaction with the given inputs on `conn` (routines or
+    /// client SQL as the options say); true when it rolled back by design.
+    /// For tests and tools; the runner goes through [`Workload::worker`].
+    pub fn run_input(&self, conn: &mut dyn Connection, input: &Input) -> Result<bool, DbError> {
+        let dialect = conn.dialect();
+        let q = self.sql.get(dialect);
+        let mut bufs = txn::Bufs::default();
+        if self.procs && conn.caps().procedures && dialect != Dialect::Sqlite {
+            txn::run_proc(conn, q, input, &mut bufs)
+        } else {
+            txn::run_client(conn, q, input, &mut bufs)
+        }
     }
 
     /// The key constants in use (run-time C values).

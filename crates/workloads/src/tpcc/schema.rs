@@ -5,7 +5,7 @@
 
 use storbench_db::Dialect;
 
-/// Schema version stored in `storbench_meta`.
+/// Schema version stored in `storbench_tpcc_meta`.
 pub const VERSION: i64 = 1;
 
 /// Table names, in load order.
@@ -49,7 +49,7 @@ pub fn keys_after_load(d: Dialect) -> bool {
     d == Dialect::Postgres
 }
 
-/// CREATE TABLE statements (one per entry), with the storbench_meta table first.
+/// CREATE TABLE statements (one per entry), with the storbench_tpcc_meta table first.
 pub fn create(d: Dialect) -> Vec<String> {
     let Types { int, money, ts } = types(d);
     let engine = if d == Dialect::Mysql { " ENGINE=InnoDB" } else { "" };
@@ -75,7 +75,7 @@ pub fn create(d: Dialect) -> Vec<String> {
         ("order_line", format!("ol_o_id {int} NOT NULL, ol_d_id {int} NOT NULL, ol_w_id {int} NOT NULL, ol_number {int} NOT NULL, ol_i_id {int}, ol_supply_w_id {int}, ol_delivery_d {ts}, ol_quantity {int}, ol_amount {money}(6,2), ol_dist_info char(24)")),
     ];
     let mut v = vec![format!(
-        "CREATE TABLE storbench_meta (warehouses {int} NOT NULL, c_load {int} NOT NULL, version {int} NOT NULL, procedures {int} NOT NULL){engine}"
+        "CREATE TABLE storbench_tpcc_meta (warehouses {int} NOT NULL, c_load {int} NOT NULL, version {int} NOT NULL, procedures {int} NOT NULL){engine}"
     )];
     for (t, cols) in body {
         v.push(format!("CREATE TABLE {t} ({cols}{}){engine}", key(t)));
@@ -101,8 +101,8 @@ pub fn after_load(d: Dialect) -> Vec<String> {
 /// Statistics statements.
 pub fn analyze(d: Dialect) -> Vec<String> {
     match d {
-        Dialect::Postgres => vec!["ANALYZE".into()],
-        Dialect::Mysql => vec![format!("ANALYZE TABLE {}", TABLES.join(", "))],
+        Dialect::Postgres => TABLES.iter().map(|t| format!("ANALYZE {t}")).collect(),
+        Dialect::Mysql => TABLES.iter().map(|t| format!("ANALYZE TABLE {t}")).collect(),
         Dialect::Sqlite => vec!["ANALYZE".into()],
     }
 }
@@ -123,7 +123,7 @@ pub fn drop(d: Dialect) -> Vec<String> {
         }
         Dialect::Sqlite => {}
     }
-    for t in TABLES.iter().rev().chain(["storbench_meta"].iter()) {
+    for t in TABLES.iter().rev().chain(["storbench_tpcc_meta"].iter()) {
         v.push(format!("DROP TABLE IF EXISTS {t}"));
     }
     v
