@@ -150,8 +150,8 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
     let bar = Live::bar(g.quiet, 100, "building {bar:40} {pos}% {msg} (eta {eta})");
     let clock = rec.clock();
     let res = tpcc::build(&db.connector(), a.warehouses, jobs, &|p| {
-        if p.rows_total > 0 {
-            bar.pos(p.rows_done * 100 / p.rows_total);
+        if let Some(pct) = (p.rows_done * 100).checked_div(p.rows_total) {
+            bar.pos(pct.min(100));
         }
         bar.set(p.table.to_string());
     });
