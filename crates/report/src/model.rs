@@ -28,7 +28,9 @@ pub struct StepData {
 impl StepData {
     /// The numeric load level of the step (`users`, `clients`), if it has one.
     pub fn load_level(&self) -> Option<f64> {
-        for key in ["users", "clients", "threads", "jobs"] {
+        // Only a step that *is* a load level counts: an I/O profile's
+        // `threads` is one of its settings, not the step's level.
+        for key in ["users", "clients"] {
             if let Some(v) = self.params.get(key).and_then(Value::as_f64) {
                 return Some(v);
             }
