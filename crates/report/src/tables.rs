@@ -189,17 +189,15 @@ pub(crate) fn env_tables(report: &Report) -> Vec<Table> {
         header: vec!["key".into(), "value".into()],
         rows: common.iter().map(|k| vec![(*k).clone(), flat[0][*k].clone()]).collect(),
     }];
-    let mut header: Vec<String> = ["run", "uuid", "kind", "plan/cell", "label", "status", "started"]
+    let header: Vec<String> = ["run", "uuid", "kind", "plan/cell", "label", "status", "started"]
         .iter()
         .map(|s| s.to_string())
         .collect();
-    header.extend(differ.iter().map(|k| (*k).clone()));
     let rows = runs
         .iter()
-        .zip(&flat)
-        .map(|(r, m)| {
+        .map(|r| {
             let run = &r.run;
-            let mut row = vec![
+            vec![
                 run.id.to_string(),
                 run.uuid.chars().take(8).collect(),
                 run.kind.clone(),
@@ -211,12 +209,25 @@ pub(crate) fn env_tables(report: &Report) -> Vec<Table> {
                 run.label.clone(),
                 run.status.as_str().to_string(),
                 run.started_at.clone(),
-            ];
-            row.extend(differ.iter().map(|k| m.get(*k).cloned().unwrap_or_default()));
-            row
+            ]
         })
         .collect();
-    out.push(Table { title: "Runs (and what differs between them)".into(), header, rows });
+    out.push(Table { title: "Runs".into(), header, rows });
+    if !differ.is_empty() {
+        // One row per differing key, one column per run: stays readable on a
+        // terminal however many keys differ.
+        let mut header = vec!["key".to_string()];
+        header.extend(runs.iter().map(|r| format!("run {}", r.run.id)));
+        let rows = differ
+            .iter()
+            .map(|k| {
+                let mut row = vec![(*k).clone()];
+                row.extend(flat.iter().map(|m| m.get(*k).cloned().unwrap_or_default()));
+                row
+            })
+            .collect();
+        out.push(Table { title: "What differs between the runs' environments".into(), header, rows });
+    }
     out
 }
 

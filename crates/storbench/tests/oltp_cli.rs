@@ -176,7 +176,10 @@ fn tpcc_builds_runs_and_checks_through_the_binary() {
         assert_eq!(m["tpm"]["unit"], "per_min");
         assert!(s["samples"].as_array().unwrap().iter().any(|x| x["name"] == "nopm"), "per-second NOPM");
     }
-    assert!(rec["run"]["env"]["tpm_source"].as_str().unwrap().contains("client"), "SQLite says where TPM comes from");
+    assert!(
+        rec["run"]["env"]["tpm_source"].as_str().unwrap().contains("client"),
+        "SQLite says where TPM comes from"
+    );
     assert!(sb(d.path()).args(["tpcc", "check"]).status().unwrap().success());
 
     // Corrupt one district: check fails (exit 1) and names it.
@@ -202,12 +205,18 @@ fn tpcc_on_postgres_counts_tpm_on_the_server() {
     let d = tempfile::tempdir().unwrap();
     let db = format!("storbench_t_{}_tpcccli", std::process::id());
     let psql = |sql: &str| {
-        Command::new("psql").args(["-qAt", "-h", "127.0.0.1", "-U", "root", "-d", "postgres", "-c", sql]).status().unwrap()
+        Command::new("psql")
+            .args(["-qAt", "-h", "127.0.0.1", "-U", "root", "-d", "postgres", "-c", sql])
+            .status()
+            .unwrap()
     };
     psql(&format!("DROP DATABASE IF EXISTS {db}"));
     assert!(psql(&format!("CREATE DATABASE {db}")).success());
     let url = format!("postgres://root@127.0.0.1:5432/{db}");
-    let build = sb(d.path()).args(["tpcc", "build", "--db", &url, "--warehouses", "1", "--jobs", "2"]).output().unwrap();
+    let build = sb(d.path())
+        .args(["tpcc", "build", "--db", &url, "--warehouses", "1", "--jobs", "2"])
+        .output()
+        .unwrap();
     let run = sb(d.path())
         .args(["--json", "tpcc", "run", "--db", &url, "--users", "2", "--rampup", "1s", "--duration", "3s"])
         .output()
@@ -219,8 +228,11 @@ fn tpcc_on_postgres_counts_tpm_on_the_server() {
     assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stdout));
     let rec: Value = serde_json::from_slice(&run.stdout).unwrap();
     let m = &rec["steps"][0]["metrics"];
-    let (tpm, client, nopm) =
-        (m["tpm"]["value"].as_f64().unwrap(), m["tpm.client"]["value"].as_f64().unwrap(), m["nopm"]["value"].as_f64().unwrap());
+    let (tpm, client, nopm) = (
+        m["tpm"]["value"].as_f64().unwrap(),
+        m["tpm.client"]["value"].as_f64().unwrap(),
+        m["nopm"]["value"].as_f64().unwrap(),
+    );
     assert!(nopm > 0.0 && tpm > 0.0);
     // The server counts the benchmark's database. Its statistics are
     // flushed up to a second late, so over a 3 s window the two agree only
