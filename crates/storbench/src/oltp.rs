@@ -28,6 +28,8 @@ pub struct Steps<'a> {
     pub columns: &'a [(&'a str, &'a str)],
     /// Adds workload-specific figures and samples to a finished step.
     pub decorate: &'a dyn Fn(&mut StepReport, &StepResult),
+    /// The live line's figures (default: TPS and mean latency).
+    pub live: Option<&'a dyn Fn(&storbench_workloads::Tick) -> String>,
 }
 
 /// Runs every step, writing each as it ends; returns the run's exit code.
@@ -50,13 +52,15 @@ pub fn run_steps(
         let mut last_print = Duration::ZERO;
         let res = run_step(w, connect, spec, stop, &mut |t| {
             let phase = if t.rampup { "ramp-up" } else { "measuring" };
+            let figures = match steps.live {
+                Some(f) => f(t),
+                None => format!("{:.0} tps  lat {:.2} ms", t.tps, t.lat_mean_us / 1e3),
+            };
             live.set(format!(
-                "step {}/{n} {label}  {} {}  {:.0} tps  lat {:.2} ms  errors {}",
+                "step {}/{n} {label}  {} {}  {figures}  errors {}",
                 i + 1,
                 phase,
                 format_duration(Duration::from_secs(t.elapsed.as_secs())),
-                t.tps,
-                t.lat_mean_us / 1e3,
                 t.errors
             ));
             if let Some(every) = steps.progress {

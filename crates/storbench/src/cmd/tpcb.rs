@@ -247,6 +247,7 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
             ("retries", "retries"),
         ],
         decorate: &|_, _| {},
+        live: None,
     };
     let connect = db.connector();
     oltp::run_steps(rec, g.quiet, &workload, &connect, steps)

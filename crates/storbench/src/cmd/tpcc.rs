@@ -266,6 +266,10 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
             ("retries", "retries"),
         ],
         decorate: &decorate,
+        live: Some(&|t| {
+            let nopm = t.kind_tps.first().copied().unwrap_or(0.0) * 60.0;
+            format!("TPM {:.0}  NOPM {:.0}  lat {:.2} ms", t.tps * 60.0, nopm, t.lat_mean_us / 1e3)
+        }),
     };
     let connect = db.connector();
     oltp::run_steps(rec, g.quiet, &workload, &connect, steps)
