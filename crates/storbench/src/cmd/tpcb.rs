@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use serde_json::json;
-use storbench_metrics::units::{parse_duration, parse_list};
+use storbench_metrics::units::parse_duration;
 use storbench_metrics::{StepReport, Unit};
 use storbench_workloads::tpcb::{self, InitOptions, Tpcb};
 use storbench_workloads::StepSpec;
@@ -124,12 +124,7 @@ fn init(g: &Global, a: InitArgs) -> Result<ExitCode> {
         return Err(usage("--jobs 0: must be at least 1"));
     }
     let db = Db::parse(&a.db.db)?;
-    if let Some(p) = db.sqlite_path() {
-        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| usage(format!("cannot create {}: {e}", dir.display())))?;
-        }
-    }
+    oltp::make_sqlite_dir(&db)?;
     let mut conn = db.open()?;
     let env = json!({ "db": dbarg::env(&db, conn.as_mut()) });
     let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
@@ -167,16 +162,8 @@ fn init(g: &Global, a: InitArgs) -> Result<ExitCode> {
 }
 
 fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
-    let clients = parse_list(&a.clients).map_err(|e| usage(format!("--clients {}: {e}", a.clients)))?;
-    if clients.iter().any(|&c| c == 0 || c > 10_000) {
-        return Err(usage(format!("--clients {}: each must be 1 to 10000", a.clients)));
-    }
-    let duration =
-        parse_duration(&a.duration).map_err(|e| usage(format!("--duration {}: {e}", a.duration)))?;
-    if duration.is_zero() {
-        return Err(usage(format!("--duration {}: must be more than zero", a.duration)));
-    }
-    let rampup = parse_duration(&a.rampup).map_err(|e| usage(format!("--rampup {}: {e}", a.rampup)))?;
+    let t = oltp::parse_timing("clients", &a.clients, &a.duration, &a.rampup, &a.reconnect_for)?;
+    let (clients, duration, rampup, reconnect_for) = (t.levels, t.duration, t.rampup, t.reconnect_for);
     if let Some(r) = a.rate.filter(|r| !(r.is_finite() && *r > 0.0)) {
         return Err(usage(format!("--rate {r}: must be a positive number of transactions per second")));
     }
@@ -188,16 +175,8 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
     if a.progress == Some(0) {
         return Err(usage("--progress 0: must be at least 1 second"));
     }
-    let reconnect_for = parse_duration(&a.reconnect_for)
-        .map_err(|e| usage(format!("--reconnect-for {}: {e}", a.reconnect_for)))?;
     let db = Db::parse(&a.db.db)?;
-    if let Some(p) = db.sqlite_path().filter(|p| !p.exists()) {
-        return Err(usage(format!(
-            "{} does not exist: run `storbench tpcb init --db {}` first",
-            p.display(),
-            db.shown
-        )));
-    }
+    oltp::require_sqlite_file(&db, "tpcb init")?;
     let mut conn = db.open()?;
     let scale = match tpcb::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))? {
         None => {
@@ -224,7 +203,7 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
     let specs = clients
         .iter()
         .map(|&c| StepSpec {
-            users: c as usize,
+            users: c,
             rampup,
             duration,
             rate: a.rate,

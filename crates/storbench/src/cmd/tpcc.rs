@@ -9,7 +9,6 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::json;
-use storbench_metrics::units::{parse_duration, parse_list};
 use storbench_metrics::{Sample, StepReport, Unit};
 use storbench_workloads::tpcc::{self, Options, Tpcc};
 use storbench_workloads::StepSpec;
@@ -119,12 +118,7 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
         return Err(usage("--jobs 0: must be at least 1"));
     }
     let db = Db::parse(&a.db.db)?;
-    if let Some(p) = db.sqlite_path() {
-        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| usage(format!("cannot create {}: {e}", dir.display())))?;
-        }
-    }
+    oltp::make_sqlite_dir(&db)?;
     let mut conn = db.open()?;
     if let Some(info) = tpcc::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))? {
         if !a.replace {
@@ -179,26 +173,10 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
 }
 
 fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
-    let users = parse_list(&a.users).map_err(|e| usage(format!("--users {}: {e}", a.users)))?;
-    if users.iter().any(|&u| u == 0 || u > 10_000) {
-        return Err(usage(format!("--users {}: each must be 1 to 10000", a.users)));
-    }
-    let duration =
-        parse_duration(&a.duration).map_err(|e| usage(format!("--duration {}: {e}", a.duration)))?;
-    if duration.is_zero() {
-        return Err(usage(format!("--duration {}: must be more than zero", a.duration)));
-    }
-    let rampup = parse_duration(&a.rampup).map_err(|e| usage(format!("--rampup {}: {e}", a.rampup)))?;
-    let reconnect_for = parse_duration(&a.reconnect_for)
-        .map_err(|e| usage(format!("--reconnect-for {}: {e}", a.reconnect_for)))?;
+    let t = oltp::parse_timing("users", &a.users, &a.duration, &a.rampup, &a.reconnect_for)?;
+    let (users, duration, rampup, reconnect_for) = (t.levels, t.duration, t.rampup, t.reconnect_for);
     let db = Db::parse(&a.db.db)?;
-    if let Some(p) = db.sqlite_path().filter(|p| !p.exists()) {
-        return Err(usage(format!(
-            "{} does not exist: run `storbench tpcc build --db {}` first",
-            p.display(),
-            db.shown
-        )));
-    }
+    oltp::require_sqlite_file(&db, "tpcc build")?;
     let mut conn = db.open()?;
     let Some(info) = tpcc::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))? else {
         return Err(usage(format!(
@@ -250,7 +228,7 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
     let workload = Tpcc::new(opts, &info);
     let specs = users
         .iter()
-        .map(|&u| StepSpec { users: u as usize, rampup, duration, reconnect_for, ..StepSpec::default() })
+        .map(|&u| StepSpec { users: u, rampup, duration, reconnect_for, ..StepSpec::default() })
         .collect();
     let steps = Steps {
         level: "users",
