@@ -19,17 +19,10 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2;;
   esac
 done
-here=$(cd "$(dirname "$0")/.." && pwd)
-cargo build --release -q -p storbench --manifest-path "$here/Cargo.toml"
-sb="$here/target/release/storbench"
-work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-export STORBENCH_RESULTS="$work/results.db"
-dbname=${db##*/}; hostpart=${db#postgres://}; hostpart=${hostpart%%/*}
-user=${hostpart%%@*}; hostport=${hostpart#*@}; host=${hostport%%:*}; port=${hostport##*:}
-psql -qAt -h "$host" -p "$port" -U "$user" -d postgres -c "SELECT 1 FROM pg_database WHERE datname='$dbname'" | grep -q 1 \
-  || psql -q -h "$host" -p "$port" -U "$user" -d postgres -c "CREATE DATABASE $dbname"
+. "$(dirname "$0")/common.sh"
+pg_parts "$db"
+ensure_db
 "$sb" -q tpcb init --db "$db" --scale "$scale"
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo "scale $scale, ${duration}s per run, $rounds rounds, pgbench -M $mode, $(nproc) CPUs, $(date -u +%F)"
 printf "%8s %12s %12s %8s\n" clients pgbench storbench ratio
 for c in $clients; do

@@ -21,16 +21,9 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2;;
   esac
 done
-here=$(cd "$(dirname "$0")/.." && pwd)
-cargo build --release -q -p storbench --manifest-path "$here/Cargo.toml"
-sb="$here/target/release/storbench"
-work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-export STORBENCH_RESULTS="$work/results.db"
-dbname=${db##*/}; hostpart=${db#postgres://}; hostpart=${hostpart%%/*}
-user=${hostpart%%@*}; hostport=${hostpart#*@}; host=${hostport%%:*}; port=${hostport##*:}
-psql -qAt -h "$host" -p "$port" -U "$user" -d postgres -c "SELECT 1 FROM pg_database WHERE datname='$dbname'" | grep -q 1 \
-  || psql -q -h "$host" -p "$port" -U "$user" -d postgres -c "CREATE DATABASE $dbname"
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+. "$(dirname "$0")/common.sh"
+pg_parts "$db"
+ensure_db
 field() { python3 -c "import json,sys; d=json.load(sys.stdin); m=d['steps'][0]['metrics'] if d['steps'] else {}; print(m.get('$1',{}).get('value','nan'))"; }
 
 echo "$(date -u +%F), $(nproc) CPUs, $(psql -qAt -h "$host" -p "$port" -U "$user" -d postgres -c 'SHOW server_version')"
