@@ -174,3 +174,30 @@ fn the_quick_plan_runs_end_to_end_and_ends_with_its_report() {
         d.path().join("storbench-data/tpcc.db").exists() && d.path().join("storbench-data/io.dat").exists()
     );
 }
+
+#[test]
+fn ctrl_c_stops_the_plan_keeps_the_step_and_a_rerun_continues() {
+    use std::os::unix::process::CommandExt;
+    let d = tempfile::tempdir().unwrap();
+    let plan = PLAN.replace("repeats = 2", "repeats = 1").replace("duration = \"1s\"", "duration = \"30s\"");
+    std::fs::write(d.path().join("p.toml"), plan).unwrap();
+    let mut c = sb(d.path());
+    c.args(["run", "p.toml", "--no-report"]).process_group(0);
+    let mut child = c.spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    // Ctrl-C reaches the whole process group: the plan and its cell.
+    // SAFETY: signalling our own child's process group.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let list = runs(d.path());
+    let r = list.iter().find(|r| r["kind"] == "tpcb").unwrap();
+    assert_eq!(r["status"], "interrupted");
+    // The cell is not complete: a rerun (shortened) runs it again.
+    let short = std::fs::read_to_string(d.path().join("p.toml")).unwrap().replace("\"30s\"", "\"1s\"");
+    std::fs::write(d.path().join("p.toml"), short).unwrap();
+    assert!(sb(d.path()).args(["run", "p.toml", "--no-report"]).status().unwrap().success());
+    let list = runs(d.path());
+    let tpcb: Vec<&Value> = list.iter().filter(|r| r["kind"] == "tpcb").collect();
+    assert_eq!(tpcb.len(), 2);
+    assert!(tpcb.iter().any(|r| r["status"] == "complete"));
+}
