@@ -325,12 +325,11 @@ pub fn run_profile(
             return Err(e);
         }
         let window = window_end.saturating_duration_since(tl.measure_from);
-        Ok(assemble(p, outs, report, window, cpu_from.map(|c| (c, cpu_to)), stopped_at.is_some(), tl))
+        Ok(assemble(outs, report, window, cpu_from.map(|c| (c, cpu_to)), stopped_at.is_some(), tl))
     })
 }
 
 fn assemble(
-    p: &Profile,
     outs: Vec<ThreadOut>,
     mut report: StepReport,
     window: Duration,
@@ -395,7 +394,6 @@ fn assemble(
         );
     }
     report.figure("io.verify.mismatches", mismatch_count as f64, Unit::Count);
-    let _ = p;
     if nr > 0.0 {
         report.histograms.push(("io.read.lat".into(), read));
     }
@@ -643,9 +641,7 @@ fn psync_loop(w: &mut Worker<'_>, file: &File) -> Result<(), String> {
             }
         }
         if !write && verify_on {
-            let b = std::mem::replace(&mut buf, AlignedBuf::new(1, 8));
-            w.check(b.as_slice(), offset);
-            buf = b;
+            w.check(buf.as_slice(), offset);
         }
     }
     Ok(())
@@ -698,7 +694,6 @@ fn uring_loop(w: &mut Worker<'_>, file: &File) -> Result<(), String> {
             break;
         }
         // Keep the queue full (or as full as the schedule allows).
-        let mut queued = 0;
         if !stop_submitting && !draining_for_sync {
             while let Some(&i) = free.last() {
                 let due = if w.rate_step.is_some() {
@@ -752,7 +747,6 @@ fn uring_loop(w: &mut Worker<'_>, file: &File) -> Result<(), String> {
                         .map_err(|_| "io_uring submission queue full".to_string())?
                 };
                 inflight += 1;
-                queued += 1;
                 if submit_each {
                     // Sequential I/O submitted as a batch is merged by the
                     // block layer's plug into larger requests: submit one by
@@ -770,7 +764,6 @@ fn uring_loop(w: &mut Worker<'_>, file: &File) -> Result<(), String> {
                 }
             }
         }
-        let _ = queued;
         // Submit and wait for at least one completion; with a rate and room
         // in the queue, wake in time for the next scheduled I/O.
         let want = if inflight > 0 { 1 } else { 0 };
@@ -835,9 +828,7 @@ fn uring_loop(w: &mut Worker<'_>, file: &File) -> Result<(), String> {
                 }
                 w.record(s.write, s.start, done_at, bs as u64);
                 if !s.write && verify_on {
-                    let b = std::mem::replace(&mut bufs[i], AlignedBuf::new(1, 8));
-                    w.check(b.as_slice(), s.offset);
-                    bufs[i] = b;
+                    w.check(bufs[i].as_slice(), s.offset);
                 }
             }
         }

@@ -240,7 +240,6 @@ fn write_random(
         let n = (size - done).min(CHUNK as u64) as usize;
         if !n.is_multiple_of(4096) {
             // The tail of an odd size: finish without O_DIRECT.
-            drop(f.flush());
             let g = OpenOptions::new().write(true).open(path).map_err(io_err("writing", path))?;
             use std::os::unix::fs::FileExt;
             g.write_all_at(&buf.as_slice()[..n], done).map_err(io_err("writing", path))?;
@@ -250,6 +249,5 @@ fn write_random(
         done += n as u64;
         progress(done);
     }
-    let _ = &mut f;
     Ok(())
 }
