@@ -11,7 +11,7 @@ use serde_json::json;
 use storbench_db::{Connection, DbError};
 use storbench_metrics::{units::format_duration, StepReport};
 use storbench_workloads::runner::run_step;
-use storbench_workloads::{StepError, StepResult, StepSpec, Workload};
+use storbench_workloads::{StepError, StepSpec, Workload};
 
 use crate::live::Live;
 use crate::record::{Outcome, Recorder};
@@ -27,7 +27,8 @@ pub struct Steps<'a> {
     /// Figures shown in the live line and the summary: (figure, heading).
     pub columns: &'a [(&'a str, &'a str)],
     /// Adds workload-specific figures and samples to a finished step.
-    pub decorate: &'a dyn Fn(&mut StepReport, &StepResult),
+    /// Gets the step's report and its measured window.
+    pub decorate: &'a dyn Fn(&mut StepReport, Duration),
     /// The live line's figures (default: TPS and mean latency).
     pub live: Option<&'a dyn Fn(&storbench_workloads::Tick) -> String>,
 }
@@ -95,9 +96,8 @@ pub fn run_steps(
                 clock.start = r.started;
                 clock.measure_from = r.measure_from;
                 let mut report = r.report;
-                let r2 = StepResult { report: StepReport::default(), ..r };
-                (steps.decorate)(&mut report, &r2);
-                let partial = failure.is_some() || r2.stopped;
+                (steps.decorate)(&mut report, r.window);
+                let partial = failure.is_some() || r.stopped;
                 let params = json!({
                     steps.level: spec.users,
                     "rampup_s": spec.rampup.as_secs_f64(),
@@ -110,7 +110,7 @@ pub fn run_steps(
                 }
                 let figures = rec.write_step(clock, &label, params, report)?;
                 summary.push((label.clone(), figures));
-                if r2.stopped {
+                if r.stopped {
                     outcome = Outcome::Interrupted;
                     break;
                 }

@@ -255,8 +255,8 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
 
 /// Adds TPM where the engine has no counters, client NOPM, per-user TPM,
 /// and per-second TPM/NOPM samples (client counts).
-fn decorate(r: &mut StepReport, res: &storbench_workloads::StepResult) {
-    let minutes = res.window.as_secs_f64() / 60.0;
+fn decorate(r: &mut StepReport, window: std::time::Duration) {
+    let minutes = window.as_secs_f64() / 60.0;
     let tpm_client = r.get("tpm.client").unwrap_or(0.0);
     if r.get("tpm").is_none() {
         r.figure("tpm", tpm_client, Unit::PerMin);
