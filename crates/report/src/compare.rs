@@ -75,14 +75,7 @@ impl Side {
     }
 
     fn stat(&self, step: &str, metric: &str) -> Stat {
-        Stat {
-            values: self
-                .runs
-                .iter()
-                .filter_map(|r| r.step(step)?.metrics.get(metric).map(|x| x.0))
-                .filter(|v| v.is_finite())
-                .collect(),
-        }
+        Stat::over(&self.runs, step, metric)
     }
 }
 

@@ -116,6 +116,17 @@ pub struct Stat {
 }
 
 impl Stat {
+    /// The figure `metric` of step `step` over some repeats.
+    pub fn over(runs: &[RunData], step: &str, metric: &str) -> Stat {
+        Stat {
+            values: runs
+                .iter()
+                .filter_map(|r| r.step(step)?.metrics.get(metric).map(|x| x.0))
+                .filter(|v| v.is_finite())
+                .collect(),
+        }
+    }
+
     /// Number of repeats.
     pub fn n(&self) -> usize {
         self.values.len()
@@ -185,14 +196,7 @@ pub struct Group {
 impl Group {
     /// The figure `metric` of step `step` over the repeats.
     pub fn stat(&self, step: &str, metric: &str) -> Stat {
-        Stat {
-            values: self
-                .runs
-                .iter()
-                .filter_map(|r| r.step(step)?.metrics.get(metric).map(|x| x.0))
-                .filter(|v| v.is_finite())
-                .collect(),
-        }
+        Stat::over(&self.runs, step, metric)
     }
 
     /// The unit of `metric`, from the first run that has it.
