@@ -242,12 +242,13 @@ fn validate_targets(plan: &Plan) -> Result<()> {
                 )));
             }
         }
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        if t.media.is_some() && unsafe { libc::geteuid() } != 0 {
-            return Err(usage(format!(
-                "{}: target '{name}' is a medium the plan creates: that needs root (loop devices, mkfs, mount)",
-                plan.file.display()
-            )));
+        if t.media.is_some() {
+            // The same check `storbench media create` makes (root, loop
+            // support, and the throttle when a class is emulated).
+            let throttled = t.media.as_ref().and_then(|m| m.emulate.as_deref()).is_some_and(|c| c != "nvme");
+            storbench_media::check_support(throttled).map_err(|e| {
+                usage(format!("{}: target '{name}' is a medium the plan creates: {e}", plan.file.display()))
+            })?;
         }
     }
     Ok(())
