@@ -3,8 +3,9 @@
 //! Workloads see only the [`Connection`] trait: statements are [`Stmt`]s
 //! written once with `$1, $2, ...` placeholders (translated per engine) and
 //! prepared lazily per connection, so they survive reconnects. Every
-//! connection is synchronous to its caller: a PostgreSQL or MySQL connection
-//! owns a single-threaded tokio runtime and drives its socket on the calling
+//! connection is synchronous to its caller: PostgreSQL speaks the wire
+//! protocol over a blocking socket (`pgwire`), a MySQL connection owns a
+//! single-threaded tokio runtime and drives its socket on the calling
 //! thread, so one OS thread per virtual user costs no cross-thread wake-ups
 //! (the model pgbench uses). Nothing here prints; every message that could
 //! hold a URL is redacted.
@@ -13,6 +14,7 @@
 
 mod error;
 mod mysql;
+mod pgwire;
 mod placeholder;
 mod postgres;
 mod sqlite;
