@@ -156,14 +156,21 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
             r.figure("rows", s.rows as f64, Unit::Count);
             r.figure("build.seconds", s.seconds, Unit::S);
             r.figure("rows.per_s", s.rows as f64 / s.seconds.max(1e-9), Unit::PerS);
+            r.figure("build.load_seconds", s.load_seconds, Unit::S);
+            r.figure("build.index_seconds", s.index_seconds, Unit::S);
+            r.figure("build.analyze_seconds", s.analyze_seconds, Unit::S);
             rec.write_step(clock, "build", json!({ "warehouses": a.warehouses, "jobs": jobs }), r)?;
             if !g.quiet {
                 eprintln!(
-                    "tpcc build: {} warehouse(s), {} rows in {:.1} s ({:.0} rows/s, indexes and procedures included)",
+                    "tpcc build: {} warehouse(s), {} rows in {:.1} s ({:.0} rows/s, indexes and procedures included; \
+                     load {:.1} s, keys and indexes {:.1} s, statistics {:.1} s)",
                     a.warehouses,
                     s.rows,
                     s.seconds,
-                    s.rows as f64 / s.seconds.max(1e-9)
+                    s.rows as f64 / s.seconds.max(1e-9),
+                    s.load_seconds,
+                    s.index_seconds,
+                    s.analyze_seconds
                 );
             }
             rec.finish(Outcome::Complete)

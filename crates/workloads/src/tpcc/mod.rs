@@ -69,6 +69,8 @@ pub struct BuildStats {
     pub load_seconds: f64,
     /// Seconds of keys and indexes after the load.
     pub index_seconds: f64,
+    /// Seconds of statistics (and, on PostgreSQL, VACUUM).
+    pub analyze_seconds: f64,
     /// Rows per table.
     pub per_table: BTreeMap<String, u64>,
     /// Whether server-side routines were created.
@@ -289,6 +291,7 @@ pub fn build(
         ],
     )?;
     progress(LoadProgress { rows_done: done.load(Ordering::Relaxed), rows_total, table: "analyze" });
+    let t_analyze = Instant::now();
     let stmts = schema::analyze(dialect);
     if caps.concurrent_writers && jobs > 1 {
         run_parallel(connect, &stmts, jobs)?;
@@ -302,6 +305,7 @@ pub fn build(
         seconds: t0.elapsed().as_secs_f64(),
         load_seconds,
         index_seconds,
+        analyze_seconds: t_analyze.elapsed().as_secs_f64(),
         per_table,
         procedures: has_procs,
     })
