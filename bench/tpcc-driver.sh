@@ -36,22 +36,44 @@ python3 -c "print(f'build: $build_wh warehouses in {($end-$start):.1f} s wall ({
 
 "$sb" -q tpcc build --db "$db" --warehouses "$wh" --replace
 declare -A ref=([1]=37430 [2]=45568 [4]=58195)
-printf "%6s %10s %10s %14s %10s %16s\n" users NOPM TPM "NOPM/HammerDB" "TPM/user" "driver µs/txn"
-for u in $users; do
-  : > "$work/nopm.$u"; : > "$work/tpm.$u"; : > "$work/cpu.$u"
-  for r in $(seq "$rounds"); do
-    # Driver CPU: the storbench process's user+system seconds over the whole
-    # step (ramp-up included), divided by every transaction it ran.
+# Rounds outermost, so drift of a noisy machine spreads over every user count.
+# Each run starts from a VACUUMed, checkpointed database, as pgbench starts
+# its runs: a server with autovacuum off otherwise hands each run the dead
+# rows of all the runs before it.
+for r in $(seq "$rounds"); do
+  for u in $users; do
+    psql -qAt -h "$host" -p "$port" -U "$user" -d "$dbname" -c "VACUUM" -c "CHECKPOINT"
+    # Driver CPU: the storbench process's user and system seconds over the
+    # whole step (ramp-up included), over every transaction it ran.
     /usr/bin/time -f "%U %S" -o "$work/time" \
       "$sb" -q --json tpcc run --db "$db" --users "$u" --rampup "${rampup}s" --duration "${duration}s" > "$work/run.json"
-    nopm=$(field nopm < "$work/run.json"); tpm=$(field tpm < "$work/run.json")
+    field nopm < "$work/run.json" >> "$work/nopm.$u"
+    field tpm < "$work/run.json" >> "$work/tpm.$u"
     n=$(field txn.count < "$work/run.json")
-    cpu=$(awk '{print $1+$2}' "$work/time")
-    echo "$nopm" >> "$work/nopm.$u"; echo "$tpm" >> "$work/tpm.$u"
     # Transactions in the window scaled to the whole run (ramp-up ran at the same rate).
-    python3 -c "print($cpu / ($n * ($rampup + $duration) / $duration) * 1e6)" >> "$work/cpu.$u"
+    read -r cu cs < "$work/time"
+    python3 -c "print($cu / ($n * ($rampup + $duration) / $duration) * 1e6)" >> "$work/cpuu.$u"
+    python3 -c "print($cs / ($n * ($rampup + $duration) / $duration) * 1e6)" >> "$work/cpus.$u"
   done
-  nopm=$(median < "$work/nopm.$u"); tpm=$(median < "$work/tpm.$u"); cpu=$(median < "$work/cpu.$u")
-  r=${ref[$u]:-0}
-  python3 -c "print(f'{$u:>6} {$nopm:>10,.0f} {$tpm:>10,.0f} {($nopm/$r if $r else float(\"nan\")):>14.2f} {$tpm/$u:>10,.0f} {$cpu:>16.1f}')"
 done
+printf "%6s %10s %10s %14s %10s %22s\n" users NOPM TPM "NOPM/HammerDB" "TPM/user" "driver µs/txn usr+sys"
+for u in $users; do
+  nopm=$(median < "$work/nopm.$u"); tpm=$(median < "$work/tpm.$u")
+  cu=$(median < "$work/cpuu.$u"); cs=$(median < "$work/cpus.$u")
+  r=${ref[$u]:-0}
+  python3 -c "print(f'{$u:>6} {$nopm:>10,.0f} {$tpm:>10,.0f} {($nopm/$r if $r else float(\"nan\")):>14.2f} {$tpm/$u:>10,.0f} {$cu+$cs:>10.1f} ({$cu:.1f}+{$cs:.1f})')"
+done
+
+# The floor under any driver's CPU per transaction on this machine: pgbench's
+# own CPU per one-statement transaction (-S, prepared, 1 client) — one
+# blocking round trip, nearly all of it the kernel's wake-ups.
+if command -v pgbench >/dev/null; then
+  scratch=${dbname}_floor
+  PGOPTIONS="-c client_min_messages=warning" psql -q -h "$host" -p "$port" -U "$user" -d postgres -c "DROP DATABASE IF EXISTS $scratch" -c "CREATE DATABASE $scratch"
+  pgbench -q -i -s 1 -h "$host" -p "$port" -U "$user" "$scratch" >/dev/null 2>&1
+  /usr/bin/time -f "%U %S" -o "$work/time" pgbench -n -S -M prepared -c 1 -T 10 -h "$host" -p "$port" -U "$user" "$scratch" > "$work/pgb.out" 2>&1
+  n=$(awk '/number of transactions actually processed/ {print $NF}' "$work/pgb.out")
+  read -r cu cs < "$work/time"
+  python3 -c "print(f'pgbench -S -c 1 (one round trip per txn): {($cu+$cs)/$n*1e6:.1f} µs/txn client CPU ({$cu/$n*1e6:.1f} user + {$cs/$n*1e6:.1f} sys)')"
+  psql -q -h "$host" -p "$port" -U "$user" -d postgres -c "DROP DATABASE IF EXISTS $scratch"
+fi

@@ -166,6 +166,51 @@ fn scenario(url: &str, expect_procs: bool) {
         assert!(!wl2.run_input(c.as_mut(), &ok).unwrap());
         assert_eq!(c.query_one(&next, &[]).unwrap().int(0).unwrap(), n0 + 1, "one order more");
     }
+    // The same item twice in one order: two order lines, and the stock row
+    // counts both (the set-based routine sums them into one update).
+    let stock = Stmt::new("SELECT s_order_cnt, s_ytd FROM stock WHERE s_w_id = 1 AND s_i_id = 9");
+    let lines = Stmt::new(
+        "SELECT COUNT(*) FROM order_line WHERE ol_w_id = 1 AND ol_d_id = 2 \
+         AND ol_o_id = (SELECT d_next_o_id - 1 FROM district WHERE d_w_id = 1 AND d_id = 2)",
+    );
+    for client_sql in [false, true] {
+        let wl2 = Tpcc::new(Options { client_sql, ..Default::default() }, &info);
+        let s0 = c.query_one(&stock, &[]).unwrap();
+        let input = tpcc::Input {
+            kind: 0,
+            w: 1,
+            d: 2,
+            c: 8,
+            lines: vec![tpcc::Line { item: 9, supply: 1, qty: 2 }, tpcc::Line { item: 9, supply: 1, qty: 4 }],
+            all_local: true,
+            ..Default::default()
+        };
+        assert!(!wl2.run_input(c.as_mut(), &input).unwrap(), "a repeated item is no rollback");
+        let s1 = c.query_one(&stock, &[]).unwrap();
+        assert_eq!(s1.int(0).unwrap(), s0.int(0).unwrap() + 2, "s_order_cnt (client_sql={client_sql})");
+        assert_eq!(s1.int(1).unwrap(), s0.int(1).unwrap() + 6, "s_ytd (client_sql={client_sql})");
+        assert_eq!(c.query_one(&lines, &[]).unwrap().int(0).unwrap(), 2, "order lines");
+    }
+    // Stock-Level by routine counts what the plain join counts.
+    if c.dialect() == storbench_db::Dialect::Postgres {
+        let by_routine = Stmt::new("SELECT sb_slev(1, $1, $2)");
+        let by_join = Stmt::new(
+            "SELECT COUNT(DISTINCT s_i_id) FROM district, order_line, stock WHERE d_w_id = 1 AND d_id = $1 \
+             AND ol_w_id = 1 AND ol_d_id = $1 AND ol_o_id < d_next_o_id AND ol_o_id >= d_next_o_id - 20 \
+             AND s_w_id = 1 AND s_i_id = ol_i_id AND s_quantity < $2",
+        );
+        let mut nonzero = 0;
+        for d in 1..=10 {
+            for t in [10, 15, 20] {
+                let p = [storbench_db::Value::Int(d), storbench_db::Value::Int(t)];
+                let a = c.query_one(&by_routine, &p).unwrap().int(0).unwrap();
+                let b = c.query_one(&by_join, &p).unwrap().int(0).unwrap();
+                assert_eq!(a, b, "stock level of district {d} below {t}");
+                nonzero += (a > 0) as i32;
+            }
+        }
+        assert!(nonzero > 0, "some district has stock below the thresholds");
+    }
     let after = wl.probe(c.as_mut()).unwrap();
     for (k, n) in tpcc::KINDS.iter().zip(&counts) {
         assert!(*n > 0, "{k} never ran: {counts:?}");

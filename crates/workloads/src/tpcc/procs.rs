@@ -158,15 +158,18 @@ BEGIN
 END $$"#,
     // Two statements: with d_next_o_id known, the planner probes stock per
     // order line; joined to district in one statement it cannot see the
-    // range's width and may hash all of a warehouse's stock instead.
+    // range's width and may hash all of a warehouse's stock instead. The
+    // probe is one index scan over the sorted item ids (= ANY), each stock
+    // row matched once, so no DISTINCT: half the time of a join.
     r#"CREATE OR REPLACE FUNCTION sb_slev(p_w int, p_d int, p_threshold int) RETURNS int LANGUAGE plpgsql AS $$
 DECLARE
   v_next int; v_n int;
 BEGIN
   SELECT d_next_o_id INTO v_next FROM district WHERE d_w_id = p_w AND d_id = p_d;
-  SELECT count(DISTINCT s_i_id) INTO v_n FROM order_line, stock
-    WHERE ol_w_id = p_w AND ol_d_id = p_d AND ol_o_id < v_next AND ol_o_id >= v_next - 20
-      AND s_w_id = p_w AND s_i_id = ol_i_id AND s_quantity < p_threshold;
+  SELECT count(*) INTO v_n FROM stock
+    WHERE s_w_id = p_w AND s_quantity < p_threshold AND s_i_id = ANY (ARRAY(
+      SELECT ol_i_id FROM order_line
+        WHERE ol_w_id = p_w AND ol_d_id = p_d AND ol_o_id < v_next AND ol_o_id >= v_next - 20));
   RETURN v_n;
 END $$"#,
 ];
