@@ -28,12 +28,8 @@ fn free_port() -> u16 {
 }
 
 fn as_postgres(bin: &Path, args: &[&str]) {
-    let out = Command::new("runuser")
-        .args(["-u", "postgres", "--"])
-        .arg(bin)
-        .args(args)
-        .output()
-        .expect("runuser");
+    let out =
+        Command::new("runuser").args(["-u", "postgres", "--"]).arg(bin).args(args).output().expect("runuser");
     assert!(
         out.status.success(),
         "{} {args:?}: {}{}",
@@ -54,7 +50,8 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
-        let bin = bindir().expect("PostgreSQL server binaries under /usr/lib/postgresql (package postgresql)");
+        let bin =
+            bindir().expect("PostgreSQL server binaries under /usr/lib/postgresql (package postgresql)");
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
         let sock = dir.path().join("sock");
@@ -80,7 +77,16 @@ impl Server {
         let opts = format!("-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off", sock.display());
         as_postgres(
             &bin.join("pg_ctl"),
-            &["-D", data.to_str().unwrap(), "-o", &opts, "-w", "-l", dir.path().join("log").to_str().unwrap(), "start"],
+            &[
+                "-D",
+                data.to_str().unwrap(),
+                "-o",
+                &opts,
+                "-w",
+                "-l",
+                dir.path().join("log").to_str().unwrap(),
+                "start",
+            ],
         );
         Server { bin, data, sock, port, _dir: dir }
     }
@@ -146,8 +152,10 @@ fn password_logins_refusals_sockets_and_shutdown() {
 
     // The Unix-domain socket, by a percent-encoded host path.
     let enc = srv.sock.to_str().unwrap().replace('/', "%2F");
-    let mut unix = connect(&DbUrl::parse(&format!("postgres://admin:s3cret-admin@{enc}:{}/postgres", srv.port)).unwrap())
-        .expect("Unix-socket login");
+    let mut unix = connect(
+        &DbUrl::parse(&format!("postgres://admin:s3cret-admin@{enc}:{}/postgres", srv.port)).unwrap(),
+    )
+    .expect("Unix-socket login");
     assert_eq!(unix.query_one(&one, &[Value::Int(1)]).unwrap().int(0).unwrap(), 2);
 
     // A server error leaves the connection usable; a shutdown closes it.
