@@ -343,6 +343,26 @@ impl Wire {
         }
     }
 
+    /// Reads to ReadyForQuery, handing every other message to `each`; the
+    /// first server error is returned after ReadyForQuery (the connection
+    /// stays usable). `each` fails only on a message it does not expect.
+    fn read_to_ready(&mut self, mut each: impl FnMut(Message) -> Result<(), DbError>) -> Result<(), DbError> {
+        let mut err = None;
+        loop {
+            match self.recv()? {
+                Message::ErrorResponse(body) => {
+                    err.get_or_insert_with(|| server_error(&body));
+                    if self.closed {
+                        break;
+                    }
+                }
+                Message::ReadyForQuery(_) => break,
+                m => each(m)?,
+            }
+        }
+        err.map_or(Ok(()), Err)
+    }
+
     /// Prepares `sql` under `name`.
     pub(crate) fn prepare(&mut self, name: &str, sql: &str) -> Result<Prepared, DbError> {
         frontend::parse(name, sql, std::iter::empty(), &mut self.wbuf).map_err(io_error)?;
@@ -351,9 +371,8 @@ impl Wire {
         self.send()?;
         let mut params = Vec::new();
         let mut columns = Vec::new();
-        let mut err = None;
-        loop {
-            match self.recv()? {
+        self.read_to_ready(|m| {
+            match m {
                 Message::ParseComplete | Message::NoData => {}
                 Message::ParameterDescription(body) => {
                     let mut it = body.parameters();
@@ -367,15 +386,11 @@ impl Wire {
                         columns.push(Type::from_oid(f.type_oid()).unwrap_or(Type::UNKNOWN));
                     }
                 }
-                Message::ErrorResponse(body) => err = Some(server_error(&body)),
-                Message::ReadyForQuery(_) => break,
                 _ => return Err(protocol_error("message after Parse")),
             }
-        }
-        match err {
-            Some(e) => Err(e),
-            None => Ok(Prepared { name: name.to_string(), params, columns }),
-        }
+            Ok(())
+        })?;
+        Ok(Prepared { name: name.to_string(), params, columns })
     }
 
     /// Runs a prepared statement; each result row goes to `on_row`. Returns
@@ -419,35 +434,24 @@ impl Wire {
         frontend::sync(&mut self.wbuf);
         self.send()?;
         let mut count = 0;
-        let mut err = None;
-        loop {
-            match self.recv()? {
+        let mut row_err = None;
+        self.read_to_ready(|m| {
+            match m {
                 Message::BindComplete | Message::EmptyQueryResponse => {}
                 Message::DataRow(row) => {
-                    if err.is_none() {
-                        if let Err(e) = on_row(stmt, &row) {
-                            err = Some(e);
-                        }
+                    if row_err.is_none() {
+                        row_err = on_row(stmt, &row).err();
                     }
                 }
                 Message::CommandComplete(body) => {
                     let tag = body.tag().unwrap_or("");
                     count = tag.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
                 }
-                Message::ErrorResponse(body) => {
-                    err = Some(server_error(&body));
-                    if self.closed {
-                        break;
-                    }
-                }
-                Message::ReadyForQuery(_) => break,
                 _ => return Err(protocol_error("message after Execute")),
             }
-        }
-        match err {
-            Some(e) => Err(e),
-            None => Ok(count),
-        }
+            Ok(())
+        })?;
+        row_err.map_or(Ok(count), Err)
     }
 
     /// Runs `sql` by the simple-query protocol (several statements allowed);
@@ -513,24 +517,10 @@ impl Wire {
         }
         frontend::copy_done(&mut self.wbuf);
         self.send()?;
-        let mut err = None;
-        loop {
-            match self.recv()? {
-                Message::CommandComplete(_) => {}
-                Message::ErrorResponse(body) => {
-                    err = Some(server_error(&body));
-                    if self.closed {
-                        break;
-                    }
-                }
-                Message::ReadyForQuery(_) => break,
-                _ => return Err(protocol_error("message after CopyDone")),
-            }
-        }
-        match err {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        self.read_to_ready(|m| match m {
+            Message::CommandComplete(_) => Ok(()),
+            _ => Err(protocol_error("message after CopyDone")),
+        })
     }
 }
 
