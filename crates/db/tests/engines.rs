@@ -22,13 +22,19 @@ fn exercise(c: &mut dyn Connection, numeric_type: &str) {
     let t = unique("sb_db");
     c.batch(&format!("CREATE TABLE {t} (id INTEGER PRIMARY KEY, name VARCHAR(20), amount {numeric_type})"))
         .unwrap();
+    // Enough rows that PostgreSQL's COPY text (~1.6 MB) spans several
+    // CopyData messages.
+    const N: i64 = 60_000;
     let rows: Vec<Vec<Value>> =
-        (1..=2500).map(|i| vec![i.into(), format!("n{i}\t'x'").into(), (i as f64 / 4.0).into()]).collect();
+        (1..=N).map(|i| vec![i.into(), format!("n{i}\t'x'").into(), (i as f64 / 4.0).into()]).collect();
     c.load(&t, &["id", "name", "amount"], &rows).unwrap();
     let count = Stmt::new(format!("SELECT COUNT(*), SUM(amount) FROM {t}"));
     let r = c.query_one(&count, &[]).unwrap();
-    assert_eq!(r.int(0).unwrap(), 2500);
-    assert!((r.float(1).unwrap() - (2500.0 * 2501.0 / 2.0) / 4.0).abs() < 1e-6);
+    assert_eq!(r.int(0).unwrap(), N);
+    assert!((r.float(1).unwrap() - (N * (N + 1) / 2) as f64 / 4.0).abs() < 1e-6);
+    // A load the server refuses is an error, and the connection goes on.
+    assert!(c.load(&format!("{t}_absent"), &["id"], &[vec![1.into()]]).is_err());
+    assert_eq!(c.query_one(&count, &[]).unwrap().int(0).unwrap(), N);
 
     let before = c.counters().unwrap();
     let upd = Stmt::new(format!("UPDATE {t} SET amount = amount + $2 WHERE id = $1"));
