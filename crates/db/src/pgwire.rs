@@ -307,10 +307,11 @@ impl Wire {
                     ));
                 }
             }
+            // Read into 32 KiB past what is buffered (zeroed first: a fixed
+            // window, not the whole spare capacity, which a large result
+            // grows to megabytes).
             let len = self.rbuf.len();
-            self.rbuf.reserve(16 * 1024);
-            let cap = self.rbuf.capacity();
-            self.rbuf.resize(cap, 0);
+            self.rbuf.resize(len + 32 * 1024, 0);
             match self.stream.read(&mut self.rbuf[len..]) {
                 Ok(0) => {
                     self.rbuf.truncate(len);

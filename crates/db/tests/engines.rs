@@ -32,6 +32,11 @@ fn exercise(c: &mut dyn Connection, numeric_type: &str) {
     let r = c.query_one(&count, &[]).unwrap();
     assert_eq!(r.int(0).unwrap(), N);
     assert!((r.float(1).unwrap() - (N * (N + 1) / 2) as f64 / 4.0).abs() < 1e-6);
+    // A result of many reads' worth of rows comes back whole and in order.
+    let all = c.query(&Stmt::new(format!("SELECT id, name FROM {t} ORDER BY id")), &[]).unwrap();
+    assert_eq!(all.len() as i64, N);
+    assert_eq!(all[N as usize - 1].int(0).unwrap(), N);
+    assert_eq!(all[N as usize - 1].text(1).unwrap(), format!("n{N}\t'x'"));
     // A load the server refuses is an error, and the connection goes on.
     assert!(c.load(&format!("{t}_absent"), &["id"], &[vec![1.into()]]).is_err());
     assert_eq!(c.query_one(&count, &[]).unwrap().int(0).unwrap(), N);
