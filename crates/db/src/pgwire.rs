@@ -42,6 +42,15 @@ impl Read for Stream {
     }
 }
 
+impl Stream {
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_read_timeout(t),
+            Stream::Unix(s) => s.set_read_timeout(t),
+        }
+    }
+}
+
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
@@ -151,6 +160,12 @@ impl Wire {
     /// redacted one).
     pub(crate) fn connect(config: &Config) -> Result<Wire, DbError> {
         let timeout = config.get_connect_timeout().copied().unwrap_or(Duration::from_secs(10));
+        if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
+            return Err(DbError::new(
+                ErrorKind::Connect,
+                "postgres: sslmode=require, and storbench speaks PostgreSQL without TLS (use sslmode=disable or prefer)",
+            ));
+        }
         let hosts = config.get_hosts();
         if hosts.is_empty() {
             return Err(DbError::new(ErrorKind::Connect, "postgres: the URL names no host"));
@@ -168,7 +183,11 @@ impl Wire {
                         closed: false,
                         server_params: BTreeMap::new(),
                     };
+                    // A server that accepts but never answers must not hang
+                    // the login: the connect timeout bounds it too.
+                    w.stream.set_read_timeout(Some(timeout)).map_err(io_error)?;
                     w.startup(config)?;
+                    w.stream.set_read_timeout(None).map_err(io_error)?;
                     return Ok(w);
                 }
                 Err(e) => last = Some(e),
@@ -323,6 +342,15 @@ impl Wire {
                 }
                 Ok(n) => self.rbuf.truncate(len + n),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => self.rbuf.truncate(len),
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                    // Only the login has a read timeout.
+                    self.rbuf.truncate(len);
+                    self.closed = true;
+                    return Err(DbError::new(
+                        ErrorKind::Connect,
+                        "postgres: the server did not answer the login in time",
+                    ));
+                }
                 Err(e) => {
                     self.rbuf.truncate(len);
                     self.closed = true;

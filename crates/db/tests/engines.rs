@@ -97,6 +97,30 @@ fn mysql_engine() {
 }
 
 #[test]
+fn tls_demanded_or_a_silent_server_is_a_connect_error() {
+    let err = connect(&DbUrl::parse("postgres://root@127.0.0.1:5432/test?sslmode=require").unwrap())
+        .err()
+        .expect("sslmode=require refused");
+    assert_eq!(err.kind(), ErrorKind::Connect, "{err}");
+    assert!(err.to_string().contains("sslmode=require"), "{err}");
+
+    // A listener that accepts and never answers: the connect timeout ends the login.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let t0 = std::time::Instant::now();
+    let err = connect(
+        &DbUrl::parse(&format!("postgres://bob:hunter2@127.0.0.1:{port}/x?connect_timeout=1")).unwrap(),
+    )
+    .err()
+    .expect("a silent server refused");
+    assert_eq!(err.kind(), ErrorKind::Connect, "{err}");
+    assert!(err.to_string().contains("did not answer"), "{err}");
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(5), "took {:?}", t0.elapsed());
+    drop(l);
+}
+
+#[test]
 fn unreachable_server_is_a_connect_error_with_the_password_redacted() {
     for url in ["postgres://bob:hunter2@127.0.0.1:1/test", "mysql://bob:hunter2@127.0.0.1:1/test"] {
         let e = connect(&DbUrl::parse(url).unwrap()).err().unwrap();
