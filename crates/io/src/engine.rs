@@ -16,7 +16,7 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use io_uring::{opcode, types, IoUring};
-use storbench_metrics::{LatencyHistogram, StepReport, Unit};
+use storbench_metrics::{LatencyHistogram, ProcessCpu, StepReport, Unit};
 
 use crate::dist::Offsets;
 use crate::profile::Profile;
@@ -210,17 +210,6 @@ impl Ctx<'_> {
     }
 }
 
-fn rusage() -> (Duration, Duration) {
-    // SAFETY: getrusage fills the struct we own.
-    let r = unsafe {
-        let mut r: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut r);
-        r
-    };
-    let d = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    (d(r.ru_utime), d(r.ru_stime))
-}
-
 /// Runs one profile against a prepared target.
 pub fn run_profile(
     p: &Profile,
@@ -256,7 +245,7 @@ pub fn run_profile(
         let mut report = StepReport::default();
         let mut prev = vec![(0u64, 0u64, 0u64); threads];
         let mut next_tick = start + Duration::from_secs(1);
-        let mut cpu_from = if p.rampup.is_zero() { Some(rusage()) } else { None };
+        let mut cpu_from = if p.rampup.is_zero() { Some(ProcessCpu::now()) } else { None };
         let mut stopped_at = None;
         loop {
             if failed_setup {
@@ -273,7 +262,7 @@ pub fn run_profile(
                 break;
             }
             if cpu_from.is_none() && now >= tl.measure_from {
-                cpu_from = Some(rusage());
+                cpu_from = Some(ProcessCpu::now());
             }
             if now >= next_tick || now >= tl.end {
                 let secs = (now - (next_tick - Duration::from_secs(1))).as_secs_f64().max(1e-3);
@@ -317,7 +306,7 @@ pub fn run_profile(
             }
         }
         let window_end = stopped_at.unwrap_or(tl.end).min(tl.end);
-        let cpu_to = rusage();
+        let cpu_to = ProcessCpu::now();
         ctx.halt.store(true, Ordering::Relaxed);
         let outs: Vec<ThreadOut> =
             handles.into_iter().map(|h| h.join().expect("I/O thread panicked")).collect();
@@ -333,7 +322,7 @@ fn assemble(
     outs: Vec<ThreadOut>,
     mut report: StepReport,
     window: Duration,
-    cpu: Option<((Duration, Duration), (Duration, Duration))>,
+    cpu: Option<(ProcessCpu, ProcessCpu)>,
     stopped: bool,
     tl: Timeline,
 ) -> ProfileResult {
@@ -383,15 +372,8 @@ fn assemble(
     }
     report.figure("io.errors", errors as f64, Unit::Count);
     report.figure("io.window", secs, Unit::S);
-    if let Some(((u0, s0), (u1, s1))) = cpu {
-        let n = (nr + nw).max(1.0);
-        report.figure("io.cpu.user_per_io", (u1.saturating_sub(u0)).as_secs_f64() * 1e6 / n, Unit::Us);
-        report.figure("io.cpu.sys_per_io", (s1.saturating_sub(s0)).as_secs_f64() * 1e6 / n, Unit::Us);
-        report.figure(
-            "io.cpu.percent",
-            if secs > 0.0 { (u1 + s1).saturating_sub(u0 + s0).as_secs_f64() / secs * 100.0 } else { 0.0 },
-            Unit::Percent,
-        );
+    if let Some((from, to)) = cpu {
+        report.cpu("io.cpu", "io", from, to, nr + nw, secs);
     }
     report.figure("io.verify.mismatches", mismatch_count as f64, Unit::Count);
     if nr > 0.0 {

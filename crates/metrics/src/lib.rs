@@ -4,7 +4,8 @@
 //! Every latency storbench reports is recorded here, per worker, and merged
 //! into a step's figures; percentiles of a pooled run always come from merged
 //! histograms, never from averaging per-worker percentiles (the pitfall fio's
-//! users hit). This crate uses no other storbench crate and does no I/O.
+//! users hit). This crate uses no other storbench crate and does no I/O (it reads
+//! the process's own CPU time, [`ProcessCpu`]).
 //!
 //! Error bound: histograms are HDR histograms with 3 significant digits, so any
 //! recorded value is reported within 0.1 % of its true value (fio's log-linear
@@ -16,9 +17,11 @@
 
 #![deny(missing_docs)]
 
+mod cpu;
 mod figure;
 mod histogram;
 
+pub use cpu::ProcessCpu;
 pub use figure::{Figure, Sample, StepReport, Unit};
 pub use histogram::{HistogramError, LatencyHistogram, Summary};
 

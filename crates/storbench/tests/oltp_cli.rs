@@ -55,6 +55,11 @@ fn tpcb_on_sqlite_records_every_step() {
         assert!(s["metrics"]["tps"]["value"].as_f64().unwrap() > 0.0, "{s}");
         assert_eq!(s["metrics"]["tps"]["unit"], "per_s");
         assert!(s["metrics"]["lat.p99"]["value"].as_f64().unwrap() > 0.0);
+        // storbench's own CPU over the window, per transaction.
+        let user = s["metrics"]["driver.cpu.user_per_txn"]["value"].as_f64().unwrap();
+        assert!(user > 0.0 && user < 1e6, "{s}");
+        assert_eq!(s["metrics"]["driver.cpu.user_per_txn"]["unit"], "us");
+        assert!(s["metrics"]["driver.cpu.sys_per_txn"]["value"].as_f64().unwrap() >= 0.0);
     }
     assert_eq!(rec["run"]["env"]["db"]["engine"], "sqlite");
 }

@@ -15,7 +15,7 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use storbench_db::{Connection, DbError};
-use storbench_metrics::{Figure, LatencyHistogram, StepReport, Unit};
+use storbench_metrics::{Figure, LatencyHistogram, ProcessCpu, StepReport, Unit};
 
 /// Values read from the database at the start and end of the measured
 /// window (e.g. commit counters, the sum of next order ids).
@@ -292,22 +292,27 @@ pub fn run_step(
         let mut prev_kinds = vec![0u64; kinds];
         let mut next_tick = start + Duration::from_secs(1);
         let mut stopped_at = None;
+        // The driver's own CPU over the window: read where the window begins
+        // and ends, like the probes.
+        let mut cpu_from = None;
         if spec.rampup.is_zero() && !connect_failed {
+            cpu_from = Some(ProcessCpu::now());
             before = w.probe(observer.as_mut()).ok();
         }
         loop {
             if connect_failed {
                 break;
             }
-            let probe_due = before.is_none() && !spec.rampup.is_zero();
-            let next = if probe_due { next_tick.min(tl.measure_from) } else { next_tick }.min(tl.end);
+            let window_due = cpu_from.is_none();
+            let next = if window_due { next_tick.min(tl.measure_from) } else { next_tick }.min(tl.end);
             let on_time = sleep_until(next, &sh);
             let now = Instant::now();
             if !on_time {
                 stopped_at = Some(now);
                 break;
             }
-            if probe_due && now >= tl.measure_from {
+            if window_due && now >= tl.measure_from {
+                cpu_from = Some(ProcessCpu::now());
                 before = w.probe(observer.as_mut()).ok();
             }
             if now >= next_tick || now >= tl.end {
@@ -351,6 +356,7 @@ pub fn run_step(
             }
         }
         let window_end = stopped_at.unwrap_or(tl.end);
+        let cpu = cpu_from.map(|from| (from, ProcessCpu::now()));
         if sh.fatal.lock().expect("fatal").is_none() && window_end >= tl.measure_from {
             if let Some(b) = &before {
                 after = w.probe(observer.as_mut()).ok().filter(|a| !a.is_empty() || b.is_empty());
@@ -363,7 +369,7 @@ pub fn run_step(
         let window = window_end.saturating_duration_since(tl.measure_from);
         let fatal = sh.fatal.lock().expect("fatal").take();
         let result = StepResult {
-            report: summarise(w, spec, &outs, report, window, before.as_ref().zip(after.as_ref())),
+            report: summarise(w, spec, &outs, report, window, cpu, before.as_ref().zip(after.as_ref())),
             stopped: stopped_at.is_some() && fatal.is_none(),
             window,
             measure_from: tl.measure_from,
@@ -387,6 +393,7 @@ fn summarise(
     outs: &[UserOut],
     mut report: StepReport,
     window: Duration,
+    cpu: Option<(ProcessCpu, ProcessCpu)>,
     probes: Option<(&Probe, &Probe)>,
 ) -> StepReport {
     let secs = window.as_secs_f64();
@@ -435,6 +442,9 @@ fn summarise(
     report.figure("retries", retries as f64, Unit::Count);
     report.figure("reconnects", reconnects as f64, Unit::Count);
     report.figure("reconnect.gap", gap.as_secs_f64() * 1e3, Unit::Ms);
+    if let Some((from, to)) = cpu {
+        report.cpu("driver.cpu", "txn", from, to, n, secs);
+    }
     if spec.latency_limit.is_some() {
         report.figure("late", late as f64, Unit::Count);
     }
