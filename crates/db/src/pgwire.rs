@@ -26,7 +26,7 @@ use tokio_postgres::types::{IsNull, ToSql, Type};
 use tokio_postgres::Config;
 
 use crate::error::{DbError, ErrorKind};
-use crate::value::Value;
+use crate::value::{Row, Value};
 
 enum Stream {
     Tcp(TcpStream),
@@ -73,9 +73,17 @@ pub(crate) struct Prepared {
 }
 
 impl Prepared {
-    /// Result column types.
-    pub(crate) fn columns(&self) -> &[Type] {
-        &self.columns
+    /// Decodes a binary-format result row of this statement.
+    pub(crate) fn row(&self, row: &DataRowBody) -> Result<Row, DbError> {
+        let buf = row.buffer();
+        let mut out = Vec::with_capacity(self.columns.len());
+        let mut ranges = row.ranges();
+        while let Some(r) = ranges.next().map_err(decode_error)? {
+            let i = out.len();
+            let ty = self.columns.get(i).unwrap_or(&Type::UNKNOWN);
+            out.push(decode(ty, r.map(|r| &buf[r]), i)?);
+        }
+        Ok(Row(out))
     }
 }
 
@@ -83,6 +91,7 @@ impl Prepared {
 pub(crate) struct Wire {
     stream: Stream,
     rbuf: BytesMut,
+    scratch: Box<[u8]>,
     wbuf: BytesMut,
     closed: bool,
     /// The server's ParameterStatus values (server_version, ...).
@@ -101,22 +110,12 @@ fn kind_of(code: &str) -> ErrorKind {
     }
 }
 
-fn server_error(body: &ErrorResponseBody) -> DbError {
-    let mut code = String::new();
-    let mut message = String::new();
-    let mut fields = body.fields();
-    while let Ok(Some(f)) = fields.next() {
-        match f.type_() {
-            b'C' => code = String::from_utf8_lossy(f.value_bytes()).into_owned(),
-            b'M' => message = String::from_utf8_lossy(f.value_bytes()).into_owned(),
-            _ => {}
-        }
-    }
-    DbError::new(kind_of(&code), format!("postgres: {message}")).with_code(&code)
-}
-
 fn io_error(e: io::Error) -> DbError {
     DbError::new(ErrorKind::Closed, format!("postgres: connection lost: {e}"))
+}
+
+fn decode_error(e: io::Error) -> DbError {
+    DbError::new(ErrorKind::Decode, format!("postgres: bad message from server: {e}"))
 }
 
 fn protocol_error(what: &str) -> DbError {
@@ -178,7 +177,8 @@ impl Wire {
                 Ok(stream) => {
                     let mut w = Wire {
                         stream,
-                        rbuf: BytesMut::with_capacity(16 * 1024),
+                        rbuf: BytesMut::with_capacity(64 * 1024),
+                        scratch: vec![0; 32 * 1024].into_boxed_slice(),
                         wbuf: BytesMut::with_capacity(4 * 1024),
                         closed: false,
                         server_params: BTreeMap::new(),
@@ -207,7 +207,7 @@ impl Wire {
         if let Some(o) = config.get_options() {
             params.push(("options", o));
         }
-        frontend::startup_message(params.iter().copied(), &mut self.wbuf).map_err(io_error)?;
+        self.encode(|b| frontend::startup_message(params.iter().copied(), b))?;
         self.send()?;
         let password = config.get_password();
         let need_password =
@@ -218,20 +218,20 @@ impl Wire {
                 Message::AuthenticationOk => {}
                 Message::AuthenticationCleartextPassword => {
                     let pw = password.ok_or_else(need_password)?;
-                    frontend::password_message(pw, &mut self.wbuf).map_err(io_error)?;
+                    self.encode(|b| frontend::password_message(pw, b))?;
                     self.send()?;
                 }
                 Message::AuthenticationMd5Password(body) => {
                     let pw = password.ok_or_else(need_password)?;
                     let hash = md5_hash(user.as_bytes(), pw, body.salt());
-                    frontend::password_message(hash.as_bytes(), &mut self.wbuf).map_err(io_error)?;
+                    self.encode(|b| frontend::password_message(hash.as_bytes(), b))?;
                     self.send()?;
                 }
                 Message::AuthenticationSasl(body) => {
                     let pw = password.ok_or_else(need_password)?;
                     let mut mechs = body.mechanisms();
                     let mut ok = false;
-                    while let Some(m) = mechs.next().map_err(io_error)? {
+                    while let Some(m) = mechs.next().map_err(decode_error)? {
                         ok |= m == sasl::SCRAM_SHA_256;
                     }
                     if !ok {
@@ -241,8 +241,7 @@ impl Wire {
                         ));
                     }
                     let s = sasl::ScramSha256::new(pw, sasl::ChannelBinding::unsupported());
-                    frontend::sasl_initial_response(sasl::SCRAM_SHA_256, s.message(), &mut self.wbuf)
-                        .map_err(io_error)?;
+                    self.encode(|b| frontend::sasl_initial_response(sasl::SCRAM_SHA_256, s.message(), b))?;
                     self.send()?;
                     scram = Some(s);
                 }
@@ -250,7 +249,7 @@ impl Wire {
                     let s = scram.as_mut().ok_or_else(|| protocol_error("SASL continue"))?;
                     s.update(body.data())
                         .map_err(|e| DbError::new(ErrorKind::Auth, format!("postgres: {e}")))?;
-                    frontend::sasl_response(s.message(), &mut self.wbuf).map_err(io_error)?;
+                    self.encode(|b| frontend::sasl_response(s.message(), b))?;
                     self.send()?;
                 }
                 Message::AuthenticationSaslFinal(body) => {
@@ -272,17 +271,45 @@ impl Wire {
                 Message::BackendKeyData(_) => {}
                 Message::ReadyForQuery(_) => return Ok(()),
                 Message::ErrorResponse(body) => {
+                    let e = self.server_error(&body);
                     self.closed = true;
-                    return Err(server_error(&body));
+                    return Err(e);
                 }
                 _ => return Err(protocol_error("message during startup")),
             }
         }
     }
 
+    /// The error a server's ErrorResponse reports; a FATAL or PANIC one
+    /// also ends the session (the server closes the socket next).
+    fn server_error(&mut self, body: &ErrorResponseBody) -> DbError {
+        let mut code = String::new();
+        let mut message = String::new();
+        let mut fields = body.fields();
+        while let Ok(Some(f)) = fields.next() {
+            match f.type_() {
+                b'C' => code = String::from_utf8_lossy(f.value_bytes()).into_owned(),
+                b'M' => message = String::from_utf8_lossy(f.value_bytes()).into_owned(),
+                b'S' if matches!(f.value_bytes(), b"FATAL" | b"PANIC") => self.closed = true,
+                _ => {}
+            }
+        }
+        DbError::new(kind_of(&code), format!("postgres: {message}")).with_code(&code)
+    }
+
     /// True once the socket failed or the server ended the session.
     pub(crate) fn is_closed(&self) -> bool {
         self.closed
+    }
+
+    /// The result of encoding a message into the write buffer; on failure
+    /// (a NUL byte in a string, say) the half-written message is dropped so
+    /// that it never reaches the server.
+    fn encode(&mut self, f: impl FnOnce(&mut BytesMut) -> io::Result<()>) -> Result<(), DbError> {
+        f(&mut self.wbuf).map_err(|e| {
+            self.wbuf.clear();
+            DbError::new(ErrorKind::Other, format!("postgres: cannot send: {e}"))
+        })
     }
 
     fn send(&mut self) -> Result<(), DbError> {
@@ -306,16 +333,6 @@ impl Wire {
                     }
                     continue;
                 }
-                Ok(Some(Message::ErrorResponse(body))) => {
-                    // A FATAL error ends the session: the server closes the socket next.
-                    let mut fields = body.fields();
-                    while let Ok(Some(f)) = fields.next() {
-                        if f.type_() == b'S' && matches!(f.value_bytes(), b"FATAL" | b"PANIC") {
-                            self.closed = true;
-                        }
-                    }
-                    return Ok(Message::ErrorResponse(body));
-                }
                 Ok(Some(m)) => return Ok(m),
                 Ok(None) => {}
                 Err(e) => {
@@ -326,25 +343,21 @@ impl Wire {
                     ));
                 }
             }
-            // Read into 32 KiB past what is buffered (zeroed first: a fixed
-            // window, not the whole spare capacity, which a large result
-            // grows to megabytes).
-            let len = self.rbuf.len();
-            self.rbuf.resize(len + 32 * 1024, 0);
-            match self.stream.read(&mut self.rbuf[len..]) {
+            // Read into a scratch buffer zeroed once, and copy what came:
+            // a typical answer is a few hundred bytes, and zeroing a window
+            // of the receive buffer before every read cost more than that.
+            match self.stream.read(&mut self.scratch[..]) {
                 Ok(0) => {
-                    self.rbuf.truncate(len);
                     self.closed = true;
                     return Err(DbError::new(
                         ErrorKind::Closed,
                         "postgres: the server closed the connection",
                     ));
                 }
-                Ok(n) => self.rbuf.truncate(len + n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => self.rbuf.truncate(len),
+                Ok(n) => self.rbuf.extend_from_slice(&self.scratch[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
                     // Only the login has a read timeout.
-                    self.rbuf.truncate(len);
                     self.closed = true;
                     return Err(DbError::new(
                         ErrorKind::Connect,
@@ -352,7 +365,6 @@ impl Wire {
                     ));
                 }
                 Err(e) => {
-                    self.rbuf.truncate(len);
                     self.closed = true;
                     return Err(io_error(e));
                 }
@@ -360,30 +372,25 @@ impl Wire {
         }
     }
 
-    /// Reads to ReadyForQuery after an error, returning the error.
-    fn drain(&mut self, err: DbError) -> Result<(), DbError> {
-        if self.closed {
-            return Err(err);
-        }
-        loop {
-            if let Message::ReadyForQuery(_) = self.recv()? {
-                return Err(err);
-            }
-        }
-    }
-
     /// Reads to ReadyForQuery, handing every other message to `each`; the
     /// first server error is returned after ReadyForQuery (the connection
-    /// stays usable). `each` fails only on a message it does not expect.
+    /// stays usable). `each` fails only on a message it does not expect. A
+    /// COPY FROM STDIN the caller did not ask for is refused here, whatever
+    /// sent it.
     fn read_to_ready(&mut self, mut each: impl FnMut(Message) -> Result<(), DbError>) -> Result<(), DbError> {
         let mut err = None;
         loop {
             match self.recv()? {
                 Message::ErrorResponse(body) => {
-                    err.get_or_insert_with(|| server_error(&body));
+                    let e = self.server_error(&body);
+                    err.get_or_insert(e);
                     if self.closed {
                         break;
                     }
+                }
+                Message::CopyInResponse(_) => {
+                    self.encode(|b| frontend::copy_fail("storbench sends COPY data only through load", b))?;
+                    self.send()?;
                 }
                 Message::ReadyForQuery(_) => break,
                 m => each(m)?,
@@ -394,8 +401,8 @@ impl Wire {
 
     /// Prepares `sql` under `name`.
     pub(crate) fn prepare(&mut self, name: &str, sql: &str) -> Result<Prepared, DbError> {
-        frontend::parse(name, sql, std::iter::empty(), &mut self.wbuf).map_err(io_error)?;
-        frontend::describe(b'S', name, &mut self.wbuf).map_err(io_error)?;
+        self.encode(|b| frontend::parse(name, sql, std::iter::empty(), b))?;
+        self.encode(|b| frontend::describe(b'S', name, b))?;
         frontend::sync(&mut self.wbuf);
         self.send()?;
         let mut params = Vec::new();
@@ -405,13 +412,13 @@ impl Wire {
                 Message::ParseComplete | Message::NoData => {}
                 Message::ParameterDescription(body) => {
                     let mut it = body.parameters();
-                    while let Some(oid) = it.next().map_err(io_error)? {
+                    while let Some(oid) = it.next().map_err(decode_error)? {
                         params.push(Type::from_oid(oid).unwrap_or(Type::UNKNOWN));
                     }
                 }
                 Message::RowDescription(body) => {
                     let mut it = body.fields();
-                    while let Some(f) = it.next().map_err(io_error)? {
+                    while let Some(f) = it.next().map_err(decode_error)? {
                         columns.push(Type::from_oid(f.type_oid()).unwrap_or(Type::UNKNOWN));
                     }
                 }
@@ -459,7 +466,7 @@ impl Wire {
             };
             return Err(DbError::new(ErrorKind::Other, format!("postgres: cannot send a parameter: {msg}")));
         }
-        frontend::execute("", 0, &mut self.wbuf).map_err(io_error)?;
+        self.encode(|b| frontend::execute("", 0, b))?;
         frontend::sync(&mut self.wbuf);
         self.send()?;
         let mut count = 0;
@@ -486,52 +493,41 @@ impl Wire {
     /// Runs `sql` by the simple-query protocol (several statements allowed);
     /// rows come back as text.
     pub(crate) fn simple(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, DbError> {
-        frontend::query(sql, &mut self.wbuf).map_err(io_error)?;
+        self.encode(|b| frontend::query(sql, b))?;
         self.send()?;
         let mut rows = Vec::new();
-        let mut err = None;
-        loop {
-            match self.recv()? {
+        self.read_to_ready(|m| {
+            match m {
                 Message::RowDescription(_) | Message::CommandComplete(_) | Message::EmptyQueryResponse => {}
                 Message::DataRow(row) => {
                     let buf = row.buffer();
                     let mut out = Vec::new();
                     let mut ranges = row.ranges();
-                    while let Some(r) = ranges.next().map_err(io_error)? {
+                    while let Some(r) = ranges.next().map_err(decode_error)? {
                         out.push(r.map(|r| String::from_utf8_lossy(&buf[r]).into_owned()));
                     }
                     rows.push(out);
                 }
-                Message::CopyInResponse(_) => {
-                    frontend::copy_fail("storbench sends COPY data only through load", &mut self.wbuf)
-                        .map_err(io_error)?;
-                    self.send()?;
-                }
-                Message::ErrorResponse(body) => {
-                    if err.is_none() {
-                        err = Some(server_error(&body));
-                    }
-                    if self.closed {
-                        break;
-                    }
-                }
-                Message::ReadyForQuery(_) => break,
                 _ => return Err(protocol_error("message after Query")),
             }
-        }
-        match err {
-            Some(e) => Err(e),
-            None => Ok(rows),
-        }
+            Ok(())
+        })?;
+        Ok(rows)
     }
 
     /// `COPY … FROM STDIN` with `data` (already in COPY text format).
     pub(crate) fn copy_in(&mut self, sql: &str, data: &[u8]) -> Result<(), DbError> {
-        frontend::query(sql, &mut self.wbuf).map_err(io_error)?;
+        self.encode(|b| frontend::query(sql, b))?;
         self.send()?;
         match self.recv()? {
             Message::CopyInResponse(_) => {}
-            Message::ErrorResponse(body) => return self.drain(server_error(&body)),
+            Message::ErrorResponse(body) => {
+                let e = self.server_error(&body);
+                if !self.closed {
+                    self.read_to_ready(|_| Ok(()))?;
+                }
+                return Err(e);
+            }
             _ => return Err(protocol_error("answer to COPY")),
         }
         // CopyData messages of at most 1 MiB, written straight from `data`.
@@ -563,7 +559,7 @@ impl Drop for Wire {
 }
 
 /// Decodes column `i` of a binary-format row.
-pub(crate) fn decode(ty: &Type, raw: Option<&[u8]>, i: usize) -> Result<Value, DbError> {
+fn decode(ty: &Type, raw: Option<&[u8]>, i: usize) -> Result<Value, DbError> {
     let Some(raw) = raw else { return Ok(Value::Null) };
     let short =
         || DbError::new(ErrorKind::Decode, format!("postgres column {i}: {} bytes for {ty}", raw.len()));
@@ -630,24 +626,29 @@ pub(crate) fn write_numeric(
     let scaled = (v.abs() * 1e6).round() as u128; // fixed point, 6 decimals
     let int = scaled / 1_000_000;
     let frac = (scaled % 1_000_000) as u64; // 6 digits -> two base-10000 groups (4 + 2 padded)
-    let mut digits: Vec<i16> = Vec::with_capacity(8);
+                                            // Base-10000 groups, most significant first, on the stack (this runs
+                                            // for every money parameter of every call): at most 9 integer groups
+                                            // (u128 / 10^6) and 2 fraction groups.
+    let mut groups = [0i16; 12];
+    let mut n_int = 0;
     let mut n = int;
     while n > 0 {
-        digits.push((n % 10_000) as i16);
+        groups[n_int] = (n % 10_000) as i16;
         n /= 10_000;
+        n_int += 1;
     }
-    digits.reverse();
-    let mut weight = digits.len() as i16 - 1;
-    digits.extend_from_slice(&[(frac / 100) as i16, ((frac % 100) * 100) as i16]);
-    let mut start = 0;
-    while digits.len() - start > 1 && digits[start] == 0 {
-        start += 1;
+    groups[..n_int].reverse();
+    groups[n_int] = (frac / 100) as i16;
+    groups[n_int + 1] = ((frac % 100) * 100) as i16;
+    let mut digits = &groups[..n_int + 2];
+    let mut weight = n_int as i16 - 1;
+    while digits.len() > 1 && digits[0] == 0 {
+        digits = &digits[1..];
         weight -= 1;
     }
-    while digits.len() > start && digits.last() == Some(&0) {
-        digits.pop();
+    while let [rest @ .., 0] = digits {
+        digits = rest;
     }
-    let digits = &digits[start..];
     out.put_i16(digits.len() as i16);
     out.put_i16(if digits.is_empty() { 0 } else { weight });
     out.put_u16(if neg && !digits.is_empty() { 0x4000 } else { 0 });

@@ -10,7 +10,7 @@ use bytes::BytesMut;
 use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 
 use crate::error::{DbError, ErrorKind};
-use crate::pgwire::{decode, write_numeric, Prepared, Wire};
+use crate::pgwire::{write_numeric, Prepared, Wire};
 use crate::url::DbUrl;
 use crate::value::{Row, Stmt, StmtCache, Value};
 use crate::{Caps, Connection, Counters, Dialect, ServerInfo};
@@ -135,18 +135,7 @@ impl Connection for PgConn {
         let p = self.stmts.get(stmt.id()).expect("prepared");
         let mut rows = Vec::new();
         self.wire.run(p, params, |p, row| {
-            let buf = row.buffer();
-            let mut out = Vec::with_capacity(p.columns().len());
-            let mut ranges = row.ranges();
-            let mut i = 0;
-            while let Some(r) = fallible_iterator::FallibleIterator::next(&mut ranges)
-                .map_err(|e| DbError::new(ErrorKind::Decode, format!("postgres: bad row: {e}")))?
-            {
-                let ty = p.columns().get(i).unwrap_or(&Type::UNKNOWN);
-                out.push(decode(ty, r.map(|r| &buf[r]), i)?);
-                i += 1;
-            }
-            rows.push(Row(out));
+            rows.push(p.row(row)?);
             Ok(())
         })?;
         Ok(rows)
@@ -212,15 +201,8 @@ impl Connection for PgConn {
     }
 
     fn server_info(&mut self) -> Result<ServerInfo, DbError> {
-        let version = match self.wire.server_params.get("server_version") {
-            Some(v) => v.clone(),
-            None => self
-                .wire
-                .simple("SHOW server_version")?
-                .first()
-                .and_then(|r| r[0].clone())
-                .unwrap_or_default(),
-        };
+        // Every server reports its version at login (ParameterStatus).
+        let version = self.wire.server_params.get("server_version").cloned().unwrap_or_default();
         let rows = self.wire.simple(
             "SELECT name, setting FROM pg_settings WHERE source NOT IN ('default', 'override', 'client', 'session') ORDER BY name",
         )?;

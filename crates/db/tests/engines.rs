@@ -88,6 +88,16 @@ fn sqlite_engine() {
 fn postgres_engine() {
     let mut c = connect(&DbUrl::parse(PG).unwrap()).unwrap();
     exercise(c.as_mut(), "NUMERIC(12,2)");
+    // A statement that cannot be encoded (a NUL byte) fails on our side,
+    // sends nothing half-written, and leaves the connection as it was.
+    let err = c.query(&Stmt::new("SELECT 1\0"), &[]).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Other, "{err}");
+    assert!(!c.is_closed());
+    assert_eq!(c.query_one(&Stmt::new("SELECT 2::int"), &[]).unwrap().int(0).unwrap(), 2);
+    // A COPY FROM STDIN through a plain batch is refused, not hung on.
+    c.batch("CREATE TEMP TABLE sb_copy_t (x int)").unwrap();
+    assert!(c.batch("COPY sb_copy_t FROM STDIN").is_err());
+    assert_eq!(c.query_one(&Stmt::new("SELECT 3::int"), &[]).unwrap().int(0).unwrap(), 3);
 }
 
 #[test]
