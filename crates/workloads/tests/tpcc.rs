@@ -120,6 +120,20 @@ fn scenario(url: &str, expect_procs: bool) {
     assert!((0..=255).contains(&info.c_load));
     assert_eq!(info.has_procedures, expect_procs);
     assert_all_pass(c.as_mut(), "after build");
+    let res = tpcc::check(c.as_mut()).unwrap();
+    let eleven = res.iter().find(|r| r.number == 11).expect("condition 11");
+    assert!(eleven.detail.is_empty(), "every district checked after build: {}", eleven.detail);
+
+    // Condition 11 on a fresh database: one undelivered order lost from
+    // district (1, 5) (in a transaction, rolled back) must be named.
+    c.batch("BEGIN").unwrap();
+    c.batch("DELETE FROM new_order WHERE no_w_id = 1 AND no_d_id = 5 AND no_o_id = 2500").unwrap();
+    let res = tpcc::check(c.as_mut()).unwrap();
+    c.batch("ROLLBACK").unwrap();
+    let eleven = res.iter().find(|r| r.number == 11).unwrap();
+    assert!(!eleven.passed, "condition 11 should fail");
+    assert!(eleven.detail.starts_with("w_id=1 d_id=5: "), "detail: {}", eleven.detail);
+    assert_all_pass(c.as_mut(), "after the rollback");
 
     // Run: routines where present, client SQL otherwise (and, where
     // routines exist, client SQL too).
@@ -219,6 +233,9 @@ fn scenario(url: &str, expect_procs: bool) {
     let nopm = figs.iter().find(|f| f.name == "nopm").expect("nopm figure").value;
     assert!(nopm > 0.0, "nopm {nopm}");
     assert_all_pass(c.as_mut(), "after the run");
+    let res = tpcc::check(c.as_mut()).unwrap();
+    let eleven = res.iter().find(|r| r.number == 11).unwrap();
+    assert!(eleven.detail.contains("have had deliveries"), "after deliveries: {}", eleven.detail);
 
     // Corrupt district (1, 3): the check must fail naming it.
     c.batch("UPDATE district SET d_next_o_id = d_next_o_id + 5 WHERE d_w_id = 1 AND d_id = 3").unwrap();

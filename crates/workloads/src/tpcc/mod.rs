@@ -335,7 +335,7 @@ pub fn inspect(conn: &mut dyn Connection) -> Result<Option<SchemaInfo>, DbError>
     }
 }
 
-/// The consistency conditions 1–10 and 12.
+/// All twelve consistency conditions (11 on the districts not yet delivered to).
 pub fn check(conn: &mut dyn Connection) -> Result<Vec<CheckResult>, DbError> {
     check::check(conn)
 }
