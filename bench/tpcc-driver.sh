@@ -74,4 +74,12 @@ if command -v pgbench >/dev/null; then
   read -r cu cs < "$work/time"
   python3 -c "print(f'pgbench -S -c 1 (one round trip per txn): {($cu+$cs)/$n*1e6:.1f} µs/txn client CPU ({$cu/$n*1e6:.1f} user + {$cs/$n*1e6:.1f} sys)')"
   psql -q -h "$host" -p "$port" -U "$user" -d postgres -c "DROP DATABASE IF EXISTS $scratch"
+  # The same floor for a round trip as long as a TPC-C one: pgbench calling
+  # storbench's New-Order function on the benchmark's own database (simple
+  # protocol: its array literals defeat pgbench's -M prepared).
+  /usr/bin/time -f "%U %S" -o "$work/time" pgbench -n -M simple -f "$here/bench/tpcc-neword.pgbench" -c 1 -T 10 \
+    -h "$host" -p "$port" -U "$user" "$dbname" > "$work/pgb.out" 2>&1
+  n=$(awk '/number of transactions actually processed/ {print $NF}' "$work/pgb.out")
+  read -r cu cs < "$work/time"
+  python3 -c "print(f'pgbench New-Order calls -c 1 (one round trip per txn): {($cu+$cs)/$n*1e6:.1f} µs/txn client CPU ({$cu/$n*1e6:.1f} user + {$cs/$n*1e6:.1f} sys)')"
 fi
