@@ -30,6 +30,13 @@ pub struct Snapshot {
 /// Hours of seconds kept (bounded memory on long plans).
 const KEEP: usize = 6 * 3600;
 
+/// How far a monitor second may reach before or after a window's edges and
+/// still count as inside it.
+const HALF: Duration = Duration::from_millis(500);
+
+/// Time for the sampler to read /proc and store a second it has timed.
+const SAMPLE_SLACK: Duration = Duration::from_millis(100);
+
 /// Samples CPU and the devices behind some paths once a second.
 pub struct Monitor {
     devices: Vec<String>,
@@ -98,11 +105,26 @@ impl Monitor {
 
     /// The samples of `start..end` (t_ms relative to `start`) and the summary
     /// figures of the measured window `measure_from..end` (ramp-up excluded).
+    ///
+    /// A second belongs to the window when it ended more than half a second
+    /// into it and no later than half a second after its end. A step of a
+    /// second or two may end before the monitor has taken the one second
+    /// that ends in that span, so this waits for it — up to half a second
+    /// past `end`, and only while no second of the window has been taken.
     pub fn window(&self, start: Instant, measure_from: Instant, end: Instant) -> StepReport {
-        let snaps: Vec<Snapshot> = {
+        let last = end + HALF;
+        let taken = || -> Vec<Snapshot> {
             let h = self.history.lock().expect("sysmon history");
-            h.iter().filter(|s| s.at > start && s.at <= end + Duration::from_millis(500)).cloned().collect()
+            h.iter().filter(|s| s.at > start && s.at <= last).cloned().collect()
         };
+        let mut snaps = taken();
+        while self.thread.is_some()
+            && !snaps.iter().any(|s| s.at > measure_from + HALF)
+            && Instant::now() < last + SAMPLE_SLACK
+        {
+            std::thread::sleep(Duration::from_millis(20));
+            snaps = taken();
+        }
         summarise(&snaps, start, measure_from)
     }
 }
@@ -136,8 +158,7 @@ pub fn summarise(snaps: &[Snapshot], start: Instant, measure_from: Instant) -> S
         }
     }
     // A second counts toward the window when it ended after the window began.
-    let w: Vec<&Snapshot> =
-        snaps.iter().filter(|s| s.at > measure_from + Duration::from_millis(500)).collect();
+    let w: Vec<&Snapshot> = snaps.iter().filter(|s| s.at > measure_from + HALF).collect();
     if w.is_empty() {
         return r;
     }
@@ -315,5 +336,22 @@ mod tests {
         }
         let writes: f64 = m.devices().iter().filter_map(|d| r.get(&format!("dev.{d}.w_iops"))).sum();
         assert!(writes > 0.0, "the synchronous writes show on {:?}: {:?}", m.devices(), r.figures);
+    }
+
+    #[test]
+    fn a_one_second_step_always_gets_its_second() {
+        // Steps of one second at every phase of the sampler's tick: each
+        // must get the monitor's figures, waiting for its second if it has
+        // to, and never much past the half second after its end.
+        let m = Monitor::start(&[std::env::temp_dir()]);
+        for phase_ms in [0, 250, 500, 750] {
+            std::thread::sleep(Duration::from_millis(phase_ms));
+            let start = Instant::now();
+            std::thread::sleep(Duration::from_secs(1));
+            let end = Instant::now();
+            let r = m.window(start, start, end);
+            assert!(end.elapsed() < Duration::from_millis(700), "waited {:?}", end.elapsed());
+            assert!(r.get("cpu.idle").is_some(), "phase {phase_ms} ms: no figures {:?}", r.figures);
+        }
     }
 }
