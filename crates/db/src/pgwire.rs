@@ -443,29 +443,26 @@ impl Wire {
                 format!("postgres: statement takes {} parameters, got {}", stmt.params.len(), values.len()),
             ));
         }
-        let types = &stmt.params;
-        let r = frontend::bind(
-            "",
-            &stmt.name,
-            std::iter::once(1i16),
-            values.iter().zip(types),
-            |(v, ty), buf| {
-                v.to_sql(ty, buf).map(|n| match n {
-                    IsNull::Yes => postgres_protocol::IsNull::Yes,
-                    IsNull::No => postgres_protocol::IsNull::No,
-                })
-            },
-            std::iter::once(1i16),
-            &mut self.wbuf,
-        );
-        if let Err(e) = r {
-            self.wbuf.clear();
-            let msg = match e {
-                frontend::BindError::Conversion(e) => e.to_string(),
-                frontend::BindError::Serialization(e) => e.to_string(),
-            };
-            return Err(DbError::new(ErrorKind::Other, format!("postgres: cannot send a parameter: {msg}")));
-        }
+        self.encode(|b| {
+            frontend::bind(
+                "",
+                &stmt.name,
+                std::iter::once(1i16),
+                values.iter().zip(&stmt.params),
+                |(v, ty), buf| {
+                    v.to_sql(ty, buf).map(|n| match n {
+                        IsNull::Yes => postgres_protocol::IsNull::Yes,
+                        IsNull::No => postgres_protocol::IsNull::No,
+                    })
+                },
+                std::iter::once(1i16),
+                b,
+            )
+            .map_err(|e| match e {
+                frontend::BindError::Conversion(e) => io::Error::other(e),
+                frontend::BindError::Serialization(e) => e,
+            })
+        })?;
         self.encode(|b| frontend::execute("", 0, b))?;
         frontend::sync(&mut self.wbuf);
         self.send()?;
@@ -625,10 +622,11 @@ pub(crate) fn write_numeric(
     let neg = v < 0.0;
     let scaled = (v.abs() * 1e6).round() as u128; // fixed point, 6 decimals
     let int = scaled / 1_000_000;
-    let frac = (scaled % 1_000_000) as u64; // 6 digits -> two base-10000 groups (4 + 2 padded)
-                                            // Base-10000 groups, most significant first, on the stack (this runs
-                                            // for every money parameter of every call): at most 9 integer groups
-                                            // (u128 / 10^6) and 2 fraction groups.
+    // 6 fraction digits -> two base-10000 groups (4 + 2 padded).
+    let frac = (scaled % 1_000_000) as u64;
+    // Base-10000 groups, most significant first, on the stack (this runs for
+    // every money parameter of every call): at most 9 integer groups
+    // (u128 / 10^6) and 2 fraction groups.
     let mut groups = [0i16; 12];
     let mut n_int = 0;
     let mut n = int;
