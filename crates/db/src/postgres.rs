@@ -22,13 +22,19 @@ pub(crate) struct PgConn {
     copy_buf: Vec<u8>,
 }
 
+/// An integer that does not fit the parameter's type: refused, never
+/// truncated into another value.
+fn out_of_range(v: i64, ty: &Type) -> Box<dyn StdError + Sync + Send> {
+    format!("{v} does not fit the parameter's type {ty}").into()
+}
+
 impl ToSql for Value {
     fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn StdError + Sync + Send>> {
         match self {
             Value::Null => Ok(IsNull::Yes),
             Value::Int(v) => match *ty {
-                Type::INT2 => (*v as i16).to_sql(ty, out),
-                Type::INT4 => (*v as i32).to_sql(ty, out),
+                Type::INT2 => i16::try_from(*v).map_err(|_| out_of_range(*v, ty))?.to_sql(ty, out),
+                Type::INT4 => i32::try_from(*v).map_err(|_| out_of_range(*v, ty))?.to_sql(ty, out),
                 Type::INT8 => v.to_sql(ty, out),
                 Type::FLOAT4 => (*v as f32).to_sql(ty, out),
                 Type::FLOAT8 => (*v as f64).to_sql(ty, out),

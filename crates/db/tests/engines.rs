@@ -94,6 +94,16 @@ fn postgres_engine() {
     assert_eq!(err.kind(), ErrorKind::Other, "{err}");
     assert!(!c.is_closed());
     assert_eq!(c.query_one(&Stmt::new("SELECT 2::int"), &[]).unwrap().int(0).unwrap(), 2);
+    // A parameter that cannot be sent as its type (an integer too big for
+    // it, a fraction for an integer) is refused before anything is sent.
+    for v in [Value::Int(70_000), Value::Float(1.5)] {
+        let err = c.query(&Stmt::new("SELECT $1::smallint"), std::slice::from_ref(&v)).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Other, "{v:?}: {err}");
+        assert!(err.to_string().contains("cannot send"), "{err}");
+        assert!(!c.is_closed());
+    }
+    let r = c.query_one(&Stmt::new("SELECT $1::smallint"), &[Value::Int(-32_768)]).unwrap();
+    assert_eq!(r.int(0).unwrap(), -32_768);
     // A COPY FROM STDIN through a plain batch is refused, not hung on.
     c.batch("CREATE TEMP TABLE sb_copy_t (x int)").unwrap();
     assert!(c.batch("COPY sb_copy_t FROM STDIN").is_err());
