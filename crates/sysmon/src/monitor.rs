@@ -110,7 +110,8 @@ impl Monitor {
     /// into it and no later than half a second after its end. A step of a
     /// second or two may end before the monitor has taken the one second
     /// that ends in that span, so this waits for it — up to half a second
-    /// past `end`, and only while no second of the window has been taken.
+    /// past `end`, and only while no second of the window has been taken
+    /// (never for a step that ended in its ramp-up).
     pub fn window(&self, start: Instant, measure_from: Instant, end: Instant) -> StepReport {
         let last = end + HALF;
         let taken = || -> Vec<Snapshot> {
@@ -119,6 +120,7 @@ impl Monitor {
         };
         let mut snaps = taken();
         while self.thread.is_some()
+            && end > measure_from
             && !snaps.iter().any(|s| s.at > measure_from + HALF)
             && Instant::now() < last + SAMPLE_SLACK
         {
@@ -353,5 +355,9 @@ mod tests {
             assert!(end.elapsed() < Duration::from_millis(700), "waited {:?}", end.elapsed());
             assert!(r.get("cpu.idle").is_some(), "phase {phase_ms} ms: no figures {:?}", r.figures);
         }
+        // A step that ended in its ramp-up has no window to wait for.
+        let t = Instant::now();
+        let r = m.window(t, t + Duration::from_secs(5), t);
+        assert!(t.elapsed() < Duration::from_millis(100) && r.figures.is_empty(), "{:?}", t.elapsed());
     }
 }
