@@ -80,6 +80,7 @@ if command -v pgbench >/dev/null; then
   /usr/bin/time -f "%U %S" -o "$work/time" pgbench -n -M simple -f "$here/bench/tpcc-neword.pgbench" -c 1 -T 10 \
     -h "$host" -p "$port" -U "$user" "$dbname" > "$work/pgb.out" 2>&1
   n=$(awk '/number of transactions actually processed/ {print $NF}' "$work/pgb.out")
+  [ "${n:-0}" -gt 0 ] || { echo "pgbench New-Order calls failed:" >&2; cat "$work/pgb.out" >&2; exit 1; }
   read -r cu cs < "$work/time"
   python3 -c "print(f'pgbench New-Order calls -c 1 (one round trip per txn): {($cu+$cs)/$n*1e6:.1f} µs/txn client CPU ({$cu/$n*1e6:.1f} user + {$cs/$n*1e6:.1f} sys)')"
 fi

@@ -47,12 +47,14 @@ fn open(url: &str) -> Box<dyn Connection> {
     connect(&DbUrl::parse(url).unwrap()).unwrap()
 }
 
-fn assert_all_pass(c: &mut dyn Connection, when: &str) {
+/// Asserts every condition holds; returns condition 11's detail.
+fn assert_all_pass(c: &mut dyn Connection, when: &str) -> String {
     let res = tpcc::check(c).unwrap();
-    assert!(res.len() >= 4);
+    assert_eq!(res.iter().map(|r| r.number).collect::<Vec<_>>(), (1..=12).collect::<Vec<_>>());
     for r in &res {
         assert!(r.passed, "{when}: condition {} ({}) failed: {}", r.number, r.name, r.detail);
     }
+    res.into_iter().find(|r| r.number == 11).map(|r| r.detail).unwrap_or_default()
 }
 
 /// Runs `threads` users directly (no runner) for `secs`; returns counts per kind.
@@ -119,10 +121,8 @@ fn scenario(url: &str, expect_procs: bool) {
     assert_eq!(info.warehouses, 1);
     assert!((0..=255).contains(&info.c_load));
     assert_eq!(info.has_procedures, expect_procs);
-    assert_all_pass(c.as_mut(), "after build");
-    let res = tpcc::check(c.as_mut()).unwrap();
-    let eleven = res.iter().find(|r| r.number == 11).expect("condition 11");
-    assert!(eleven.detail.is_empty(), "every district checked after build: {}", eleven.detail);
+    let eleven = assert_all_pass(c.as_mut(), "after build");
+    assert!(eleven.is_empty(), "every district checked after build: {eleven}");
 
     // Condition 11 on a fresh database: one undelivered order lost from
     // district (1, 5) (in a transaction, rolled back) must be named.
@@ -133,7 +133,6 @@ fn scenario(url: &str, expect_procs: bool) {
     let eleven = res.iter().find(|r| r.number == 11).unwrap();
     assert!(!eleven.passed, "condition 11 should fail");
     assert!(eleven.detail.starts_with("w_id=1 d_id=5: "), "detail: {}", eleven.detail);
-    assert_all_pass(c.as_mut(), "after the rollback");
 
     // Run: routines where present, client SQL otherwise (and, where
     // routines exist, client SQL too).
@@ -232,10 +231,8 @@ fn scenario(url: &str, expect_procs: bool) {
     let figs = wl.probe_figures(&before, &after, window);
     let nopm = figs.iter().find(|f| f.name == "nopm").expect("nopm figure").value;
     assert!(nopm > 0.0, "nopm {nopm}");
-    assert_all_pass(c.as_mut(), "after the run");
-    let res = tpcc::check(c.as_mut()).unwrap();
-    let eleven = res.iter().find(|r| r.number == 11).unwrap();
-    assert!(eleven.detail.contains("have had deliveries"), "after deliveries: {}", eleven.detail);
+    let eleven = assert_all_pass(c.as_mut(), "after the run");
+    assert!(eleven.contains("have had deliveries"), "after deliveries: {eleven}");
 
     // Corrupt district (1, 3): the check must fail naming it.
     c.batch("UPDATE district SET d_next_o_id = d_next_o_id + 5 WHERE d_w_id = 1 AND d_id = 3").unwrap();
