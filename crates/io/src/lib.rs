@@ -1,15 +1,22 @@
 //! The storage I/O engine: database-shaped I/O profiles against a file or a
-//! block device, with io_uring (default) or psync, per-I/O latency in HDR
-//! histograms, optional rate and verification. Nothing here prints.
+//! block device, per-I/O latency in HDR histograms, optional rate and
+//! verification. Engines sit behind one small trait ([`IoEngine`]):
+//! io_uring (default), psync, and null (no device) for testing the runner.
+//! Profiles run on the shared step runner (`storbench_metrics::runner`).
+//! Nothing here prints.
 
 #![deny(missing_docs)]
 
 pub mod dist;
 pub mod engine;
+pub mod engines;
 pub mod profile;
+pub mod session;
 pub mod target;
 pub mod verify;
 
-pub use engine::{run_profile, uring_available, Engine, IoFailure, ProfileResult, RunOptions, Tick};
+pub use engine::{run_profile, IoFailure, ProfileResult, RunOptions, Tick};
+pub use engines::{Caps, IoEngine, Queue};
 pub use profile::{Distribution, Pattern, Profile};
+pub use session::{prepare, Overrides, PrepareError, Prepared, Verdict};
 pub use target::{Target, TargetError};

@@ -71,6 +71,10 @@ pub struct Profile {
     pub rate: Option<f64>,
     /// Use only this many bytes from the start of the target.
     pub span: Option<u64>,
+    /// Uniform random offsets visit every block once per pass, per thread
+    /// (fio's default random map); else each offset is an independent draw
+    /// (fio's `--norandommap`).
+    pub random_map: bool,
     /// Where the profile comes from.
     pub source: &'static str,
 }
@@ -101,6 +105,7 @@ impl Profile {
             dist: Distribution::Uniform,
             rate: None,
             span: None,
+            random_map: false,
             source: "user",
         }
     }
@@ -171,6 +176,11 @@ impl Profile {
                 return Err(format!("{n}: hot:{p}/{q}: P must be 0-100 and Q between 0 and 100"))
             }
             _ => {}
+        }
+        if self.random_map && self.pattern == Pattern::Random && self.dist != Distribution::Uniform {
+            return Err(format!(
+                "{n}: the random map visits every block once per pass, which only a uniform distribution can; use --norandommap with --dist"
+            ));
         }
         Ok(())
     }

@@ -129,8 +129,10 @@ impl StepReport {
     }
 
     /// Adds the standard latency figures of `h` under `prefix`
-    /// (`prefix.mean`, `.p50`, `.p90`, `.p95`, `.p99`, `.p99.9`, `.max`, in µs)
-    /// and keeps the histogram itself under `prefix`.
+    /// (`prefix.mean`, `.p50`, `.p90`, `.p95`, `.p99`, `.p99.9`, `.max`, in µs,
+    /// and `.clamped`, the count of values above the histogram's hour that
+    /// were recorded as an hour) and keeps the histogram itself under
+    /// `prefix` — the one place a step's histogram is added.
     pub fn latency(&mut self, prefix: &str, h: &LatencyHistogram) {
         let s: Summary = h.summary();
         for (suffix, v) in [
@@ -144,6 +146,10 @@ impl StepReport {
         ] {
             self.figure(format!("{prefix}.{suffix}"), v, Unit::Us);
         }
+        // Always written, zero included: a clamped value makes `.max` (and
+        // perhaps `.p99.9`) a floor, and the serialised histogram does not
+        // keep the count.
+        self.figure(format!("{prefix}.clamped"), h.clamped() as f64, Unit::Count);
         self.histograms.push((prefix.to_string(), h.clone()));
     }
 
@@ -184,9 +190,23 @@ mod tests {
         }
         let mut r = StepReport::default();
         r.latency("io.read.lat", &h);
-        assert_eq!(r.figures.len(), 7);
+        assert_eq!(r.figures.len(), 8);
+        assert_eq!(r.get("io.read.lat.clamped"), Some(0.0));
         assert!((r.get("io.read.lat.p99").unwrap() - 990.0).abs() < 1.0);
         assert_eq!(r.histograms[0].0, "io.read.lat");
         assert_eq!(r.get("io.read.lat.nope"), None);
+    }
+
+    #[test]
+    fn latency_reports_how_many_values_were_clamped() {
+        let mut h = LatencyHistogram::new();
+        h.record(std::time::Duration::from_secs(2 * 3600));
+        h.record_n_ns(5_000_000_000_000, 2);
+        h.record_ns(1_000);
+        let mut r = StepReport::default();
+        r.latency("lat", &h);
+        assert_eq!(r.get("lat.clamped"), Some(3.0));
+        let f = r.figures.iter().find(|f| f.name == "lat.clamped").unwrap();
+        assert_eq!(f.unit, Unit::Count);
     }
 }

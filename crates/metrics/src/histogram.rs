@@ -149,7 +149,9 @@ impl LatencyHistogram {
     }
 
     /// Serialises in HDR's V2 compressed format (interoperable with other HDR
-    /// tools); typically a few hundred bytes.
+    /// tools); typically a few hundred bytes. The clamped count is not part
+    /// of the format: [`crate::StepReport::latency`] records it as the figure
+    /// `<name>.clamped` beside the histogram.
     pub fn to_bytes(&self) -> Result<Vec<u8>, HistogramError> {
         let mut out = Vec::new();
         V2DeflateSerializer::new()

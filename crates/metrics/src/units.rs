@@ -121,6 +121,28 @@ pub fn format_duration(d: Duration) -> String {
     }
 }
 
+/// Formats a figure for people, the one way every table, line and report
+/// of storbench prints one: whole numbers from 100 up (a fourth digit of an
+/// IOPS or TPS figure is noise), then three significant digits (`12.3`,
+/// `5.02`, `0.444`); `–` for a value that is not a number.
+pub fn format_figure(v: f64) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    let a = v.abs();
+    if v == 0.0 {
+        "0".into()
+    } else if a >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +160,16 @@ mod tests {
         }
         assert_eq!(format_duration(Duration::from_secs(90)), "1m30s");
         assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+    }
+
+    #[test]
+    fn figures() {
+        let f = format_figure;
+        assert_eq!(
+            [f(39745.67), f(613.3), f(74.0), f(12.34), f(5.024), f(0.4446)],
+            ["39746", "613", "74", "12.3", "5.02", "0.445"]
+        );
+        assert_eq!([f(-0.0), f(f64::NAN), f(f64::INFINITY), f(-2.5)], ["0", "–", "–", "-2.50"]);
     }
 
     #[test]

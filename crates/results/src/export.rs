@@ -69,9 +69,10 @@ impl Store {
     }
 }
 
-/// Quotes a CSV field when it holds a separator, quote or newline.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
+/// Quotes a CSV field when it holds a separator, quote or line break
+/// (RFC 4180): the one CSV quoting every storbench export uses.
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_string()
@@ -87,5 +88,6 @@ mod tests {
         assert_eq!(csv_field("users=8"), "users=8");
         assert_eq!(csv_field("a,b"), "\"a,b\"");
         assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("a\r\nb"), "\"a\r\nb\"");
     }
 }

@@ -13,8 +13,8 @@ mod export;
 mod schema;
 mod store;
 
-pub use export::{RunExport, StepExport};
+pub use export::{csv_field, RunExport, StepExport};
 pub use store::{
-    now_rfc3339, HistogramRow, MetricRow, NewRun, RunFilter, RunRow, SampleRow, Status, StepRow, Store,
-    StoreError,
+    now_rfc3339, short_uuid, HistogramRow, MetricRow, NewRun, RunFilter, RunRow, SampleRow, Status, StepRow,
+    Store, StoreError,
 };

@@ -38,6 +38,17 @@ pub enum StoreError {
     /// A uuid prefix matches several runs.
     #[error("run '{0}' is ambiguous: it matches several runs; give more of the uuid")]
     Ambiguous(String),
+    /// A step carries two figures or two histograms of one name: storing
+    /// one would hide the other.
+    #[error("step {step}: two {what}s named '{name}'; each name is stored once")]
+    Duplicate {
+        /// The step's index.
+        step: i64,
+        /// `figure` or `histogram`.
+        what: &'static str,
+        /// The name given twice.
+        name: String,
+    },
     /// A histogram could not be serialised.
     #[error("histogram {name}: {message}")]
     Histogram {
@@ -127,6 +138,26 @@ pub struct RunRow {
     pub cell: Option<String>,
 }
 
+impl RunRow {
+    /// The run's short uuid as printed beside its id: the first 8
+    /// characters, or 13 (through the first dash) when those 8 are all
+    /// digits — a key of digits alone is a run id, so the short form must
+    /// never be one.
+    pub fn short(&self) -> &str {
+        short_uuid(&self.uuid)
+    }
+}
+
+/// See [`RunRow::short`].
+pub fn short_uuid(uuid: &str) -> &str {
+    let head = uuid.get(..8).unwrap_or(uuid);
+    if head.bytes().all(|b| b.is_ascii_digit()) {
+        uuid.get(..13).unwrap_or(uuid)
+    } else {
+        head
+    }
+}
+
 /// A step as stored.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct StepRow {
@@ -199,6 +230,18 @@ pub struct Store {
 /// The current time as the store writes it: RFC 3339, UTC, milliseconds.
 pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// `s` as a LIKE pattern that matches only itself (escape character `\`).
+fn like_literal(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn hostname() -> String {
@@ -325,7 +368,8 @@ impl Store {
     }
 
     /// Writes one whole step — its row, figures, samples and histograms — in
-    /// one transaction.
+    /// one transaction. Two figures or two histograms of one name are
+    /// refused ([`StoreError::Duplicate`]) before anything is written.
     #[allow(clippy::too_many_arguments)]
     pub fn write_step(
         &mut self,
@@ -337,6 +381,15 @@ impl Store {
         finished_at: &str,
         report: &StepReport,
     ) -> Result<(), StoreError> {
+        let dup = |what: &'static str, mut names: Vec<&str>| {
+            names.sort_unstable();
+            match names.windows(2).find(|w| w[0] == w[1]) {
+                Some(w) => Err(StoreError::Duplicate { step: idx, what, name: w[0].to_string() }),
+                None => Ok(()),
+            }
+        };
+        dup("figure", report.figures.iter().map(|f| f.name.as_str()).collect())?;
+        dup("histogram", report.histograms.iter().map(|(n, _)| n.as_str()).collect())?;
         let mut blobs = Vec::with_capacity(report.histograms.len());
         for (name, h) in &report.histograms {
             let bytes = h
@@ -354,7 +407,9 @@ impl Store {
         .map_err(&e)?;
         {
             let mut m = tx
-                .prepare("INSERT OR REPLACE INTO metrics (run_id, step_idx, name, value, unit) VALUES (?1, ?2, ?3, ?4, ?5)")
+                .prepare(
+                    "INSERT INTO metrics (run_id, step_idx, name, value, unit) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
                 .map_err(&e)?;
             for f in &report.figures {
                 m.execute(params![run_id, idx, f.name, f.value, f.unit.as_str()]).map_err(&e)?;
@@ -368,9 +423,7 @@ impl Store {
                 s.execute(params![run_id, idx, x.t_ms as i64, x.name, x.value]).map_err(&e)?;
             }
             let mut h = tx
-                .prepare(
-                    "INSERT OR REPLACE INTO histograms (run_id, step_idx, name, hdr) VALUES (?1, ?2, ?3, ?4)",
-                )
+                .prepare("INSERT INTO histograms (run_id, step_idx, name, hdr) VALUES (?1, ?2, ?3, ?4)")
                 .map_err(&e)?;
             for (name, bytes) in &blobs {
                 h.execute(params![run_id, idx, name, bytes]).map_err(&e)?;
@@ -413,21 +466,30 @@ impl Store {
         "id, uuid, kind, label, started_at, finished_at, status, config_json, env_json, plan, cell";
 
     /// Finds a run by integer id or by a (unique) prefix of its uuid. A key
-    /// of digits alone is tried as an id first, then as a uuid prefix: the
-    /// short id printed for a run (`run 11 (54150286)`) can be all digits.
+    /// of digits alone is an id and nothing else: a number that names no
+    /// run is [`StoreError::NoSuchRun`], never a uuid that happens to start
+    /// with those digits (a script asking for run 12 must not get another
+    /// run). [`RunRow::short`] is the short form that always finds its run.
+    /// `%` and `_` in a key match themselves, not any text.
     pub fn run(&self, key: &str) -> Result<RunRow, StoreError> {
-        if let Ok(id) = key.parse::<i64>() {
+        if !key.is_empty() && key.bytes().all(|b| b.is_ascii_digit()) {
             let sql = format!("SELECT {} FROM runs WHERE id = ?1", Self::RUN_COLUMNS);
-            let by_id =
-                self.conn.query_row(&sql, params![id], Self::row_to_run).optional().map_err(self.err())?;
-            if let Some(r) = by_id {
-                return Ok(r);
-            }
+            let id = key.parse::<i64>().map_err(|_| StoreError::NoSuchRun(key.to_string()))?;
+            return self
+                .conn
+                .query_row(&sql, params![id], Self::row_to_run)
+                .optional()
+                .map_err(self.err())?
+                .ok_or_else(|| StoreError::NoSuchRun(key.to_string()));
         }
-        let sql = format!("SELECT {} FROM runs WHERE uuid LIKE ?1 || '%' LIMIT 2", Self::RUN_COLUMNS);
+        if key.is_empty() {
+            return Err(StoreError::NoSuchRun(key.to_string()));
+        }
+        let sql =
+            format!("SELECT {} FROM runs WHERE uuid LIKE ?1 || '%' ESCAPE '\\' LIMIT 2", Self::RUN_COLUMNS);
         let mut stmt = self.conn.prepare(&sql).map_err(self.err())?;
         let rows: Vec<RunRow> = stmt
-            .query_map(params![key], Self::row_to_run)
+            .query_map(params![like_literal(key)], Self::row_to_run)
             .map_err(self.err())?
             .collect::<Result<_, _>>()
             .map_err(self.err())?;
@@ -570,14 +632,8 @@ mod tests {
         drop(s);
 
         let s = Store::open(dir.path().join("r.db")).unwrap();
-        let back = s.run(&run.uuid[..8]).unwrap();
+        let back = s.run(run.short()).unwrap();
         assert_eq!(back.status, Status::Complete);
-        // A uuid whose short form is all digits is still found by it (one
-        // in forty uuids; this test once failed on such a one).
-        s.conn
-            .execute("UPDATE runs SET uuid = '54150286' || substr(uuid, 9) WHERE id = ?1", params![run.id])
-            .unwrap();
-        assert_eq!(s.run("54150286").unwrap().id, run.id);
         assert_eq!(s.run(&run.id.to_string()).unwrap().id, run.id);
         assert!(matches!(s.run("99999"), Err(StoreError::NoSuchRun(_))));
         assert_eq!(back.config["bs"], 8192);
@@ -592,6 +648,73 @@ mod tests {
         let back_h = LatencyHistogram::from_bytes(&hs[0].hdr).unwrap();
         assert_eq!(back_h.summary(), h.summary());
         assert_eq!(s.steps(run.id).unwrap()[0].params["qd"], 8);
+    }
+
+    #[test]
+    fn a_number_that_names_no_run_is_an_error_not_a_uuid_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(dir.path().join("r.db")).unwrap();
+        let run = s.begin_run(&new_run()).unwrap();
+        // One uuid in forty starts with eight digits.
+        s.conn
+            .execute("UPDATE runs SET uuid = '54150286-1234-4abc-8def-0123456789ab' WHERE id = ?1", [run.id])
+            .unwrap();
+        assert!(matches!(s.run("54150286"), Err(StoreError::NoSuchRun(_))));
+        assert!(matches!(s.run("5415"), Err(StoreError::NoSuchRun(_))));
+        assert!(matches!(s.run(""), Err(StoreError::NoSuchRun(_))));
+        // The short form printed for it is not all digits, and finds it.
+        let back = s.run(&run.id.to_string()).unwrap();
+        assert_eq!(back.short(), "54150286-1234");
+        assert_eq!(s.run(back.short()).unwrap().id, run.id);
+        assert_eq!(s.run("54150286-").unwrap().id, run.id);
+    }
+
+    #[test]
+    fn like_wildcards_in_a_key_match_only_themselves() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(dir.path().join("r.db")).unwrap();
+        s.begin_run(&new_run()).unwrap();
+        let b = s.begin_run(&new_run()).unwrap();
+        for key in ["%", "_", "%%", "____", "a%", "\\", "%-%"] {
+            assert!(matches!(s.run(key), Err(StoreError::NoSuchRun(_))), "{key}");
+        }
+        // A real prefix with its case changed still finds its run.
+        s.conn
+            .execute("UPDATE runs SET uuid = 'abcdef12-0000-4000-8000-000000000000' WHERE id = ?1", [b.id])
+            .unwrap();
+        assert_eq!(s.run("ABCDE").unwrap().id, b.id);
+        assert_eq!(s.run("abcdef12").unwrap().short(), "abcdef12");
+    }
+
+    #[test]
+    fn a_name_given_twice_is_refused_and_nothing_of_the_step_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(dir.path().join("r.db")).unwrap();
+        let run = s.begin_run(&new_run()).unwrap();
+        let h = LatencyHistogram::new();
+        let mut twice = StepReport::default();
+        twice.latency("lat", &h);
+        twice.histograms.push(("lat".into(), h.clone()));
+        let e = s.write_step(run.id, 0, "a", &serde_json::json!({}), "a", "b", &twice).unwrap_err();
+        assert!(matches!(&e, StoreError::Duplicate { what: "histogram", name, .. } if name == "lat"), "{e}");
+        let mut clash = StepReport::default();
+        clash.figure("tps", 1.0, Unit::PerS);
+        clash.figure("tps", 2.0, Unit::PerS);
+        let e = s.write_step(run.id, 0, "a", &serde_json::json!({}), "a", "b", &clash).unwrap_err();
+        assert_eq!(e.to_string(), "step 0: two figures named 'tps'; each name is stored once");
+        assert!(s.steps(run.id).unwrap().is_empty());
+        assert!(s.metrics(run.id).unwrap().is_empty());
+        // Once each: every histogram is stored once, with its clamped count.
+        let mut once = StepReport::default();
+        let mut h = LatencyHistogram::new();
+        h.record(Duration::from_secs(7200));
+        once.latency("lat", &h);
+        once.latency("txn.a.lat", &LatencyHistogram::new());
+        s.write_step(run.id, 0, "a", &serde_json::json!({}), "a", "b", &once).unwrap();
+        let names: Vec<_> = s.histograms(run.id).unwrap().into_iter().map(|h| h.name).collect();
+        assert_eq!(names, ["lat", "txn.a.lat"]);
+        let m = s.metrics(run.id).unwrap();
+        assert_eq!(m.iter().find(|m| m.name == "lat.clamped").unwrap().value, 1.0);
     }
 
     #[test]

@@ -34,6 +34,12 @@ const KEEP: usize = 6 * 3600;
 /// still count as inside it.
 const HALF: Duration = Duration::from_millis(500);
 
+/// Mean CPU steal (%) over a step's window at or above which the step is
+/// flagged (`flag.steal`): the hypervisor took that much of the CPUs, so
+/// the step measured a busier machine than the others. A TPC-B round with
+/// 12 % steal here was the one outlier of its series.
+pub const STEAL_FLAG_PCT: f64 = 5.0;
+
 /// Time for the sampler to read /proc and store a second it has timed.
 const SAMPLE_SLACK: Duration = Duration::from_millis(100);
 
@@ -149,6 +155,7 @@ pub fn summarise(snaps: &[Snapshot], start: Instant, measure_from: Instant) -> S
         r.sample(t, "cpu.system", s.cpu.system);
         r.sample(t, "cpu.iowait", s.cpu.iowait);
         r.sample(t, "cpu.idle", s.cpu.idle);
+        r.sample(t, "cpu.steal", s.cpu.steal);
         for (name, d) in &s.disks {
             for (k, v) in disk_fields(d) {
                 r.sample(t, format!("dev.{name}.{k}"), v);
@@ -177,7 +184,11 @@ pub fn summarise(snaps: &[Snapshot], start: Instant, measure_from: Instant) -> S
     r.figure("cpu.iowait", mean(&iowait), Unit::Percent);
     r.figure("cpu.iowait.p99", p99(&iowait), Unit::Percent);
     r.figure("cpu.idle", mean(&col(&|s| s.cpu.idle)), Unit::Percent);
-    r.figure("cpu.steal", mean(&col(&|s| s.cpu.steal)), Unit::Percent);
+    let steal = mean(&col(&|s| s.cpu.steal));
+    r.figure("cpu.steal", steal, Unit::Percent);
+    if steal >= STEAL_FLAG_PCT {
+        r.figure("flag.steal", steal, Unit::Percent);
+    }
     let names: BTreeSet<&String> = w.iter().flat_map(|s| s.disks.iter().map(|d| &d.0)).collect();
     for name in names {
         let rows: Vec<DiskRates> =
@@ -338,6 +349,26 @@ mod tests {
         }
         let writes: f64 = m.devices().iter().filter_map(|d| r.get(&format!("dev.{d}.w_iops"))).sum();
         assert!(writes > 0.0, "the synchronous writes show on {:?}: {:?}", m.devices(), r.figures);
+    }
+
+    #[test]
+    fn steal_above_the_threshold_flags_the_step() {
+        let t0 = Instant::now();
+        let snap = |secs: u64, steal: f64| Snapshot {
+            at: t0 + Duration::from_secs(secs),
+            cpu: crate::procfs::CpuPct { user: 50.0, steal, idle: 50.0 - steal, ..Default::default() },
+            disks: Vec::new(),
+            psi: None,
+        };
+        // Seconds 1..=4 in the window: 2, 4, 6, 8 % steal, mean 5 %.
+        let r = summarise(&[snap(1, 2.0), snap(2, 4.0), snap(3, 6.0), snap(4, 8.0)], t0, t0);
+        assert_eq!(r.get("cpu.steal"), Some(5.0));
+        assert_eq!(r.get("flag.steal"), Some(5.0));
+        let steal: Vec<f64> = r.samples.iter().filter(|s| s.name == "cpu.steal").map(|s| s.value).collect();
+        assert_eq!(steal, [2.0, 4.0, 6.0, 8.0], "a per-second series");
+        let r = summarise(&[snap(1, 4.0), snap(2, 5.5)], t0, t0);
+        assert_eq!(r.get("cpu.steal"), Some(4.75));
+        assert_eq!(r.get("flag.steal"), None, "under 5 %: not flagged");
     }
 
     #[test]
