@@ -63,6 +63,12 @@ impl DbError {
         self.kind == ErrorKind::Retryable
     }
 
+    /// The statement was cancelled on request ([`crate::Cancel`]):
+    /// PostgreSQL's 57014, MySQL's 1317 (query interrupted).
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self.code.as_deref(), Some("57014" | "1317"))
+    }
+
     /// The connection is gone; reconnect before going on.
     pub fn is_closed(&self) -> bool {
         matches!(self.kind, ErrorKind::Closed | ErrorKind::Connect)

@@ -14,6 +14,8 @@
 
 mod error;
 mod mysql;
+mod notice;
+mod pgtls;
 mod pgwire;
 mod placeholder;
 mod postgres;
@@ -24,6 +26,8 @@ mod value;
 use std::collections::BTreeMap;
 
 pub use error::{DbError, ErrorKind};
+pub use notice::{set_notice_handler, Notice};
+pub use pgwire::TlsInfo;
 pub use url::{redact_text, DbUrl, Engine};
 pub use value::{Row, Stmt, Value};
 
@@ -82,6 +86,29 @@ pub struct ServerInfo {
     pub settings: BTreeMap<String, String>,
 }
 
+/// Cancels the statement a connection is running, from another thread.
+///
+/// Got from [`Connection::canceller`] while the connection is idle, kept
+/// by whoever may need to interrupt it (the runner at a step's end, on a
+/// timeout or Ctrl-C), and called while the connection's own thread is
+/// blocked in `execute`/`query`/`commit`...: that call then returns an
+/// error for which [`DbError::is_cancelled`] is true, and the connection
+/// stays usable (a cancelled statement inside a transaction aborts the
+/// transaction: roll back). It opens a connection of its own, so it costs a
+/// connect; it is cheap to keep and safe to call from any number of
+/// threads, any number of times.
+///
+/// What it cancels is whatever the connection runs when the server gets
+/// the request: called when nothing runs it does nothing, but it can race
+/// with the next statement (the protocol says so; libpq's PQcancel has the
+/// same race). A handle belongs to one session: after a reconnect, ask the
+/// new connection for a new one.
+pub trait Cancel: Send + Sync {
+    /// Sends the request and returns once the server has taken it. An error
+    /// means the request could not be delivered (the server is gone).
+    fn cancel(&self) -> Result<(), DbError>;
+}
+
 /// A database connection. Synchronous; one per thread.
 pub trait Connection: Send {
     /// The SQL dialect.
@@ -111,6 +138,19 @@ pub trait Connection: Send {
     fn server_info(&mut self) -> Result<ServerInfo, DbError>;
     /// True once the connection is known to be gone.
     fn is_closed(&self) -> bool;
+
+    /// A handle that cancels what this connection runs, from another
+    /// thread (see [`Cancel`]); `None` where the engine has no way to
+    /// (SQLite: its statements are in this process).
+    fn canceller(&self) -> Option<Box<dyn Cancel>> {
+        None
+    }
+
+    /// The TLS this connection runs over, for the run's record; `None` when
+    /// it runs in the clear (or the engine has no network, or does not say).
+    fn tls(&self) -> Option<TlsInfo> {
+        None
+    }
 
     /// Runs a query that must return exactly one row.
     fn query_one(&mut self, stmt: &Stmt, params: &[Value]) -> Result<Row, DbError> {

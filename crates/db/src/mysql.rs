@@ -1,6 +1,7 @@
 //! MySQL and MariaDB through mysql_async, driven on the caller's thread by a
 //! private single-threaded runtime. Counters come from `SHOW GLOBAL STATUS`
-//! (Com_commit + Com_rollback: server-wide, as HammerDB reads them).
+//! (Com_commit + Com_rollback: server-wide, as HammerDB reads them). A
+//! statement is cancelled by `KILL QUERY` from a second connection.
 
 use mysql_async::consts::ColumnType;
 use mysql_async::prelude::Queryable;
@@ -11,7 +12,7 @@ use crate::error::{DbError, ErrorKind};
 use crate::placeholder::to_mysql;
 use crate::url::DbUrl;
 use crate::value::{Row, Stmt, StmtCache, Value};
-use crate::{Caps, Connection, Counters, Dialect, ServerInfo};
+use crate::{Cancel, Caps, Connection, Counters, Dialect, ServerInfo};
 
 pub(crate) struct MyConn {
     rt: Runtime,
@@ -19,6 +20,38 @@ pub(crate) struct MyConn {
     /// Prepared statement and the order in which to bind `$n` parameters.
     stmts: StmtCache<(Statement, Vec<usize>)>,
     closed: bool,
+    /// What a cancel needs: the options to connect again, and this
+    /// session's id for `KILL QUERY`.
+    opts: Opts,
+    id: u32,
+}
+
+/// Cancels a statement by `KILL QUERY <id>` from a connection of its own
+/// (MySQL has no cancel message in its protocol).
+struct MyCancel {
+    opts: Opts,
+    id: u32,
+}
+
+impl Cancel for MyCancel {
+    fn cancel(&self) -> Result<(), DbError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| DbError::new(ErrorKind::Other, format!("mysql: cannot start runtime: {e}")))?;
+        let r = rt.block_on(async {
+            let mut c = Conn::new(self.opts.clone()).await?;
+            let r = c.query_drop(format!("KILL QUERY {}", self.id)).await;
+            let _ = c.disconnect().await;
+            r
+        });
+        match r.map_err(map_err) {
+            Ok(()) => Ok(()),
+            // 1094, unknown thread: the session is gone, nothing to cancel.
+            Err(e) if e.code() == Some("1094") => Ok(()),
+            Err(e) => Err(DbError::new(e.kind(), format!("mysql: cannot send KILL QUERY: {e}"))),
+        }
+    }
 }
 
 fn map_err(e: mysql_async::Error) -> DbError {
@@ -128,12 +161,13 @@ impl MyConn {
         } else {
             mysql_async::OptsBuilder::from_opts(opts).stmt_cache_size(1024).into()
         };
-        let conn = rt.block_on(Conn::new(opts)).map_err(|e| {
+        let conn = rt.block_on(Conn::new(opts.clone())).map_err(|e| {
             let err = map_err(e);
             let kind = if err.kind() == ErrorKind::Closed { ErrorKind::Connect } else { err.kind() };
             DbError::new(kind, format!("cannot connect to {}: {err}", url.redacted()))
         })?;
-        Ok(MyConn { rt, conn: Some(conn), stmts: StmtCache::new(), closed: false })
+        let id = conn.id();
+        Ok(MyConn { rt, conn: Some(conn), stmts: StmtCache::new(), closed: false, opts, id })
     }
 
     fn conn(&mut self) -> Result<&mut Conn, DbError> {
@@ -282,6 +316,10 @@ impl Connection for MyConn {
 
     fn is_closed(&self) -> bool {
         self.closed
+    }
+
+    fn canceller(&self) -> Option<Box<dyn Cancel>> {
+        Some(Box::new(MyCancel { opts: self.opts.clone(), id: self.id }))
     }
 }
 

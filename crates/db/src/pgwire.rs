@@ -8,29 +8,43 @@
 //! than in storbench itself. Blocking I/O costs one `write` and, usually, one
 //! `read` per call. Message encoding, parsing and authentication (MD5,
 //! SCRAM-SHA-256) come from `postgres-protocol`; URL parsing from
-//! `tokio_postgres::Config`, so both accept the same URLs.
+//! `tokio_postgres::Config`, so both accept the same URLs; TLS (rustls, per
+//! `sslmode`) is set up in `pgtls` and wraps the same blocking socket.
+//!
+//! The conversation stays in step or ends: every answer is read to
+//! ReadyForQuery, whatever the caller made of it, and a stream that cannot
+//! be parsed shuts the socket and refuses further use. The backend key is
+//! kept so that another thread can cancel a running statement (`PgCancel`).
 
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{BufMut, BytesMut};
 use fallible_iterator::FallibleIterator;
 use postgres_protocol::authentication::{md5_hash, sasl};
-use postgres_protocol::message::backend::{DataRowBody, ErrorResponseBody, Message};
+use postgres_protocol::message::backend::{DataRowBody, ErrorFields, ErrorResponseBody, Message};
 use postgres_protocol::message::frontend;
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, StreamOwned};
 use tokio_postgres::config::Host;
 use tokio_postgres::types::{IsNull, ToSql, Type};
 use tokio_postgres::Config;
 
 use crate::error::{DbError, ErrorKind};
+use crate::notice::{self, Notice};
+use crate::pgtls::{self, SslMode, TlsParams};
 use crate::value::{Row, Value};
 
 enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    /// TLS over TCP; boxed because a rustls connection is large.
+    Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
 }
 
 impl Read for Stream {
@@ -38,6 +52,7 @@ impl Read for Stream {
         match self {
             Stream::Tcp(s) => s.read(buf),
             Stream::Unix(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
         }
     }
 }
@@ -47,7 +62,18 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.set_read_timeout(t),
             Stream::Unix(s) => s.set_read_timeout(t),
+            Stream::Tls(s) => s.sock.set_read_timeout(t),
         }
+    }
+
+    /// Ends the socket in both directions, so that a connection given up
+    /// on mid-conversation can never be read from or written to again.
+    fn shutdown(&self) {
+        let _ = match self {
+            Stream::Tcp(s) => s.shutdown(Shutdown::Both),
+            Stream::Unix(s) => s.shutdown(Shutdown::Both),
+            Stream::Tls(s) => s.sock.shutdown(Shutdown::Both),
+        };
     }
 }
 
@@ -56,11 +82,52 @@ impl Write for Stream {
         match self {
             Stream::Tcp(s) => s.write(buf),
             Stream::Unix(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        match self {
+            // rustls holds encrypted records until flushed.
+            Stream::Tls(s) => s.flush(),
+            _ => Ok(()),
+        }
     }
+}
+
+/// Where a connection went, for the cancel request's own connection.
+#[derive(Clone, Debug)]
+enum Endpoint {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+/// What a connection needs to open another one like it for a cancel
+/// request: the same address, and TLS when the connection had it.
+#[derive(Clone)]
+struct Reach {
+    endpoint: Endpoint,
+    tls: Option<TlsSetup>,
+    timeout: Duration,
+}
+
+/// A TLS client set up for one host.
+#[derive(Clone)]
+struct TlsSetup {
+    config: Arc<ClientConfig>,
+    name: ServerName<'static>,
+    mode: SslMode,
+    roots: Arc<str>,
+}
+
+/// What TLS a connection negotiated, for the run's record.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TlsInfo {
+    /// `sslmode` the URL asked for (`prefer` when it said nothing).
+    pub sslmode: String,
+    /// TLS version, e.g. `TLSv1_3`.
+    pub version: String,
+    /// Cipher suite, e.g. `TLS13_AES_256_GCM_SHA384`.
+    pub cipher: String,
 }
 
 /// A prepared statement: its server-side name and the types the server
@@ -96,6 +163,10 @@ pub(crate) struct Wire {
     closed: bool,
     /// The server's ParameterStatus values (server_version, ...).
     pub(crate) server_params: BTreeMap<String, String>,
+    /// BackendKeyData: the backend's process id and cancel secret.
+    key: Option<(i32, i32)>,
+    reach: Reach,
+    tls: Option<TlsInfo>,
 }
 
 /// SQLSTATE → error kind, for the codes a workload reacts to.
@@ -130,62 +201,178 @@ fn user_of(config: &Config) -> String {
         .unwrap_or_else(|| "postgres".to_string())
 }
 
-fn open(host: &Host, port: u16, timeout: Duration) -> io::Result<Stream> {
+fn open(host: &Host, port: u16, timeout: Duration) -> io::Result<(Stream, Endpoint)> {
     match host {
         Host::Tcp(name) => {
             let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{name} resolves to no address"));
             for addr in (name.as_str(), port).to_socket_addrs()? {
-                match TcpStream::connect_timeout(&addr, timeout) {
-                    Ok(s) => {
-                        s.set_nodelay(true)?;
-                        let sock = socket2::SockRef::from(&s);
-                        let ka = socket2::TcpKeepalive::new()
-                            .with_time(Duration::from_secs(10))
-                            .with_interval(Duration::from_secs(5));
-                        sock.set_tcp_keepalive(&ka)?;
-                        return Ok(Stream::Tcp(s));
-                    }
+                match tcp(addr, timeout) {
+                    Ok(s) => return Ok((Stream::Tcp(s), Endpoint::Tcp(addr))),
                     Err(e) => last = e,
                 }
             }
             Err(last)
         }
-        Host::Unix(dir) => Ok(Stream::Unix(UnixStream::connect(dir.join(format!(".s.PGSQL.{port}")))?)),
+        Host::Unix(dir) => {
+            let path = dir.join(format!(".s.PGSQL.{port}"));
+            Ok((Stream::Unix(UnixStream::connect(&path)?), Endpoint::Unix(path)))
+        }
+    }
+}
+
+fn tcp(addr: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
+    let s = TcpStream::connect_timeout(&addr, timeout)?;
+    s.set_nodelay(true)?;
+    let sock = socket2::SockRef::from(&s);
+    let ka =
+        socket2::TcpKeepalive::new().with_time(Duration::from_secs(10)).with_interval(Duration::from_secs(5));
+    sock.set_tcp_keepalive(&ka)?;
+    Ok(s)
+}
+
+/// What the server answered to SSLRequest.
+enum Offer {
+    /// TLS: the handshake comes next on this socket.
+    Accepted(TcpStream),
+    /// No TLS, and the mode allows going on in the clear on this socket.
+    Declined(TcpStream),
+}
+
+/// Asks a freshly opened TCP connection for TLS (SSLRequest). A server
+/// that declines is an error when the mode requires TLS.
+fn request_tls(mut sock: TcpStream, setup: &TlsSetup) -> Result<Offer, DbError> {
+    let mut req = BytesMut::with_capacity(8);
+    frontend::ssl_request(&mut req);
+    sock.write_all(&req).map_err(io_error)?;
+    let mut answer = [0u8; 1];
+    sock.read_exact(&mut answer).map_err(|e| match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+            DbError::new(ErrorKind::Connect, "postgres: the server did not answer the TLS request in time")
+        }
+        _ => io_error(e),
+    })?;
+    match answer[0] {
+        b'S' => Ok(Offer::Accepted(sock)),
+        b'N' if !setup.mode.required() => Ok(Offer::Declined(sock)),
+        b'N' => Err(DbError::new(
+            ErrorKind::Connect,
+            format!("postgres: sslmode={} and the server does not accept TLS", setup.mode.name()),
+        )),
+        other => Err(DbError::new(
+            ErrorKind::Connect,
+            format!("postgres: protocol error: unexpected answer {other:#04x} to the TLS request"),
+        )),
+    }
+}
+
+/// The TLS handshake on a socket the server accepted TLS on.
+fn handshake(mut sock: TcpStream, setup: &TlsSetup) -> Result<Stream, DbError> {
+    let mut conn = ClientConnection::new(setup.config.clone(), setup.name.clone())
+        .map_err(|e| DbError::new(ErrorKind::Connect, format!("postgres: TLS: {e}")))?;
+    while conn.is_handshaking() {
+        conn.complete_io(&mut sock).map_err(|e| match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => DbError::new(
+                ErrorKind::Connect,
+                "postgres: the server did not finish the TLS handshake in time",
+            ),
+            _ => pgtls::handshake_error(setup.mode, &setup.roots, &e),
+        })?;
+    }
+    Ok(Stream::Tls(Box::new(StreamOwned::new(conn, sock))))
+}
+
+/// TLS on a fresh TCP connection to `addr` as `setup` says. Under
+/// `prefer`, a handshake that fails is retried in the clear on a new
+/// connection, as libpq does; the other modes fail with it.
+fn secure(sock: TcpStream, addr: SocketAddr, setup: &TlsSetup, timeout: Duration) -> Result<Stream, DbError> {
+    match request_tls(sock, setup)? {
+        Offer::Declined(sock) => Ok(Stream::Tcp(sock)),
+        Offer::Accepted(sock) => match handshake(sock, setup) {
+            Err(_) if setup.mode == SslMode::Prefer => {
+                let sock = tcp(addr, timeout).map_err(io_error)?;
+                sock.set_read_timeout(Some(timeout)).map_err(io_error)?;
+                Ok(Stream::Tcp(sock))
+            }
+            r => r,
+        },
     }
 }
 
 impl Wire {
     /// Connects and authenticates; errors carry no URL (the caller adds the
-    /// redacted one).
-    pub(crate) fn connect(config: &Config) -> Result<Wire, DbError> {
+    /// redacted one). TLS per `tls` on TCP; a Unix socket is always plain.
+    pub(crate) fn connect(config: &Config, tls: &TlsParams) -> Result<Wire, DbError> {
         let timeout = config.get_connect_timeout().copied().unwrap_or(Duration::from_secs(10));
-        if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
+        // SCRAM here never binds to the TLS channel: a URL that demands it
+        // is refused, not given a login without it.
+        if config.get_channel_binding() == tokio_postgres::config::ChannelBinding::Require {
             return Err(DbError::new(
                 ErrorKind::Connect,
-                "postgres: sslmode=require, and storbench speaks PostgreSQL without TLS (use sslmode=disable or prefer)",
+                "postgres: channel_binding=require is not supported: storbench's SCRAM login does not bind \
+                 to the TLS channel (use channel_binding=prefer or disable)",
             ));
         }
         let hosts = config.get_hosts();
         if hosts.is_empty() {
             return Err(DbError::new(ErrorKind::Connect, "postgres: the URL names no host"));
         }
+        let tls_config = match tls.mode {
+            SslMode::Disable => None,
+            _ => Some(pgtls::client_config(tls)?),
+        };
         let ports = config.get_ports();
         let mut last = None;
         for (i, host) in hosts.iter().enumerate() {
             let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
             match open(host, port, timeout) {
-                Ok(stream) => {
+                Ok((stream, endpoint)) => {
+                    // A server that accepts but never answers must not hang
+                    // the login: the connect timeout bounds it too.
+                    stream.set_read_timeout(Some(timeout)).map_err(io_error)?;
+                    let setup = match (&tls_config, host, &endpoint) {
+                        (Some((config, roots)), Host::Tcp(name), Endpoint::Tcp(addr)) => Some(TlsSetup {
+                            config: config.clone(),
+                            // Only verify-full checks the name: a host name
+                            // that cannot be one (my_db) needs it nowhere else.
+                            name: match pgtls::server_name(name) {
+                                Err(e) if tls.mode == SslMode::VerifyFull => return Err(e),
+                                Err(_) => ServerName::IpAddress(addr.ip().into()),
+                                Ok(n) => n,
+                            },
+                            mode: tls.mode,
+                            roots: roots.clone(),
+                        }),
+                        _ => None,
+                    };
+                    let stream = match (stream, &setup, &endpoint) {
+                        (Stream::Tcp(sock), Some(setup), Endpoint::Tcp(addr)) => {
+                            secure(sock, *addr, setup, timeout)?
+                        }
+                        (stream, _, _) => stream,
+                    };
+                    let tls_info = match &stream {
+                        Stream::Tls(s) => Some(TlsInfo {
+                            sslmode: tls.mode.name().to_string(),
+                            version: s.conn.protocol_version().map(|v| format!("{v:?}")).unwrap_or_default(),
+                            cipher: s
+                                .conn
+                                .negotiated_cipher_suite()
+                                .map(|c| format!("{:?}", c.suite()))
+                                .unwrap_or_default(),
+                        }),
+                        _ => None,
+                    };
                     let mut w = Wire {
+                        reach: Reach { endpoint, tls: setup.filter(|_| tls_info.is_some()), timeout },
+                        tls: tls_info,
                         stream,
                         rbuf: BytesMut::with_capacity(64 * 1024),
                         scratch: vec![0; 32 * 1024].into_boxed_slice(),
                         wbuf: BytesMut::with_capacity(4 * 1024),
                         closed: false,
                         server_params: BTreeMap::new(),
+                        key: None,
                     };
-                    // A server that accepts but never answers must not hang
-                    // the login: the connect timeout bounds it too.
-                    w.stream.set_read_timeout(Some(timeout)).map_err(io_error)?;
                     w.startup(config)?;
                     w.stream.set_read_timeout(None).map_err(io_error)?;
                     return Ok(w);
@@ -195,6 +382,18 @@ impl Wire {
         }
         let e = last.expect("at least one host was tried");
         Err(DbError::new(ErrorKind::Connect, format!("postgres: {e}")))
+    }
+
+    /// The TLS this connection negotiated; `None` when it runs in the clear.
+    pub(crate) fn tls(&self) -> Option<&TlsInfo> {
+        self.tls.as_ref()
+    }
+
+    /// A handle that cancels what this connection runs, from any thread;
+    /// `None` before the server sent its key (never after a login).
+    pub(crate) fn canceller(&self) -> Option<PgCancel> {
+        let (pid, secret) = self.key?;
+        Some(PgCancel { reach: self.reach.clone(), pid, secret })
     }
 
     fn startup(&mut self, config: &Config) -> Result<(), DbError> {
@@ -268,7 +467,7 @@ impl Wire {
                          (trust, password, md5 and scram-sha-256 are supported)",
                     ))
                 }
-                Message::BackendKeyData(_) => {}
+                Message::BackendKeyData(k) => self.key = Some((k.process_id(), k.secret_key())),
                 Message::ReadyForQuery(_) => return Ok(()),
                 Message::ErrorResponse(body) => {
                     let e = self.server_error(&body);
@@ -312,8 +511,14 @@ impl Wire {
         })
     }
 
+    /// Writes the write buffer out. Refused once the connection is closed:
+    /// a connection given up on mid-conversation is never written to again.
     fn send(&mut self) -> Result<(), DbError> {
-        let r = self.stream.write_all(&self.wbuf);
+        if self.closed {
+            self.wbuf.clear();
+            return Err(DbError::new(ErrorKind::Closed, "postgres: the connection is closed"));
+        }
+        let r = self.stream.write_all(&self.wbuf).and_then(|()| self.stream.flush());
         self.wbuf.clear();
         r.map_err(|e| {
             self.closed = true;
@@ -321,12 +526,26 @@ impl Wire {
         })
     }
 
+    /// Gives the connection up: the server said something that leaves the
+    /// conversation's position unknown, so it must never be reused. The
+    /// socket is shut down (the backend ends) and `what` comes back as a
+    /// `Closed` error, which tells a worker to reconnect.
+    fn broken(&mut self, what: impl std::fmt::Display) -> DbError {
+        self.closed = true;
+        self.stream.shutdown();
+        DbError::new(ErrorKind::Closed, format!("postgres: protocol error: {what}; connection closed"))
+    }
+
     /// The next message that matters (notices and parameter changes are
     /// absorbed here).
     fn recv(&mut self) -> Result<Message, DbError> {
         loop {
             match Message::parse(&mut self.rbuf) {
-                Ok(Some(Message::NoticeResponse(_))) | Ok(Some(Message::NotificationResponse(_))) => continue,
+                Ok(Some(Message::NoticeResponse(body))) => {
+                    notice::emit(&notice_of(body.fields()));
+                    continue;
+                }
+                Ok(Some(Message::NotificationResponse(_))) => continue,
                 Ok(Some(Message::ParameterStatus(p))) => {
                     if let (Ok(k), Ok(v)) = (p.name(), p.value()) {
                         self.server_params.insert(k.to_string(), v.to_string());
@@ -335,13 +554,7 @@ impl Wire {
                 }
                 Ok(Some(m)) => return Ok(m),
                 Ok(None) => {}
-                Err(e) => {
-                    self.closed = true;
-                    return Err(DbError::new(
-                        ErrorKind::Other,
-                        format!("postgres: bad message from server: {e}"),
-                    ));
-                }
+                Err(e) => return Err(self.broken(format_args!("bad message from server: {e}"))),
             }
             // Read into a scratch buffer zeroed once, and copy what came:
             // a typical answer is a few hundred bytes, and zeroing a window
@@ -373,10 +586,13 @@ impl Wire {
     }
 
     /// Reads to ReadyForQuery, handing every other message to `each`; the
-    /// first server error is returned after ReadyForQuery (the connection
-    /// stays usable). `each` fails only on a message it does not expect. A
-    /// COPY FROM STDIN the caller did not ask for is refused here, whatever
-    /// sent it.
+    /// first error is returned after ReadyForQuery, so the connection stays
+    /// in step and usable. `each` fails on a message it does not expect or
+    /// cannot decode: that error is kept, and the rest of the answer is
+    /// read past without `each`. A COPY FROM STDIN the caller did not ask
+    /// for is refused here, whatever sent it; a COPY TO STDOUT's data is
+    /// read and dropped. A message that cannot be parsed at all (CopyBoth,
+    /// an unknown tag) closes the connection in `recv`.
     fn read_to_ready(&mut self, mut each: impl FnMut(Message) -> Result<(), DbError>) -> Result<(), DbError> {
         let mut err = None;
         loop {
@@ -392,8 +608,14 @@ impl Wire {
                     self.encode(|b| frontend::copy_fail("storbench sends COPY data only through load", b))?;
                     self.send()?;
                 }
+                Message::CopyOutResponse(_) | Message::CopyData(_) | Message::CopyDone => {}
                 Message::ReadyForQuery(_) => break,
-                m => each(m)?,
+                m if err.is_none() => {
+                    if let Err(e) = each(m) {
+                        err = Some(e);
+                    }
+                }
+                _ => {}
             }
         }
         err.map_or(Ok(()), Err)
@@ -525,14 +747,21 @@ impl Wire {
                 }
                 return Err(e);
             }
-            _ => return Err(protocol_error("answer to COPY")),
+            // Not a COPY FROM STDIN after all: read the answer out so the
+            // connection stays in step, and say so.
+            Message::ReadyForQuery(_) => return Err(protocol_error("end of answer to COPY")),
+            m => {
+                let name = message_name(&m);
+                self.read_to_ready(|_| Ok(()))?;
+                return Err(protocol_error(&format!("{name} in answer to COPY FROM STDIN")));
+            }
         }
         // CopyData messages of at most 1 MiB, written straight from `data`.
         for chunk in data.chunks(1 << 20) {
             self.wbuf.put_u8(b'd');
             self.wbuf.put_i32(chunk.len() as i32 + 4);
             self.send()?;
-            self.stream.write_all(chunk).map_err(|e| {
+            self.stream.write_all(chunk).and_then(|()| self.stream.flush()).map_err(|e| {
                 self.closed = true;
                 io_error(e)
             })?;
@@ -546,11 +775,101 @@ impl Wire {
     }
 }
 
+/// The message's name, for an error that reports it.
+fn message_name(m: &Message) -> &'static str {
+    match m {
+        Message::BindComplete => "BindComplete",
+        Message::CommandComplete(_) => "CommandComplete",
+        Message::CopyData(_) => "CopyData",
+        Message::CopyDone => "CopyDone",
+        Message::CopyOutResponse(_) => "CopyOutResponse",
+        Message::CopyInResponse(_) => "CopyInResponse",
+        Message::DataRow(_) => "DataRow",
+        Message::EmptyQueryResponse => "EmptyQueryResponse",
+        Message::NoData => "NoData",
+        Message::ParseComplete => "ParseComplete",
+        Message::RowDescription(_) => "RowDescription",
+        _ => "message",
+    }
+}
+
+/// A NoticeResponse's fields as a [`Notice`]. `V` (the severity never
+/// translated, servers 9.6+) is preferred to `S` (localised).
+fn notice_of(mut fields: ErrorFields<'_>) -> Notice {
+    let mut n =
+        Notice { engine: "postgres", severity: String::new(), code: String::new(), message: String::new() };
+    let mut localized = String::new();
+    while let Ok(Some(f)) = fields.next() {
+        let v = || String::from_utf8_lossy(f.value_bytes()).into_owned();
+        match f.type_() {
+            b'V' => n.severity = v(),
+            b'S' => localized = v(),
+            b'C' => n.code = v(),
+            b'M' => n.message = v(),
+            _ => {}
+        }
+    }
+    if n.severity.is_empty() {
+        n.severity = localized;
+    }
+    n
+}
+
+/// Sends a CancelRequest for one backend over a connection of its own, as
+/// the protocol asks (the busy connection cannot carry it).
+pub(crate) struct PgCancel {
+    reach: Reach,
+    pid: i32,
+    secret: i32,
+}
+
+impl PgCancel {
+    /// Opens a connection to where the cancelled one went (TLS when it had
+    /// TLS), sends the request and waits for the server to close, which
+    /// it does once it has signalled the backend.
+    pub(crate) fn send(&self) -> Result<(), DbError> {
+        let t = self.reach.timeout;
+        let fail = |e: io::Error| {
+            DbError::new(ErrorKind::Connect, format!("postgres: cannot send a cancel request: {e}"))
+        };
+        let mut stream = match &self.reach.endpoint {
+            Endpoint::Tcp(addr) => {
+                let s = tcp(*addr, t).map_err(fail)?;
+                s.set_read_timeout(Some(t)).map_err(fail)?;
+                match &self.reach.tls {
+                    Some(setup) => secure(s, *addr, setup, t)?,
+                    None => Stream::Tcp(s),
+                }
+            }
+            Endpoint::Unix(path) => {
+                let s = UnixStream::connect(path).map_err(fail)?;
+                s.set_read_timeout(Some(t)).map_err(fail)?;
+                Stream::Unix(s)
+            }
+        };
+        let mut buf = BytesMut::with_capacity(16);
+        frontend::cancel_request(self.pid, self.secret, &mut buf);
+        stream.write_all(&buf).and_then(|()| stream.flush()).map_err(fail)?;
+        let mut sink = [0u8; 64];
+        loop {
+            match stream.read(&mut sink) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // A TLS peer that closes without close_notify, or the
+                // timeout: the request went out either way.
+                Err(_) => break,
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Drop for Wire {
     fn drop(&mut self) {
         if !self.closed {
             frontend::terminate(&mut self.wbuf);
-            let _ = self.stream.write_all(&self.wbuf);
+            let _ = self.stream.write_all(&self.wbuf).and_then(|()| self.stream.flush());
         }
     }
 }
@@ -597,8 +916,13 @@ pub(crate) fn numeric_f64(raw: &[u8]) -> Option<f64> {
     let ndigits = rd(0) as usize;
     let weight = rd(2) as i32;
     let sign = u16::from_be_bytes([raw[4], raw[5]]);
-    if sign == 0xC000 {
-        return Some(f64::NAN);
+    // Special values (numeric.c): NaN, and ±Infinity since PostgreSQL 14.
+    match sign {
+        0xC000 => return Some(f64::NAN),
+        0xD000 => return Some(f64::INFINITY),
+        0xF000 => return Some(f64::NEG_INFINITY),
+        0x0000 | 0x4000 => {}
+        _ => return None,
     }
     if raw.len() < 8 + 2 * ndigits {
         return None;
@@ -616,8 +940,23 @@ pub(crate) fn write_numeric(
     v: f64,
     out: &mut BytesMut,
 ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-    if !v.is_finite() {
-        return Err(format!("cannot send {v} as numeric").into());
+    // NaN and ±Infinity as numeric.c writes them (±Infinity needs a
+    // PostgreSQL 14 server; an older one refuses it).
+    let special = if v.is_nan() {
+        0xC000
+    } else if v == f64::INFINITY {
+        0xD000
+    } else if v == f64::NEG_INFINITY {
+        0xF000
+    } else {
+        0
+    };
+    if special != 0 {
+        out.put_i16(0);
+        out.put_i16(0);
+        out.put_u16(special);
+        out.put_u16(0);
+        return Ok(IsNull::No);
     }
     let neg = v < 0.0;
     let scaled = (v.abs() * 1e6).round() as u128; // fixed point, 6 decimals

@@ -10,10 +10,10 @@ use bytes::BytesMut;
 use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 
 use crate::error::{DbError, ErrorKind};
-use crate::pgwire::{write_numeric, Prepared, Wire};
+use crate::pgwire::{write_numeric, PgCancel, Prepared, TlsInfo, Wire};
 use crate::url::DbUrl;
 use crate::value::{Row, Stmt, StmtCache, Value};
-use crate::{Caps, Connection, Counters, Dialect, ServerInfo};
+use crate::{Cancel, Caps, Connection, Counters, Dialect, ServerInfo};
 
 pub(crate) struct PgConn {
     wire: Wire,
@@ -92,13 +92,17 @@ fn copy_text(v: &Value, out: &mut Vec<u8>) {
 
 impl PgConn {
     pub(crate) fn connect(url: &DbUrl) -> Result<PgConn, DbError> {
-        let mut config: tokio_postgres::Config = url.expose().parse().map_err(|e| {
+        // tokio_postgres::Config parses the rest of the URL; it knows
+        // neither verify-ca/verify-full nor sslrootcert.
+        let (rest, tls) = crate::pgtls::split_url(url.expose())
+            .map_err(|e| DbError::new(ErrorKind::Connect, format!("{}: {e}", url.redacted())))?;
+        let mut config: tokio_postgres::Config = rest.parse().map_err(|e| {
             DbError::new(ErrorKind::Connect, format!("postgres: bad URL {}: {e}", url.redacted()))
         })?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(10));
         }
-        let wire = Wire::connect(&config).map_err(|err| match err.kind() {
+        let wire = Wire::connect(&config, &tls).map_err(|err| match err.kind() {
             ErrorKind::Closed | ErrorKind::Other | ErrorKind::Connect => {
                 DbError::new(ErrorKind::Connect, format!("cannot connect to {}: {err}", url.redacted()))
             }
@@ -225,6 +229,20 @@ impl Connection for PgConn {
 
     fn is_closed(&self) -> bool {
         self.wire.is_closed()
+    }
+
+    fn canceller(&self) -> Option<Box<dyn Cancel>> {
+        self.wire.canceller().map(|c| Box::new(c) as Box<dyn Cancel>)
+    }
+
+    fn tls(&self) -> Option<TlsInfo> {
+        self.wire.tls().cloned()
+    }
+}
+
+impl Cancel for PgCancel {
+    fn cancel(&self) -> Result<(), DbError> {
+        self.send()
     }
 }
 #[cfg(test)]

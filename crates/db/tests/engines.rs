@@ -117,26 +117,27 @@ fn mysql_engine() {
 }
 
 #[test]
-fn tls_demanded_or_a_silent_server_is_a_connect_error() {
-    let err = connect(&DbUrl::parse("postgres://root@127.0.0.1:5432/test?sslmode=require").unwrap())
-        .err()
-        .expect("sslmode=require refused");
-    assert_eq!(err.kind(), ErrorKind::Connect, "{err}");
-    assert!(err.to_string().contains("sslmode=require"), "{err}");
-
-    // A listener that accepts and never answers: the connect timeout ends the login.
+fn a_silent_server_is_a_connect_error() {
+    // A listener that accepts and never answers: the connect timeout ends
+    // the login, whether it waits for the answer to the TLS request
+    // (sslmode=prefer, the default) or to the startup message.
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
-    let t0 = std::time::Instant::now();
-    let err = connect(
-        &DbUrl::parse(&format!("postgres://bob:hunter2@127.0.0.1:{port}/x?connect_timeout=1")).unwrap(),
-    )
-    .err()
-    .expect("a silent server refused");
-    assert_eq!(err.kind(), ErrorKind::Connect, "{err}");
-    assert!(err.to_string().contains("did not answer"), "{err}");
-    assert!(!err.to_string().contains("hunter2"), "{err}");
-    assert!(t0.elapsed() < std::time::Duration::from_secs(5), "took {:?}", t0.elapsed());
+    for (mode, waits_for) in [("prefer", "TLS request"), ("disable", "login")] {
+        let t0 = std::time::Instant::now();
+        let err = connect(
+            &DbUrl::parse(&format!(
+                "postgres://bob:hunter2@127.0.0.1:{port}/x?connect_timeout=1&sslmode={mode}"
+            ))
+            .unwrap(),
+        )
+        .err()
+        .expect("a silent server refused");
+        assert_eq!(err.kind(), ErrorKind::Connect, "{err}");
+        assert!(err.to_string().contains(&format!("did not answer the {waits_for} in time")), "{err}");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5), "took {:?}", t0.elapsed());
+    }
     drop(l);
 }
 
@@ -165,4 +166,42 @@ fn missing_database_is_reported_as_missing() {
     assert_eq!(e.kind(), ErrorKind::MissingObject, "{e}");
     let e = connect(&DbUrl::parse("mysql://root@127.0.0.1:3306/sb_no_such_db").unwrap()).err().unwrap();
     assert_eq!(e.kind(), ErrorKind::MissingObject, "{e}");
+}
+
+#[test]
+fn a_mariadb_statement_blocked_on_a_lock_is_cancelled_from_another_thread() {
+    let t = unique("sb_cancel");
+    let mut holder = connect(&DbUrl::parse(MY).unwrap()).unwrap();
+    holder.batch(&format!("CREATE TABLE {t} (x INT); INSERT INTO {t} VALUES (1)")).unwrap();
+    let mut victim = connect(&DbUrl::parse(MY).unwrap()).unwrap();
+    let id = victim.query_one(&Stmt::new("SELECT CONNECTION_ID()"), &[]).unwrap().int(0).unwrap();
+    let canceller = victim.canceller().expect("a MariaDB connection can be cancelled");
+    holder.batch(&format!("LOCK TABLES {t} WRITE")).unwrap();
+    let sent = std::thread::spawn(move || {
+        let mut w = connect(&DbUrl::parse(MY).unwrap()).unwrap();
+        let waiting = Stmt::new(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = $1 AND STATE LIKE 'Waiting for%lock'",
+        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while w.query_one(&waiting, &[Value::Int(id)]).unwrap().int(0).unwrap() == 0 {
+            assert!(std::time::Instant::now() < deadline, "the victim never waited on the lock");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        canceller.cancel().expect("KILL QUERY sent");
+        std::time::Instant::now()
+    });
+    let err = victim.query(&Stmt::new(format!("SELECT COUNT(*) FROM {t}")), &[]).unwrap_err();
+    let returned = std::time::Instant::now();
+    let sent_at = sent.join().unwrap();
+    assert!(err.is_cancelled(), "{err}");
+    assert_eq!(err.code(), Some("1317"), "{err}");
+    assert!(returned.duration_since(sent_at) < std::time::Duration::from_secs(2), "slow cancel");
+    assert!(!victim.is_closed());
+    assert_eq!(victim.query_one(&Stmt::new("SELECT 7"), &[]).unwrap().int(0).unwrap(), 7);
+    holder.batch("UNLOCK TABLES").unwrap();
+    assert_eq!(
+        victim.query_one(&Stmt::new(format!("SELECT COUNT(*) FROM {t}")), &[]).unwrap().int(0).unwrap(),
+        1
+    );
+    holder.batch(&format!("DROP TABLE {t}")).unwrap();
 }
