@@ -2,13 +2,17 @@
 //! direct I/O, a filesystem with a chosen block size (allocation unit),
 //! mounted under the storbench state directory, optionally capped to an
 //! emulated media class by the blkio throttle; their registry; and managed
-//! PostgreSQL instances placed on them ([`pg`]). Every step of a creation is
-//! undone if a later one fails. Nothing here prints.
+//! PostgreSQL instances placed on them ([`pg`]). A modelled medium
+//! (`--model`) puts a supervised device-model daemon ([`emu`]) between the
+//! loop device and the backing file. Every step of a creation is undone if
+//! a later one fails. Nothing here prints.
 
 #![deny(missing_docs)]
 
 pub mod class;
+pub mod emu;
 pub mod pg;
+pub mod proxy;
 mod registry;
 mod sys;
 
@@ -35,6 +39,12 @@ pub struct Medium {
     pub emulate: Option<String>,
     /// The caps applied.
     pub caps: Option<Caps>,
+    /// The device model, if the medium is modelled (`--model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<storbench_emu::Spec>,
+    /// The model's daemon: its files and the served file the loop device is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon: Option<emu::Daemon>,
     /// The sparse backing file.
     pub backing_file: PathBuf,
     /// The loop device.
@@ -54,6 +64,10 @@ pub enum State {
     LoopGone,
     /// The filesystem is not mounted.
     NotMounted,
+    /// The model's daemon is not running.
+    DaemonGone,
+    /// The power is cut (`media powercut`); `media recover` brings it back.
+    PowerCut,
 }
 
 impl State {
@@ -63,6 +77,8 @@ impl State {
             State::Ready => "ready",
             State::LoopGone => "loop device gone",
             State::NotMounted => "not mounted",
+            State::DaemonGone => "model daemon gone",
+            State::PowerCut => "power cut",
         }
     }
 }
@@ -89,6 +105,10 @@ pub struct CreateOptions {
     pub block_size: Option<u64>,
     /// Emulated class.
     pub emulate: Option<String>,
+    /// Device model (exclusive with `emulate`).
+    pub model: Option<storbench_emu::Spec>,
+    /// Write an I/O trace of the modelled medium here.
+    pub trace: Option<PathBuf>,
     /// Directory for the backing file (default: the state directory).
     pub backing: Option<PathBuf>,
 }
@@ -133,12 +153,26 @@ pub fn validate(name: &str, o: &CreateOptions) -> Result<Option<Caps>, MediaErro
     if o.size < 16 << 20 {
         return Err(MediaError::Usage(format!("--size {}: must be at least 16M", o.size)));
     }
+    if o.emulate.is_some() && o.model.is_some() {
+        return Err(MediaError::Usage(
+            "--emulate and --model: a medium has one or the other (caps from the blkio throttle, or a per-I/O device model)".into(),
+        ));
+    }
+    if o.trace.is_some() && o.model.is_none() {
+        return Err(MediaError::Usage("--trace records what a model's daemon sees: give --model too".into()));
+    }
     let caps = match &o.emulate {
         Some(c) => class::caps(c).map_err(MediaError::Usage)?,
         None => None,
     };
+    if let Some(spec) = &o.model {
+        spec.build(o.size).map_err(|e| MediaError::Usage(e.to_string()))?;
+    }
     sys::check_fs(&o.fs, o.block_size).map_err(MediaError::Usage)?;
     check_support(caps.is_some())?;
+    if o.model.is_some() {
+        emu::check_support()?;
+    }
     if registry::load()?.iter().any(|m| m.name == name) {
         return Err(MediaError::Usage(format!(
             "medium '{name}' exists already (storbench media destroy {name} first)"
@@ -182,7 +216,15 @@ pub fn create(name: &str, o: &CreateOptions) -> Result<Medium, MediaError> {
             .and_then(|f| f.set_len(o.size))
             .map_err(|e| MediaError::Failed(format!("creating {}: {e}", backing.display())))?;
         undo.remove_file(&backing);
-        let device = sys::losetup(&backing)?;
+        let daemon = match &o.model {
+            Some(spec) => {
+                let d = emu::start(name, &backing, o.size, spec, o.trace.as_deref())?;
+                undo.stop_daemon(&d);
+                Some(d)
+            }
+            None => None,
+        };
+        let device = sys::losetup(daemon.as_ref().map(|d| d.served.as_path()).unwrap_or(&backing))?;
         undo.detach(&device);
         let bs = o.block_size.unwrap_or(if o.fs == "none" { 0 } else { 4096 });
         let mut mount_point = None;
@@ -207,6 +249,8 @@ pub fn create(name: &str, o: &CreateOptions) -> Result<Medium, MediaError> {
             block_size: bs,
             emulate: o.emulate.clone(),
             caps,
+            model: o.model.clone(),
+            daemon,
             backing_file: backing,
             device,
             mount_point,
@@ -245,10 +289,24 @@ pub fn get(name: &str) -> Result<Option<Medium>, MediaError> {
     Ok(registry::load()?.into_iter().find(|m| m.name == name))
 }
 
+/// The file the loop device is attached to: the daemon's served file for
+/// a modelled medium, else the backing file.
+fn loop_file(m: &Medium) -> &Path {
+    m.daemon.as_ref().map(|d| d.served.as_path()).unwrap_or(&m.backing_file)
+}
+
 fn state(m: &Medium) -> State {
+    if let Some(d) = &m.daemon {
+        if d.cut {
+            return State::PowerCut;
+        }
+        if !emu::alive(d) {
+            return State::DaemonGone;
+        }
+    }
     let dev = m.device.trim_start_matches("/dev/");
     let backing = std::fs::read_to_string(format!("/sys/block/{dev}/loop/backing_file")).unwrap_or_default();
-    if backing.trim() != m.backing_file.to_string_lossy() {
+    if backing.trim() != loop_file(m).to_string_lossy() {
         return State::LoopGone;
     }
     match &m.mount_point {
@@ -276,7 +334,9 @@ pub fn destroy(name: &str) -> Result<(), MediaError> {
         }
         let _ = std::fs::remove_dir(mp);
     }
-    let attached = state(&m) != State::LoopGone;
+    let dev = m.device.trim_start_matches("/dev/");
+    let backing = std::fs::read_to_string(format!("/sys/block/{dev}/loop/backing_file")).unwrap_or_default();
+    let attached = backing.trim() == loop_file(&m).to_string_lossy();
     if attached {
         if m.caps.is_some() {
             if let Err(e) = sys::throttle(&m.device, None) {
@@ -284,6 +344,11 @@ pub fn destroy(name: &str) -> Result<(), MediaError> {
             }
         }
         if let Err(e) = sys::detach(&m.device) {
+            errors.push(e.to_string());
+        }
+    }
+    if let Some(d) = &m.daemon {
+        if let Err(e) = emu::stop(d) {
             errors.push(e.to_string());
         }
     }
@@ -315,10 +380,16 @@ pub fn describe_path(path: &Path) -> Option<serde_json::Value> {
     let m = all.into_iter().find(|m| {
         m.mount_point.as_ref().is_some_and(|mp| abs.starts_with(mp)) || abs == Path::new(&m.device)
     })?;
+    let note = if m.model.is_some() {
+        Some("modelled per I/O by storbench's device-model daemon (FUSE under the loop device)")
+    } else {
+        m.caps.as_ref().map(|_| "emulated by blkio throttle caps (IOPS and bandwidth), not a latency model")
+    };
     Some(serde_json::json!({
         "name": m.name, "fs": m.fs, "block_size": m.block_size, "device": m.device,
         "emulate": m.emulate, "caps": m.caps, "size": m.size,
-        "note": m.caps.as_ref().map(|_| "emulated by blkio throttle caps (IOPS and bandwidth), not a latency model"),
+        "model": m.model, "counters": m.daemon.as_ref().map(|d| &d.counters),
+        "note": note,
     }))
 }
 

@@ -11,11 +11,12 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::proxy::Link;
 use crate::registry::{load_json, lock, save_json, state_dir};
 use crate::MediaError;
 
 /// A managed instance.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Instance {
     /// Its name.
     pub name: String,
@@ -33,11 +34,48 @@ pub struct Instance {
     pub socket_dir: PathBuf,
     /// The OS user the server runs as.
     pub os_user: String,
-    /// Settings given with --set.
+    /// Server settings given with `-c KEY=VALUE`, in postgresql.conf.
     pub settings: Vec<(String, String)>,
     /// The server's version.
     pub version: String,
+    /// For a standby: its primary's instance name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary: Option<String>,
+    /// For a standby: its name on the primary (`application_name`, `s1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standby_name: Option<String>,
+    /// For a primary: its standbys' instance names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub standbys: Vec<String>,
+    /// For a primary: `synchronous_commit` as asked with `--sync`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync: Option<String>,
+    /// For a primary: `synchronous_standby_names` as set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync_names: Option<String>,
+    /// For a standby behind a delay proxy: the proxy daemon.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<ProxyDaemon>,
 }
+
+/// A delay proxy daemon between a standby and its primary.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ProxyDaemon {
+    /// Its process id.
+    pub pid: u32,
+    /// The port it listens on (the standby's `primary_conninfo` port).
+    pub port: u16,
+    /// The link it emulates.
+    pub link: Link,
+    /// Its own added round-trip latency at zero delay, in µs, measured by
+    /// `pg up` ([`crate::proxy::floor`]).
+    pub floor_us: u64,
+    /// The command that runs it (restarted with the standby).
+    pub command: Vec<String>,
+}
+
+/// The `synchronous_commit` levels PostgreSQL has.
+pub const SYNC_LEVELS: [&str; 5] = ["off", "local", "remote_write", "on", "remote_apply"];
 
 const REGISTRY: &str = "pg.json";
 
@@ -107,7 +145,9 @@ pub fn resolve(name: &str) -> Result<String, MediaError> {
     Ok(format!("postgres://root@127.0.0.1:{}/storbench", i.port))
 }
 
-/// What to start.
+/// What to start. For an instance that exists, a field left at its
+/// default (empty `data`, `None`, no settings) is not asked for; any other
+/// must match what the instance has ([`differences`]).
 #[derive(Clone, Debug, Default)]
 pub struct UpOptions {
     /// Where the data directory goes (a new or empty directory).
@@ -120,6 +160,28 @@ pub struct UpOptions {
     pub port: Option<u16>,
     /// Settings for postgresql.conf.
     pub settings: Vec<(String, String)>,
+    /// Standbys to make, one placement each (a new instance only).
+    pub standbys: Vec<StandbyPlace>,
+    /// `synchronous_commit` (one of [`SYNC_LEVELS`]).
+    pub sync: Option<String>,
+    /// `FIRST n` or `ANY n`: how many standbys a commit waits for (default:
+    /// `FIRST` all of them).
+    pub sync_names: Option<String>,
+    /// The link between each standby and the primary (a delay proxy).
+    pub link: Option<Link>,
+    /// The command that runs a proxy daemon, before its own arguments
+    /// (`[storbench, pg, proxy]`); `--listen-port P --to-port Q --link L`
+    /// follow.
+    pub proxy_command: Vec<String>,
+}
+
+/// Where one standby's data and WAL go.
+#[derive(Clone, Debug, Default)]
+pub struct StandbyPlace {
+    /// Data directory (new or empty).
+    pub data: PathBuf,
+    /// WAL directory, if apart.
+    pub wal: Option<PathBuf>,
 }
 
 fn as_user(user: &str, prog: &Path) -> Command {
@@ -203,10 +265,29 @@ pub fn up(name: &str, o: &UpOptions) -> Result<Instance, MediaError> {
     }
     for (k, _) in &o.settings {
         if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
-            return Err(MediaError::Usage(format!("--set {k}: not a setting name")));
+            return Err(MediaError::Usage(format!("-c {k}: not a setting name")));
         }
     }
+    check_replication(name, o)?;
     if let Some(existing) = get(name)? {
+        let diff = differences(&existing, o);
+        if !diff.is_empty() {
+            return Err(MediaError::Usage(format!(
+                "managed instance '{name}' exists with other settings: {}; start it as it is (storbench pg up {name}) or remake it (storbench pg down {name} --destroy first)",
+                diff.join("; ")
+            )));
+        }
+        let standby_down = existing
+            .standbys
+            .iter()
+            .filter_map(|n| get(n).ok().flatten())
+            .any(|s| !running(&s) || s.proxy.as_ref().is_some_and(|d| !proxy_running(d)));
+        if running(&existing) && standby_down {
+            // A primary whose standby (or its link) was stopped: bring
+            // those back, as the primary's commits may be waiting for them.
+            start_standbys(&existing)?;
+            return Ok(existing);
+        }
         if running(&existing) {
             return Err(MediaError::Usage(format!(
                 "managed instance '{name}' is already up on port {}",
@@ -214,7 +295,11 @@ pub fn up(name: &str, o: &UpOptions) -> Result<Instance, MediaError> {
             )));
         }
         start(&existing)?;
+        start_standbys(&existing)?;
         return Ok(existing);
+    }
+    if o.data.as_os_str().is_empty() {
+        return Err(MediaError::Usage(format!("pg up {name}: a new instance needs --data TARGET")));
     }
     let bindir = find_bindir()?;
     let user = if crate::sys::is_root() {
@@ -229,7 +314,23 @@ pub fn up(name: &str, o: &UpOptions) -> Result<Instance, MediaError> {
         Some(p) => p,
         None => free_port().ok_or_else(|| MediaError::Failed("no free port from 5433 to 5998".into()))?,
     };
-    let _lock = lock()?;
+    // Measured before anything is made, so a link the proxy cannot give
+    // is refused with nothing to undo.
+    let floor_us = match &o.link {
+        Some(l) => {
+            let f = crate::proxy::floor()?;
+            if l.rtt_us > 0 && l.rtt_us < f {
+                return Err(MediaError::Usage(format!(
+                    "--link rtt={}ms: below the delay proxy's own floor of {}ms on this machine (measured now); ask for rtt=0 or at least the floor",
+                    l.rtt_us as f64 / 1000.0,
+                    f as f64 / 1000.0
+                )));
+            }
+            f
+        }
+        None => 0,
+    };
+    let lock_guard = lock()?;
     let mut made: Vec<PathBuf> = Vec::new();
     let res = (|| {
         let socket_dir = state_dir().join("pg").join(name);
@@ -279,7 +380,7 @@ pub fn up(name: &str, o: &UpOptions) -> Result<Instance, MediaError> {
         let mut v = Command::new(bindir.join("postgres"));
         v.arg("--version");
         let version = run(v, "postgres --version")?.trim().to_string();
-        let inst = Instance {
+        let mut inst = Instance {
             name: name.to_string(),
             bindir: bindir.clone(),
             data: o.data.clone(),
@@ -290,8 +391,10 @@ pub fn up(name: &str, o: &UpOptions) -> Result<Instance, MediaError> {
             os_user: user.clone(),
             settings: o.settings.clone(),
             version,
+            ..Instance::default()
         };
-        start(&inst)?;
+        start_on_a_free_port(&mut inst, &conf_path, o.port.is_none())?;
+        let port = inst.port;
         let psql = |sql: &str| {
             let mut c = Command::new(bindir.join("psql"));
             c.args([
@@ -334,7 +437,544 @@ pub fn up(name: &str, o: &UpOptions) -> Result<Instance, MediaError> {
             let _ = std::fs::remove_dir_all(p);
         }
     }
-    res
+    drop(lock_guard);
+    let prim = res?;
+    if o.standbys.is_empty() && o.sync.is_none() {
+        return Ok(prim);
+    }
+    match replicate(&prim, o, floor_us) {
+        Ok(p) => Ok(p),
+        Err(e) => {
+            // Undo the whole set: the primary and any standby made.
+            let _ = down(name, true);
+            Err(e)
+        }
+    }
+}
+
+/// Starts a new instance; when its port was picked (`repick`) and another
+/// process took it between the pick and the start (parallel `pg up`s), picks
+/// another (a later `port` line in postgresql.conf wins), up to 3 times.
+fn start_on_a_free_port(inst: &mut Instance, conf_path: &Path, repick: bool) -> Result<(), MediaError> {
+    let mut attempt = 0;
+    while let Err(e) = start(inst) {
+        let taken = e.to_string().contains("TCP/IP") || e.to_string().contains("in use");
+        attempt += 1;
+        if !repick || !taken || attempt == 3 {
+            return Err(e);
+        }
+        inst.port = free_port().ok_or_else(|| MediaError::Failed("no free port from 5433 to 5998".into()))?;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(conf_path)
+            .map_err(|e| MediaError::Failed(format!("writing {}: {e}", conf_path.display())))?;
+        std::io::Write::write_all(&mut f, format!("port = {}\n", inst.port).as_bytes())
+            .map_err(|e| MediaError::Failed(format!("writing {}: {e}", conf_path.display())))?;
+        if inst.primary.is_some() {
+            register(std::slice::from_ref(inst))?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks `--standby`, `--sync`, `--sync-names` and `--link` together,
+/// before anything is made.
+fn check_replication(name: &str, o: &UpOptions) -> Result<(), MediaError> {
+    if let Some(level) = &o.sync {
+        if !SYNC_LEVELS.contains(&level.as_str()) {
+            return Err(MediaError::Usage(format!("--sync {level}: use one of {}", SYNC_LEVELS.join(", "))));
+        }
+    }
+    let n = o.standbys.len();
+    if n == 0 && (o.sync_names.is_some() || o.link.is_some()) {
+        return Err(MediaError::Usage(format!("pg up {name}: --sync-names and --link need --standby N")));
+    }
+    if let Some(names) = &o.sync_names {
+        sync_standby_names(names, n)?;
+    }
+    if n > 0 {
+        if let Some(existing) = get(name)? {
+            if existing.standbys.len() != n {
+                return Err(MediaError::Usage(format!(
+                    "managed instance '{name}' exists with {} standbys, not {n}; remake it (storbench pg down {name} --destroy first)",
+                    existing.standbys.len()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `synchronous_standby_names` for `FIRST n`/`ANY n` over standbys
+/// `s1..sN`; `n` must be 1..=N.
+pub fn sync_standby_names(form: &str, standbys: usize) -> Result<String, MediaError> {
+    let bad = || {
+        MediaError::Usage(format!(
+            "--sync-names '{form}': use \"FIRST n\" or \"ANY n\" with n from 1 to {standbys} (the standbys)"
+        ))
+    };
+    let mut parts = form.split_whitespace();
+    let kind = parts.next().map(str::to_ascii_uppercase).ok_or_else(bad)?;
+    let k: usize = parts.next().and_then(|x| x.parse().ok()).ok_or_else(bad)?;
+    if !(kind == "FIRST" || kind == "ANY") || parts.next().is_some() || k == 0 || k > standbys {
+        return Err(bad());
+    }
+    let names: Vec<String> = (1..=standbys).map(|i| format!("s{i}")).collect();
+    Ok(format!("{kind} {k} ({})", names.join(", ")))
+}
+
+fn psql(i: &Instance, sql: &str) -> Result<String, MediaError> {
+    let mut c = Command::new(i.bindir.join("psql"));
+    c.args(["-X", "-q", "-At", "-F", "|", "-h", "127.0.0.1", "-p", &i.port.to_string()])
+        .args(["-U", "root", "-d", "postgres", "-c", sql]);
+    run(c, &format!("psql on '{}': {sql}", i.name))
+}
+
+/// Makes the standbys of a freshly made primary (base backup, standby
+/// settings, a proxy each when there is a link), starts them, then sets
+/// `synchronous_commit` and `synchronous_standby_names` on the primary and
+/// waits until every standby streams.
+fn replicate(prim: &Instance, o: &UpOptions, floor_us: u64) -> Result<Instance, MediaError> {
+    let mut prim = prim.clone();
+    for (idx, place) in o.standbys.iter().enumerate() {
+        let sname = format!("s{}", idx + 1);
+        let iname = format!("{}-{sname}", prim.name);
+        let socket_dir = state_dir().join("pg").join(&iname);
+        std::fs::create_dir_all(&socket_dir)
+            .map_err(|e| MediaError::Failed(format!("creating {}: {e}", socket_dir.display())))?;
+        chown(&socket_dir, &prim.os_user)?;
+        let mut inst = Instance {
+            name: iname.clone(),
+            bindir: prim.bindir.clone(),
+            data: place.data.clone(),
+            wal: place.wal.clone(),
+            temp: prim.temp.as_ref().map(|_| PathBuf::from(format!("{}-temp", place.data.display()))),
+            port: 0,
+            socket_dir: socket_dir.clone(),
+            os_user: prim.os_user.clone(),
+            settings: prim.settings.clone(),
+            version: prim.version.clone(),
+            primary: Some(prim.name.clone()),
+            standby_name: Some(sname.clone()),
+            ..Instance::default()
+        };
+        // Registered first, so an undo (`down --destroy` of the primary)
+        // finds whatever of it was made.
+        prim.standbys.push(iname.clone());
+        register(&[prim.clone(), inst.clone()])?;
+        fresh_dir(&place.data, "standby-data", &prim.os_user)?;
+        if let Some(w) = &place.wal {
+            fresh_dir(w, "standby-wal", &prim.os_user)?;
+        }
+        let mut c = as_user(&prim.os_user, &prim.bindir.join("pg_basebackup"));
+        c.args(["-h", "127.0.0.1", "-p", &prim.port.to_string(), "-U", "root", "-D"])
+            .arg(&place.data)
+            .args(["-X", "stream", "-c", "fast", "--no-sync"]);
+        if let Some(w) = &place.wal {
+            c.arg("--waldir").arg(w);
+        }
+        if let (Some(pt), Some(st)) = (&prim.temp, &inst.temp) {
+            fresh_dir(st, "standby-temp", &prim.os_user)?;
+            c.arg(format!("--tablespace-mapping={}={}", pt.display(), st.display()));
+        }
+        run(c, &format!("pg_basebackup for standby {sname}"))?;
+        inst.port = free_port().ok_or_else(|| MediaError::Failed("no free port from 5433 to 5998".into()))?;
+        let upstream = match &o.link {
+            Some(link) => {
+                let d = start_proxy(&socket_dir, prim.port, link, floor_us, &o.proxy_command)?;
+                let port = d.port;
+                inst.proxy = Some(d);
+                register(&[inst.clone()])?;
+                port
+            }
+            None => prim.port,
+        };
+        let conf = format!(
+            "\n# storbench pg up {}: standby {sname} of {}\nport = {}\nunix_socket_directories = '{}'\nhot_standby = on\nprimary_conninfo = 'host=127.0.0.1 port={upstream} user=root application_name={sname}'\n",
+            prim.name,
+            prim.name,
+            inst.port,
+            socket_dir.display()
+        );
+        let conf_path = place.data.join("postgresql.conf");
+        let mut text = std::fs::read_to_string(&conf_path)
+            .map_err(|e| MediaError::Failed(format!("reading {}: {e}", conf_path.display())))?;
+        text.push_str(&conf);
+        std::fs::write(&conf_path, text)
+            .and_then(|_| std::fs::write(place.data.join("standby.signal"), ""))
+            .map_err(|e| MediaError::Failed(format!("writing {}: {e}", conf_path.display())))?;
+        chown(&place.data, &prim.os_user)?;
+        // The server refuses a data directory others can read.
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&place.data, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| MediaError::Failed(format!("chmod 700 {}: {e}", place.data.display())))?;
+        }
+        register(&[inst.clone()])?;
+        start_on_a_free_port(&mut inst, &conf_path, true)?;
+    }
+    let n = o.standbys.len();
+    let level = o.sync.clone().unwrap_or_else(|| "on".into());
+    // `off` and `local` never wait for a standby: no names, so
+    // pg_stat_replication says `async`, which is what they are.
+    let names = match (n, level.as_str()) {
+        (0, _) | (_, "off" | "local") => String::new(),
+        _ => sync_standby_names(o.sync_names.as_deref().unwrap_or(&format!("FIRST {n}")), n)?,
+    };
+    if o.sync.is_some() {
+        psql(&prim, &format!("ALTER SYSTEM SET synchronous_commit = '{level}'"))?;
+        prim.sync = Some(level);
+    }
+    if !names.is_empty() {
+        psql(&prim, &format!("ALTER SYSTEM SET synchronous_standby_names = '{names}'"))?;
+        prim.sync_names = Some(names);
+    }
+    psql(&prim, "SELECT pg_reload_conf()")?;
+    register(&[prim.clone()])?;
+    wait_streaming(&prim, n)?;
+    Ok(prim)
+}
+
+/// Adds or replaces these instances in the registry.
+fn register(items: &[Instance]) -> Result<(), MediaError> {
+    let _lock = lock()?;
+    let mut all = load()?;
+    for it in items {
+        match all.iter_mut().find(|x| x.name == it.name) {
+            Some(x) => *x = it.clone(),
+            None => all.push(it.clone()),
+        }
+    }
+    save(&all)
+}
+
+/// Waits (up to 60 s) until `n` standbys stream from `prim`.
+fn wait_streaming(prim: &Instance, n: usize) -> Result<(), MediaError> {
+    let t0 = Instant::now();
+    loop {
+        let out = psql(prim, "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")?;
+        if out.trim().parse::<usize>().unwrap_or(0) >= n {
+            return Ok(());
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            return Err(MediaError::Failed(format!(
+                "'{}': {} of {n} standbys streaming after 60 s (see {}/server.log of each standby)",
+                prim.name,
+                out.trim(),
+                state_dir().join("pg").display()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Starts a delay proxy daemon toward `to_port` and waits until it listens.
+fn start_proxy(
+    dir: &Path,
+    to_port: u16,
+    link: &Link,
+    floor_us: u64,
+    command: &[String],
+) -> Result<ProxyDaemon, MediaError> {
+    let (prog, pre) = command.split_first().ok_or_else(|| {
+        MediaError::Failed("a link needs the proxy's command (the storbench binary)".into())
+    })?;
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| MediaError::Failed(format!("finding a port for the proxy: {e}")))?;
+    let mut args: Vec<String> = pre.to_vec();
+    args.extend(["--listen-port".into(), port.to_string(), "--to-port".into(), to_port.to_string()]);
+    args.extend(["--link".into(), link.to_arg()]);
+    let d = ProxyDaemon {
+        pid: 0,
+        port,
+        link: link.clone(),
+        floor_us,
+        command: std::iter::once(prog.clone()).chain(args).collect(),
+    };
+    spawn_proxy(dir, d)
+}
+
+fn spawn_proxy(dir: &Path, mut d: ProxyDaemon) -> Result<ProxyDaemon, MediaError> {
+    use std::os::unix::process::CommandExt;
+    let log = std::fs::File::create(dir.join("proxy.log"))
+        .map_err(|e| MediaError::Failed(format!("creating {}: {e}", dir.join("proxy.log").display())))?;
+    // Its own process group: a Ctrl-C to the terminal stops the run, not the
+    // link; `pg down` stops it. Its output goes to a file, never to the
+    // caller's pipes (a caller waiting for them would wait forever).
+    let child = Command::new(&d.command[0])
+        .args(&d.command[1..])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| MediaError::Failed(format!("starting the delay proxy: {e}")))?;
+    d.pid = child.id();
+    let t0 = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", d.port)).is_err() {
+        if t0.elapsed() > Duration::from_secs(10) {
+            stop_proxy(&d);
+            let why = std::fs::read_to_string(dir.join("proxy.log")).unwrap_or_default();
+            return Err(MediaError::Failed(format!(
+                "the delay proxy did not listen on port {} within 10 s: {}",
+                d.port,
+                why.lines().last().unwrap_or("no output")
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The process is reaped by init once storbench exits; this thread reaps
+    // it if it ends while storbench still runs.
+    std::thread::spawn(move || {
+        let mut child = child;
+        let _ = child.wait();
+    });
+    Ok(d)
+}
+
+/// Whether a proxy daemon is alive (its pid runs a storbench proxy).
+pub fn proxy_running(d: &ProxyDaemon) -> bool {
+    std::fs::read(format!("/proc/{}/cmdline", d.pid))
+        .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == b"--listen-port"))
+}
+
+fn stop_proxy(d: &ProxyDaemon) {
+    if d.pid > 0 && proxy_running(d) {
+        // SIGKILL: the binary turns SIGTERM into a Ctrl-C flag, and the
+        // proxy holds nothing that needs flushing.
+        // SAFETY: signalling a process we started (checked by its cmdline).
+        unsafe { libc::kill(d.pid as i32, libc::SIGKILL) };
+        let t0 = Instant::now();
+        while proxy_running(d) && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Starts a primary's stopped standbys (and their proxies).
+fn start_standbys(prim: &Instance) -> Result<(), MediaError> {
+    for sname in &prim.standbys {
+        let Some(mut s) = get(sname)? else { continue };
+        if let Some(d) = s.proxy.clone() {
+            if !proxy_running(&d) {
+                s.proxy = Some(spawn_proxy(&s.socket_dir, d)?);
+                register(&[s.clone()])?;
+            }
+        }
+        if !running(&s) {
+            start(&s)?;
+        }
+    }
+    Ok(())
+}
+
+/// One standby as the primary sees it (`pg_stat_replication`).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct ReplicaState {
+    /// Its name on the primary (`s1`).
+    pub name: String,
+    /// `streaming`, `catchup`, ...
+    pub state: String,
+    /// `sync`, `async`, `potential`, `quorum`.
+    pub sync_state: String,
+    /// Bytes sent but not yet replayed.
+    pub sent_replay_bytes: i64,
+    /// Lags in ms (none when idle).
+    pub write_lag_ms: Option<f64>,
+    /// See `write_lag_ms`.
+    pub flush_lag_ms: Option<f64>,
+    /// See `write_lag_ms`.
+    pub replay_lag_ms: Option<f64>,
+}
+
+/// The SQL [`replication`] reads; the binary's per-second sampler uses it too.
+pub const REPLICATION_SQL: &str = "SELECT application_name, state, sync_state, \
+    coalesce(pg_wal_lsn_diff(sent_lsn, replay_lsn), 0)::bigint, \
+    extract(epoch from write_lag) * 1000, extract(epoch from flush_lag) * 1000, \
+    extract(epoch from replay_lag) * 1000 FROM pg_stat_replication ORDER BY application_name";
+
+/// One look at a primary for the per-second sampler: its WAL position in
+/// bytes, how many backends wait for a standby to confirm a commit
+/// (`wait_event = 'SyncRep'`), and its standbys as it sees them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Probe {
+    /// `pg_current_wal_lsn()` as bytes from 0/0.
+    pub wal_bytes: i64,
+    /// Backends waiting in SyncRep.
+    pub sync_waiting: i64,
+    /// The connected standbys.
+    pub standbys: Vec<ReplicaState>,
+}
+
+/// Takes a [`Probe`] (one psql, 2 s connect timeout; plain SELECTs, which
+/// never wait for a standby).
+pub fn probe(prim: &Instance) -> Result<Probe, MediaError> {
+    let mut c = Command::new(prim.bindir.join("psql"));
+    c.env("PGCONNECT_TIMEOUT", "2")
+        .args(["-X", "-q", "-At", "-F", "|", "-h", "127.0.0.1", "-p", &prim.port.to_string()])
+        .args(["-U", "root", "-d", "postgres", "-c"])
+        .arg(
+            "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint, \
+             (SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep')",
+        )
+        .args(["-c", REPLICATION_SQL]);
+    let out = run(c, &format!("probing '{}'", prim.name))?;
+    let mut lines = out.lines();
+    let head: Vec<i64> =
+        lines.next().unwrap_or("").split('|').map(|x| x.trim().parse().unwrap_or(0)).collect();
+    Ok(Probe {
+        wal_bytes: head.first().copied().unwrap_or(0),
+        sync_waiting: head.get(1).copied().unwrap_or(0),
+        standbys: parse_replication(&lines.collect::<Vec<_>>().join("\n")),
+    })
+}
+
+/// Cancels every wait for a standby's confirmation on `prim`: PostgreSQL
+/// then returns those commits to their clients with a warning (they are
+/// committed locally, not yet on the standby). Returns how many.
+pub fn release_sync_waiters(prim: &Instance) -> Result<i64, MediaError> {
+    let out = psql(
+        prim,
+        "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE wait_event = 'SyncRep'",
+    )?;
+    Ok(out.trim().parse().unwrap_or(0))
+}
+
+/// Kills an instance's server as a crash would: SIGKILL to the postmaster
+/// (pid from `postmaster.pid`) and then to each of its children, so no
+/// backend acknowledges anything after. For failure tests.
+pub fn kill9(i: &Instance) -> Result<(), MediaError> {
+    let pidfile = i.data.join("postmaster.pid");
+    let text = std::fs::read_to_string(&pidfile)
+        .map_err(|e| MediaError::Failed(format!("reading {}: {e}", pidfile.display())))?;
+    let pm: i32 = text
+        .lines()
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .ok_or_else(|| MediaError::Failed(format!("{}: no pid", pidfile.display())))?;
+    let children: Vec<i32> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // The parent pid is the second field after the ")" that ends the name.
+            let ppid: i32 = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()?;
+            (ppid == pm).then_some(pid)
+        })
+        .collect();
+    for pid in std::iter::once(pm).chain(children) {
+        // SAFETY: signalling the server this instance's pid file names.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    Ok(())
+}
+
+/// Promotes a standby to a primary and waits (60 s) until it is one.
+pub fn promote(s: &Instance) -> Result<(), MediaError> {
+    let mut c = as_user(&s.os_user, &s.bindir.join("pg_ctl"));
+    c.arg("-D").arg(&s.data).args(["-w", "-t", "60", "promote"]);
+    run(c, &format!("promoting standby '{}'", s.name))?;
+    Ok(())
+}
+
+/// What a run on a primary records about its replication in `env_json`:
+/// sync level, standby names, and each standby's link and the proxy's floor.
+pub fn replication_env(prim: &Instance) -> serde_json::Value {
+    if prim.standbys.is_empty() {
+        return serde_json::Value::Null;
+    }
+    let standbys: Vec<serde_json::Value> = prim
+        .standbys
+        .iter()
+        .filter_map(|n| get(n).ok().flatten())
+        .map(|s| {
+            serde_json::json!({
+                "name": s.standby_name, "instance": s.name, "placement": placement(&s),
+                "link": s.proxy.as_ref().map(|d| &d.link),
+                "proxy_floor_us": s.proxy.as_ref().map(|d| d.floor_us),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "synchronous_commit": prim.sync, "synchronous_standby_names": prim.sync_names,
+        "standbys": standbys,
+    })
+}
+
+/// What the primary reports of its standbys now.
+pub fn replication(prim: &Instance) -> Result<Vec<ReplicaState>, MediaError> {
+    Ok(parse_replication(&psql(prim, REPLICATION_SQL)?))
+}
+
+fn parse_replication(out: &str) -> Vec<ReplicaState> {
+    out.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split('|').collect();
+            let get = |i: usize| f.get(i).copied().unwrap_or("");
+            ReplicaState {
+                name: get(0).into(),
+                state: get(1).into(),
+                sync_state: get(2).into(),
+                sent_replay_bytes: get(3).parse().unwrap_or(0),
+                write_lag_ms: get(4).parse().ok(),
+                flush_lag_ms: get(5).parse().ok(),
+                replay_lag_ms: get(6).parse().ok(),
+            }
+        })
+        .collect()
+}
+
+/// What `o` asks for that the existing instance `i` does not have, one
+/// phrase each (`--port 5500 (it has 5433)`). Fields `o` leaves at their
+/// default are not compared; settings are compared as a whole set when any
+/// is given, since they are the server's configuration.
+pub fn differences(i: &Instance, o: &UpOptions) -> Vec<String> {
+    fn same(a: &Path, b: &Path) -> bool {
+        a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+    }
+    let mut out = Vec::new();
+    if !o.data.as_os_str().is_empty() && !same(&o.data, &i.data) {
+        out.push(format!("--data {} (it has {})", o.data.display(), i.data.display()));
+    }
+    let mut place = |flag: &str, asked: &Option<PathBuf>, has: &Option<PathBuf>, none: &str| {
+        if let Some(a) = asked {
+            if !has.as_deref().is_some_and(|h| same(a, h)) {
+                let it = has.as_ref().map(|h| h.display().to_string()).unwrap_or_else(|| none.to_string());
+                out.push(format!("--{flag} {} (it has {it})", a.display()));
+            }
+        }
+    };
+    place("wal", &o.wal, &i.wal, "its WAL in the data directory");
+    place("temp", &o.temp, &i.temp, "no temp target");
+    if let Some(s) = o.sync.as_deref().filter(|s| i.sync.as_deref() != Some(*s)) {
+        out.push(format!("--sync {s} (it has {})", i.sync.as_deref().unwrap_or("no --sync")));
+    }
+    if let Some(p) = o.port.filter(|p| *p != i.port) {
+        out.push(format!("--port {p} (it has {})", i.port));
+    }
+    if !o.settings.is_empty() {
+        let has = |k: &str| i.settings.iter().rev().find(|(x, _)| x == k).map(|(_, v)| v.as_str());
+        let asked = |k: &str| o.settings.iter().rev().find(|(x, _)| x == k).map(|(_, v)| v.as_str());
+        for (k, v) in &o.settings {
+            match has(k) {
+                Some(h) if h == v => {}
+                Some(h) => out.push(format!("-c {k}={v} (it has {k}={h})")),
+                None => out.push(format!("-c {k}={v} (it does not set {k})")),
+            }
+        }
+        for (k, v) in &i.settings {
+            if asked(k).is_none() {
+                out.push(format!("no -c {k} (it has {k}={v})"));
+            }
+        }
+        out.dedup();
+    }
+    out
 }
 
 fn start(i: &Instance) -> Result<(), MediaError> {
@@ -380,16 +1020,54 @@ pub fn running(i: &Instance) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// Stops an instance cleanly; with `destroy`, removes its directories and
-/// forgets it.
+/// Whether the process `postmaster.pid` names is a live server (not gone,
+/// not a zombie awaiting its parent) — `pg_ctl status` counts a killed
+/// server's unreaped pid as running.
+fn server_alive(i: &Instance) -> bool {
+    let Some(pid) = std::fs::read_to_string(i.data.join("postmaster.pid"))
+        .ok()
+        .and_then(|t| t.lines().next().and_then(|l| l.trim().parse::<u32>().ok()))
+    else {
+        return false;
+    };
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|st| st.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
+        .is_some_and(|zombie| !zombie)
+}
+
+/// Stops an instance cleanly, then its standbys and their proxies (the
+/// primary first, so the standbys receive its shutdown checkpoint); with
+/// `destroy`, removes their directories and forgets them.
 pub fn down(name: &str, destroy: bool) -> Result<(), MediaError> {
     let i = get(name)?.ok_or_else(|| {
         MediaError::Usage(format!("no managed instance named '{name}' (storbench pg list)"))
     })?;
-    if running(&i) {
+    let mut failed = None;
+    if running(&i) && server_alive(&i) {
         let mut c = as_user(&i.os_user, &i.bindir.join("pg_ctl"));
         c.arg("-D").arg(&i.data).args(["-m", "fast", "-w", "-t", "120", "stop"]);
-        run(c, &format!("stopping managed PostgreSQL '{name}'"))?;
+        // A server killed meanwhile (failover-check) is down all the same.
+        if let Err(e) = run(c, &format!("stopping managed PostgreSQL '{name}'")) {
+            if server_alive(&i) {
+                failed = Some(e);
+            }
+        }
+    }
+    if let Some(d) = &i.proxy {
+        stop_proxy(d);
+    }
+    // The standbys go down even when the primary would not: nothing is
+    // left running behind an error.
+    for s in &i.standbys {
+        if get(s)?.is_some() {
+            if let Err(e) = down(s, destroy) {
+                failed.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = failed {
+        return Err(e);
     }
     if destroy {
         let _lock = lock()?;
@@ -401,6 +1079,9 @@ pub fn down(name: &str, destroy: bool) -> Result<(), MediaError> {
         }
         let mut all = load()?;
         all.retain(|x| x.name != name);
+        for x in all.iter_mut() {
+            x.standbys.retain(|s| s != name);
+        }
         save(&all)?;
     }
     Ok(())
@@ -418,4 +1099,66 @@ pub fn placement(i: &Instance) -> serde_json::Value {
     serde_json::json!({
         "data": place(&i.data), "wal": place(&wal), "temp": i.temp.as_deref().map(place),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inst() -> Instance {
+        Instance {
+            name: "a".into(),
+            bindir: "/usr/bin".into(),
+            data: "/nonexistent/sb/data".into(),
+            wal: None,
+            temp: None,
+            port: 5433,
+            socket_dir: "/nonexistent/sb/sock".into(),
+            os_user: "postgres".into(),
+            settings: vec![("shared_buffers".into(), "32MB".into())],
+            version: "17".into(),
+            ..Instance::default()
+        }
+    }
+
+    #[test]
+    fn flags_not_given_are_not_compared_and_equal_ones_pass() {
+        let i = inst();
+        assert!(differences(&i, &UpOptions::default()).is_empty());
+        let same = UpOptions {
+            data: i.data.clone(),
+            port: Some(5433),
+            settings: i.settings.clone(),
+            ..UpOptions::default()
+        };
+        assert!(differences(&i, &same).is_empty());
+    }
+
+    #[test]
+    fn each_differing_flag_is_named_with_what_the_instance_has() {
+        let i = inst();
+        let o = UpOptions {
+            data: "/nonexistent/sb/other".into(),
+            wal: Some("/nonexistent/sb/wal".into()),
+            temp: None,
+            port: Some(5500),
+            settings: vec![("shared_buffers".into(), "64MB".into()), ("fsync".into(), "off".into())],
+            ..UpOptions::default()
+        };
+        assert_eq!(
+            differences(&i, &o),
+            [
+                "--data /nonexistent/sb/other (it has /nonexistent/sb/data)",
+                "--wal /nonexistent/sb/wal (it has its WAL in the data directory)",
+                "--port 5500 (it has 5433)",
+                "-c shared_buffers=64MB (it has shared_buffers=32MB)",
+                "-c fsync=off (it does not set fsync)",
+            ]
+        );
+        let fewer = UpOptions { settings: vec![("fsync".into(), "off".into())], ..UpOptions::default() };
+        assert_eq!(
+            differences(&i, &fewer),
+            ["-c fsync=off (it does not set fsync)", "no -c shared_buffers (it has shared_buffers=32MB)"]
+        );
+    }
 }

@@ -88,7 +88,7 @@ pub(crate) fn check_fs(fs: &str, bs: Option<u64>) -> Result<(), String> {
     }
 }
 
-fn run(cmd: &mut Command, what: &str) -> Result<String, MediaError> {
+pub(crate) fn run(cmd: &mut Command, what: &str) -> Result<String, MediaError> {
     let out = cmd.output().map_err(|e| MediaError::Failed(format!("{what}: {e}")))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
@@ -202,6 +202,7 @@ enum Step {
     Rmdir(PathBuf),
     Umount(PathBuf),
     Unthrottle(String),
+    StopDaemon(Box<crate::emu::Daemon>),
 }
 
 /// What to reverse if creation fails, newest first.
@@ -224,6 +225,9 @@ impl Undo {
     pub(crate) fn unthrottle(&mut self, d: &str) {
         self.0.push(Step::Unthrottle(d.to_string()));
     }
+    pub(crate) fn stop_daemon(&mut self, d: &crate::emu::Daemon) {
+        self.0.push(Step::StopDaemon(Box::new(d.clone())));
+    }
     pub(crate) fn forget(&mut self) {
         self.0.clear();
     }
@@ -235,6 +239,7 @@ impl Undo {
                 Step::Rmdir(p) => std::fs::remove_dir(p).map_err(|e| MediaError::Failed(e.to_string())),
                 Step::Umount(p) => umount(&p),
                 Step::Unthrottle(d) => throttle(&d, None),
+                Step::StopDaemon(d) => crate::emu::stop(&d),
             };
         }
     }

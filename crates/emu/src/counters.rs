@@ -1,0 +1,216 @@
+//! The daemon's own view, once a second: requests, bytes, mean and maximum
+//! queue depth, and per op the latency (queue + service), queue time and
+//! service time (mean, p50, p99), appended as one JSON line per second to
+//! the medium's counters file. A run reads the lines of its window
+//! ([`read`]) and stores them beside the host's device figures.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::Op;
+use crate::sched::Sched;
+
+/// One op's figures in one second.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpLine {
+    /// Requests completed.
+    pub n: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Latency (arrival to reply), µs.
+    pub lat_mean_us: f64,
+    /// Median latency, µs.
+    pub lat_p50_us: f64,
+    /// 99th percentile latency, µs.
+    pub lat_p99_us: f64,
+    /// Mean time queued for a unit, µs.
+    pub queue_mean_us: f64,
+    /// 99th percentile queue time, µs.
+    pub queue_p99_us: f64,
+    /// Mean service time (the model's), µs.
+    pub svc_mean_us: f64,
+    /// 99th percentile service time, µs.
+    pub svc_p99_us: f64,
+}
+
+/// One second of the daemon's counters.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Line {
+    /// End of the interval, ms since the Unix epoch.
+    pub t_ms: u64,
+    /// Length of the interval, ms.
+    pub interval_ms: u64,
+    /// Mean requests outstanding (queued or in service).
+    pub qd_avg: f64,
+    /// Most requests outstanding at once.
+    pub qd_max: u64,
+    /// Replies later than their deadline by more than 200 µs.
+    pub late: u64,
+    /// Requests failed (after a power cut).
+    pub errors: u64,
+    /// Per op: read, write, flush, discard (only those seen).
+    pub ops: std::collections::BTreeMap<String, OpLine>,
+}
+
+pub(crate) fn unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// Takes the scheduler's figures into a line.
+pub(crate) fn line(s: &Sched, last_ns: &mut u64) -> Line {
+    let (st, now) = s.take_stats();
+    let mut ops = std::collections::BTreeMap::new();
+    for op in Op::ALL {
+        let o = &st.ops[op.index()];
+        if o.count == 0 {
+            continue;
+        }
+        ops.insert(
+            op.as_str().to_string(),
+            OpLine {
+                n: o.count,
+                bytes: o.bytes,
+                lat_mean_us: o.latency.mean_us(),
+                lat_p50_us: o.latency.quantile_us(0.5),
+                lat_p99_us: o.latency.quantile_us(0.99),
+                queue_mean_us: o.queue.mean_us(),
+                queue_p99_us: o.queue.quantile_us(0.99),
+                svc_mean_us: o.service.mean_us(),
+                svc_p99_us: o.service.quantile_us(0.99),
+            },
+        );
+    }
+    let l = Line {
+        t_ms: unix_ms(),
+        interval_ms: (now - *last_ns) / 1_000_000,
+        qd_avg: st.qd_avg(now),
+        qd_max: st.qd_max,
+        late: st.late,
+        errors: st.errors,
+        ops,
+    };
+    *last_ns = now;
+    l
+}
+
+/// Appends a line to the counters file every second until `stop`.
+pub(crate) fn run(s: &Sched, path: &Path, stop: &AtomicBool) {
+    let mut last = s.now_ns();
+    while !stop.load(Ordering::Relaxed) {
+        let to_next = 1000 - unix_ms() % 1000;
+        std::thread::sleep(Duration::from_millis(to_next.max(1)));
+        let l = line(s, &mut last);
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            let _ = writeln!(f, "{}", serde_json::to_string(&l).expect("serialises"));
+        }
+    }
+}
+
+/// The lines of a counters file whose interval ends within `[from_ms,
+/// to_ms]` (a missing file has none; a torn last line is skipped).
+pub fn read(path: &Path, from_ms: u64, to_ms: u64) -> Vec<Line> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Line>(l).ok())
+        .filter(|l| l.t_ms >= from_ms && l.t_ms <= to_ms)
+        .collect()
+}
+
+/// A step's view from a medium's daemon: per-second samples from the
+/// step's start (`emu.MEDIUM.qd`, `emu.MEDIUM.OP.iops`,
+/// `emu.MEDIUM.OP.lat.p99`, ...) and figures over the measured window
+/// (`[measure_from_ms, end_ms]`, Unix ms): per op IOPS, the mean latency,
+/// queue and service times weighted by requests, and the highest
+/// per-second p99 latency (`lat.p99max`); the mean queue depth and the late
+/// replies. A second belongs to the window as the system monitor's do: it
+/// ends more than half a second after the window begins and at most half a
+/// second after it ends.
+pub fn step_report(
+    medium: &str,
+    lines: &[Line],
+    step_start_ms: u64,
+    measure_from_ms: u64,
+    end_ms: u64,
+) -> storbench_metrics::StepReport {
+    use storbench_metrics::Unit;
+    let mut r = storbench_metrics::StepReport::default();
+    let in_step = |l: &&Line| l.t_ms > step_start_ms + 500 && l.t_ms <= end_ms + 500;
+    for l in lines.iter().filter(in_step) {
+        let t = l.t_ms - step_start_ms;
+        r.sample(t, format!("emu.{medium}.qd"), l.qd_avg);
+        for (op, o) in &l.ops {
+            let secs = (l.interval_ms.max(1)) as f64 / 1000.0;
+            r.sample(t, format!("emu.{medium}.{op}.iops"), o.n as f64 / secs);
+            r.sample(t, format!("emu.{medium}.{op}.lat.mean"), o.lat_mean_us);
+            r.sample(t, format!("emu.{medium}.{op}.lat.p99"), o.lat_p99_us);
+        }
+    }
+    let window: Vec<&Line> =
+        lines.iter().filter(|l| l.t_ms > measure_from_ms + 500 && l.t_ms <= end_ms + 500).collect();
+    if window.is_empty() {
+        return r;
+    }
+    let secs: f64 = window.iter().map(|l| l.interval_ms as f64 / 1000.0).sum::<f64>().max(1e-3);
+    r.figure(
+        format!("emu.{medium}.qd"),
+        window.iter().map(|l| l.qd_avg).sum::<f64>() / window.len() as f64,
+        Unit::Count,
+    );
+    r.figure(format!("emu.{medium}.late"), window.iter().map(|l| l.late).sum::<u64>() as f64, Unit::Count);
+    for op in Op::ALL {
+        let ops: Vec<&OpLine> = window.iter().filter_map(|l| l.ops.get(op.as_str())).collect();
+        let n: u64 = ops.iter().map(|o| o.n).sum();
+        if n == 0 {
+            continue;
+        }
+        let weighted = |f: fn(&OpLine) -> f64| ops.iter().map(|o| f(o) * o.n as f64).sum::<f64>() / n as f64;
+        let p = format!("emu.{medium}.{}", op.as_str());
+        r.figure(format!("{p}.iops"), n as f64 / secs, Unit::PerS);
+        r.figure(format!("{p}.lat.mean"), weighted(|o| o.lat_mean_us), Unit::Us);
+        r.figure(format!("{p}.queue.mean"), weighted(|o| o.queue_mean_us), Unit::Us);
+        r.figure(format!("{p}.svc.mean"), weighted(|o| o.svc_mean_us), Unit::Us);
+        r.figure(format!("{p}.lat.p99max"), ops.iter().map(|o| o.lat_p99_us).fold(0.0, f64::max), Unit::Us);
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(t_ms: u64, n: u64, lat: f64) -> Line {
+        let mut ops = std::collections::BTreeMap::new();
+        ops.insert(
+            "read".to_string(),
+            OpLine {
+                n,
+                bytes: n * 4096,
+                lat_mean_us: lat,
+                lat_p99_us: lat * 2.0,
+                svc_mean_us: lat,
+                ..OpLine::default()
+            },
+        );
+        Line { t_ms, interval_ms: 1000, qd_avg: 1.0, qd_max: 1, late: 0, errors: 0, ops }
+    }
+
+    #[test]
+    fn a_step_takes_the_seconds_of_its_window_weighted_by_requests() {
+        // Step from 10,000 ms, measured from 11,000 to 14,000.
+        let lines: Vec<Line> =
+            (10..=16).map(|s| line(s * 1000, if s == 13 { 300 } else { 100 }, s as f64)).collect();
+        let r = step_report("d", &lines, 10_000, 11_000, 14_000);
+        let fig = |n: &str| r.figures.iter().find(|f| f.name == n).unwrap_or_else(|| panic!("{n}")).value;
+        // Seconds ending at 12, 13, 14 s are in the window.
+        assert_eq!(fig("emu.d.read.iops"), 500.0 / 3.0);
+        assert_eq!(fig("emu.d.read.lat.mean"), (12.0 * 100.0 + 13.0 * 300.0 + 14.0 * 100.0) / 500.0);
+        assert_eq!(fig("emu.d.read.lat.p99max"), 28.0);
+        // Samples from the step's start: seconds ending at 11 to 14 s.
+        assert_eq!(r.samples.iter().filter(|s| s.name == "emu.d.qd").count(), 4);
+    }
+}

@@ -1,0 +1,596 @@
+//! The daemon: a FUSE filesystem holding one file (`image`, the medium)
+//! whose reads and writes go to the backing image on the host disk with
+//! pread/pwrite and complete when the model says ([`crate::sched`]). The
+//! volatile write cache of a model that has one holds written blocks in
+//! memory until a flush drains them to the image, so a power cut
+//! (SIGUSR1) loses exactly what was not yet durable; later I/O fails.
+//!
+//! It must never do I/O on the filesystem above the loop device it serves
+//! (that would deadlock): it touches only the backing image, its counters,
+//! trace and pid files, all on the host disk. It marks itself an I/O
+//! flusher (PR_SET_IO_FLUSHER) so memory reclaim does not wait on it.
+//! SIGTERM, SIGINT or SIGHUP unmount and end it.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::BufWriter;
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, UNIX_EPOCH};
+
+use fuser::{
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, INodeNo, KernelConfig, LockOwner,
+    MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen,
+    ReplyStatfs, ReplyWrite, Request, WriteFlags,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::model::{blocks, Op, Req, Spec, VolatileCache, CACHE_BLOCK};
+use crate::sched::{Completion, Sched};
+use crate::EmuError;
+use storbench_cache::TraceWriter;
+
+/// prctl option (Linux 5.6, include/uapi/linux/prctl.h); the libc crate lacks it.
+const PR_SET_IO_FLUSHER: libc::c_int = 57;
+
+/// The name of the served file under the mount point.
+pub const SERVED_NAME: &str = "image";
+
+/// Everything the daemon needs, written by the medium's creator as JSON.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct DaemonConfig {
+    /// The medium's name (for messages).
+    pub name: String,
+    /// The backing image on the host disk.
+    pub image: PathBuf,
+    /// Where the FUSE filesystem is mounted; the medium is `mountpoint/image`.
+    pub mountpoint: PathBuf,
+    /// Size in bytes.
+    pub size: u64,
+    /// The model.
+    pub spec: Spec,
+    /// The per-second counters file (JSON lines).
+    pub counters: PathBuf,
+    /// Written once the filesystem is mounted and serving; removed at exit.
+    pub pid_file: PathBuf,
+    /// The I/O trace to write, if any.
+    pub trace: Option<PathBuf>,
+}
+
+impl DaemonConfig {
+    /// The served file: what the loop device is attached to.
+    pub fn served(&self) -> PathBuf {
+        self.mountpoint.join(SERVED_NAME)
+    }
+}
+
+/// The volatile write cache's data: whole blocks not yet on the image.
+struct DataCache {
+    shape: Option<VolatileCache>,
+    blocks: Mutex<HashMap<u64, Box<[u8]>>>,
+    /// Set under the lock by a power cut: nothing drains to the image after it.
+    cut: AtomicBool,
+    /// Blocks present at the last background destage tick.
+    aged: Mutex<Vec<u64>>,
+}
+
+impl DataCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Box<[u8]>>> {
+        self.blocks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Power cut: what the cache holds is gone, and it never drains again.
+    fn cut(&self) {
+        let mut map = self.lock();
+        self.cut.store(true, Ordering::SeqCst);
+        map.clear();
+    }
+
+    /// Background destage, once a second: blocks that were already cached
+    /// at the previous tick go to the image, so a block stays volatile for
+    /// one to two seconds, as a drive writes its cache back when it can.
+    /// This is what a power cut can lose, flushed or (with lie_on_flush)
+    /// not; it changes what is durable, not what a request costs.
+    fn age_out(&self, file: &File) {
+        let mut map = self.lock();
+        if self.cut.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut aged = self.aged.lock().unwrap_or_else(|p| p.into_inner());
+        aged.sort_unstable();
+        for b in aged.drain(..) {
+            if let Some(data) = map.remove(&b) {
+                if file.write_all_at(&data, b * CACHE_BLOCK).is_err() {
+                    map.insert(b, data);
+                }
+            }
+        }
+        aged.extend(map.keys().copied());
+    }
+
+    /// Writes every cached block to the image, in offset order.
+    fn drain(&self, map: &mut HashMap<u64, Box<[u8]>>, file: &File) -> std::io::Result<()> {
+        if self.cut.load(Ordering::SeqCst) {
+            return Err(std::io::Error::from_raw_os_error(libc::EIO));
+        }
+        let mut keys: Vec<u64> = map.keys().copied().collect();
+        keys.sort_unstable();
+        for b in keys {
+            file.write_all_at(&map[&b], b * CACHE_BLOCK)?;
+        }
+        map.clear();
+        Ok(())
+    }
+}
+
+struct Fs {
+    file: File,
+    size: u64,
+    sched: Arc<Sched>,
+    cache: Arc<DataCache>,
+}
+
+const TTL: Duration = Duration::from_secs(1);
+
+impl Fs {
+    fn attr(&self, ino: u64) -> FileAttr {
+        let dir = ino == 1;
+        FileAttr {
+            ino: INodeNo(ino),
+            size: if dir { 0 } else { self.size },
+            blocks: if dir { 0 } else { self.size.div_ceil(512) },
+            atime: UNIX_EPOCH,
+            mtime: UNIX_EPOCH,
+            ctime: UNIX_EPOCH,
+            crtime: UNIX_EPOCH,
+            kind: if dir { FileType::Directory } else { FileType::RegularFile },
+            perm: if dir { 0o755 } else { 0o600 },
+            nlink: if dir { 2 } else { 1 },
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            flags: 0,
+            blksize: 4096,
+        }
+    }
+
+    fn read_data(&self, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+        let len = len.min(self.size.saturating_sub(offset) as usize);
+        let mut buf = vec![0u8; len];
+        let overlay = |buf: &mut [u8], map: &HashMap<u64, Box<[u8]>>| {
+            for b in blocks(offset, len as u64) {
+                if let Some(data) = map.get(&b) {
+                    let bstart = b * CACHE_BLOCK;
+                    let from = bstart.max(offset);
+                    let to = (bstart + CACHE_BLOCK).min(offset + len as u64);
+                    if from < to {
+                        buf[(from - offset) as usize..(to - offset) as usize]
+                            .copy_from_slice(&data[(from - bstart) as usize..(to - bstart) as usize]);
+                    }
+                }
+            }
+        };
+        if self.cache.shape.is_none() {
+            self.file.read_exact_at(&mut buf, offset)?;
+            return Ok(buf);
+        }
+        let map = self.cache.lock();
+        self.file.read_exact_at(&mut buf, offset)?;
+        overlay(&mut buf, &map);
+        Ok(buf)
+    }
+
+    fn write_data(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        let Some(shape) = self.cache.shape else {
+            return self.file.write_all_at(data, offset);
+        };
+        let mut map = self.cache.lock();
+        let end = offset + data.len() as u64;
+        for b in blocks(offset, data.len() as u64) {
+            let bstart = b * CACHE_BLOCK;
+            let from = bstart.max(offset);
+            let to = (bstart + CACHE_BLOCK).min(end);
+            let mut block = match map.remove(&b) {
+                Some(old) => old,
+                None if from == bstart && to == bstart + CACHE_BLOCK => {
+                    vec![0u8; CACHE_BLOCK as usize].into()
+                }
+                None => {
+                    // A partial block: start from what the image holds.
+                    let mut old = vec![0u8; CACHE_BLOCK as usize];
+                    let n = CACHE_BLOCK.min(self.size.saturating_sub(bstart)) as usize;
+                    self.file.read_exact_at(&mut old[..n], bstart)?;
+                    old.into()
+                }
+            };
+            block[(from - bstart) as usize..(to - bstart) as usize]
+                .copy_from_slice(&data[(from - offset) as usize..(to - offset) as usize]);
+            map.insert(b, block);
+        }
+        if map.len() as u64 * CACHE_BLOCK > shape.capacity {
+            // Full: the drive destages (the model charges the time).
+            self.cache.drain(&mut map, &self.file)?;
+        }
+        Ok(())
+    }
+
+    fn flush_data(&self) -> std::io::Result<()> {
+        match self.cache.shape {
+            Some(s) if !s.lie_on_flush => self.cache.drain(&mut self.cache.lock(), &self.file),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn errno(e: &std::io::Error) -> Errno {
+    Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+struct DataDone(ReplyData, Vec<u8>);
+impl Completion for DataDone {
+    fn ok(self: Box<Self>) {
+        let s = *self;
+        s.0.data(&s.1);
+    }
+    fn fail(self: Box<Self>, e: i32) {
+        self.0.error(Errno::from_i32(e));
+    }
+}
+
+struct WriteDone(ReplyWrite, u32);
+impl Completion for WriteDone {
+    fn ok(self: Box<Self>) {
+        let s = *self;
+        s.0.written(s.1);
+    }
+    fn fail(self: Box<Self>, e: i32) {
+        self.0.error(Errno::from_i32(e));
+    }
+}
+
+struct EmptyDone(ReplyEmpty);
+impl Completion for EmptyDone {
+    fn ok(self: Box<Self>) {
+        self.0.ok();
+    }
+    fn fail(self: Box<Self>, e: i32) {
+        self.0.error(Errno::from_i32(e));
+    }
+}
+
+impl Filesystem for Fs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // Asynchronous direct I/O: the loop device's requests reach us
+        // concurrently, so queueing is the model's, not the kernel's.
+        let _ = config.add_capabilities(fuser::InitFlags::FUSE_ASYNC_DIO);
+        let _ = config.set_max_write(1 << 20);
+        let _ = config.set_max_background(512);
+        let _ = config.set_congestion_threshold(384);
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        if parent.0 == 1 && name == SERVED_NAME {
+            reply.entry(&TTL, &self.attr(2), fuser::Generation(0));
+        } else {
+            reply.error(Errno::ENOENT);
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        match ino.0 {
+            1 | 2 => reply.attr(&TTL, &self.attr(ino.0)),
+            _ => reply.error(Errno::ENOENT),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _mode: Option<u32>,
+        _uid: Option<u32>,
+        _gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<fuser::TimeOrNow>,
+        _mtime: Option<fuser::TimeOrNow>,
+        _ctime: Option<std::time::SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<std::time::SystemTime>,
+        _chgtime: Option<std::time::SystemTime>,
+        _bkuptime: Option<std::time::SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        // A medium's size is fixed.
+        if size.is_some_and(|s| s != self.size) {
+            return reply.error(Errno::EPERM);
+        }
+        reply.attr(&TTL, &self.attr(ino.0));
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        if ino.0 != 2 {
+            return reply.error(Errno::EISDIR);
+        }
+        reply.opened(FileHandle(0), FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let t0 = self.sched.now_ns();
+        if self.sched.is_dead() {
+            return reply.error(Errno::EIO);
+        }
+        match self.read_data(offset, size as usize) {
+            Ok(buf) => {
+                let req = Req { op: Op::Read, offset, len: buf.len() as u64 };
+                self.sched.submit(req, t0, Box::new(DataDone(reply, buf)));
+            }
+            Err(e) => reply.error(errno(&e)),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let t0 = self.sched.now_ns();
+        if self.sched.is_dead() {
+            return reply.error(Errno::EIO);
+        }
+        if offset + data.len() as u64 > self.size {
+            return reply.error(Errno::from_i32(libc::ENOSPC));
+        }
+        match self.write_data(offset, data) {
+            Ok(()) => {
+                let req = Req { op: Op::Write, offset, len: data.len() as u64 };
+                self.sched.submit(req, t0, Box::new(WriteDone(reply, data.len() as u32)));
+            }
+            Err(e) => reply.error(errno(&e)),
+        }
+    }
+
+    fn flush(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _lo: LockOwner, reply: ReplyEmpty) {
+        // close(2): not a device flush.
+        reply.ok();
+    }
+
+    fn fsync(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        let t0 = self.sched.now_ns();
+        if self.sched.is_dead() {
+            return reply.error(Errno::EIO);
+        }
+        match self.flush_data() {
+            Ok(()) => {
+                self.sched.submit(Req { op: Op::Flush, offset: 0, len: 0 }, t0, Box::new(EmptyDone(reply)))
+            }
+            Err(e) => reply.error(errno(&e)),
+        }
+    }
+
+    fn fallocate(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        let t0 = self.sched.now_ns();
+        if self.sched.is_dead() {
+            return reply.error(Errno::EIO);
+        }
+        if mode & libc::FALLOC_FL_PUNCH_HOLE == 0 {
+            // Allocation: the image is as large as the medium already.
+            return reply.ok();
+        }
+        {
+            let mut map = self.cache.lock();
+            for b in blocks(offset, length) {
+                map.remove(&b);
+            }
+        }
+        // SAFETY: fallocate on a descriptor we own; the range is the kernel's.
+        let r = unsafe {
+            libc::fallocate(self.file.as_raw_fd(), mode, offset as libc::off_t, length as libc::off_t)
+        };
+        if r != 0 {
+            return reply.error(errno(&std::io::Error::last_os_error()));
+        }
+        self.sched.submit(Req { op: Op::Discard, offset, len: length }, t0, Box::new(EmptyDone(reply)));
+    }
+
+    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        if ino.0 != 1 {
+            return reply.error(Errno::ENOTDIR);
+        }
+        let entries = [
+            (1u64, FileType::Directory, "."),
+            (1, FileType::Directory, ".."),
+            (2, FileType::RegularFile, SERVED_NAME),
+        ];
+        for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
+            if reply.add(INodeNo(*ino), (i + 1) as u64, *kind, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        let blocks = self.size / 4096;
+        reply.statfs(blocks, 0, 0, 2, 0, 4096, 255, 4096);
+    }
+}
+
+/// Runs the daemon in this process until it is told to stop (SIGTERM,
+/// SIGINT, SIGHUP) or its filesystem is unmounted. SIGUSR1 cuts the power.
+pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
+    let model = cfg.spec.build(cfg.size).map_err(|e| EmuError::Usage(e.to_string()))?;
+    let file = File::options()
+        .read(true)
+        .write(true)
+        .open(&cfg.image)
+        .map_err(|e| EmuError::Failed(format!("opening {}: {e}", cfg.image.display())))?;
+    let trace = match &cfg.trace {
+        Some(p) => Some(
+            File::create(p)
+                .and_then(|f| TraceWriter::new(BufWriter::with_capacity(1 << 16, f)))
+                .map_err(|e| EmuError::Failed(format!("creating the trace {}: {e}", p.display())))?,
+        ),
+        None => None,
+    };
+    // Signals go to one thread that waits for them; block them before any
+    // thread exists so every thread inherits the mask.
+    // SAFETY: building and installing a signal mask for this thread.
+    let set = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGUSR1] {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    };
+    // SAFETY: prctl with constant arguments. Ignored where unsupported.
+    unsafe { libc::prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0) };
+    // A device answers when it is due, whatever else the host is doing: the
+    // daemon's threads (which inherit this) run SCHED_FIFO at a low
+    // real-time priority, so a busy machine delays replies by microseconds,
+    // not by a scheduler slice. Where refused (no privilege), it stays as is;
+    // the counters' `late` then shows what that costs.
+    // SAFETY: sched_setscheduler on this process with a valid parameter.
+    unsafe {
+        let p = libc::sched_param { sched_priority: 10 };
+        libc::sched_setscheduler(0, libc::SCHED_FIFO, &p);
+    }
+    let cache = Arc::new(DataCache {
+        shape: model.volatile_cache(),
+        blocks: Mutex::new(HashMap::new()),
+        cut: AtomicBool::new(false),
+        aged: Mutex::new(Vec::new()),
+    });
+    let destage_file =
+        file.try_clone().map_err(|e| EmuError::Failed(format!("opening the image twice: {e}")))?;
+    let exit_file =
+        file.try_clone().map_err(|e| EmuError::Failed(format!("opening the image twice: {e}")))?;
+    let exit_cache = cache.clone();
+    let sched = Arc::new(Sched::new(model, trace));
+    let fs = Fs { file, size: cfg.size, sched: sched.clone(), cache: cache.clone() };
+    let mut config = fuser::Config::default();
+    config.mount_options = vec![
+        MountOption::FSName(format!("storbench-emu:{}", cfg.name)),
+        MountOption::Subtype("storbench".into()),
+    ];
+    config.n_threads = Some(4);
+    config.clone_fd = true;
+    std::fs::create_dir_all(&cfg.mountpoint)
+        .map_err(|e| EmuError::Failed(format!("creating {}: {e}", cfg.mountpoint.display())))?;
+    let mut session = fuser::Session::new(fs, &cfg.mountpoint, &config).map_err(|e| {
+        EmuError::Failed(format!("mounting the FUSE filesystem on {}: {e}", cfg.mountpoint.display()))
+    })?;
+    let mut unmounter = session.unmount_callable();
+    let stop = Arc::new(AtomicBool::new(false));
+    let timer = {
+        let s = sched.clone();
+        std::thread::Builder::new().name("emu-timer".into()).spawn(move || s.run_timer())
+    }
+    .map_err(|e| EmuError::Failed(format!("starting the timer thread: {e}")))?;
+    let ticker = {
+        let (s, p, st) = (sched.clone(), cfg.counters.clone(), stop.clone());
+        std::thread::Builder::new()
+            .name("emu-counters".into())
+            .spawn(move || crate::counters::run(&s, &p, &st))
+    }
+    .map_err(|e| EmuError::Failed(format!("starting the counters thread: {e}")))?;
+    if cache.shape.is_some() {
+        let (c, st) = (cache.clone(), stop.clone());
+        std::thread::Builder::new()
+            .name("emu-destage".into())
+            .spawn(move || {
+                while !st.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_secs(1));
+                    c.age_out(&destage_file);
+                }
+            })
+            .map_err(|e| EmuError::Failed(format!("starting the destage thread: {e}")))?;
+    }
+    // Power cut: refuse new I/O and fail what is queued, then lose the cache.
+    let cutter = {
+        let s = sched.clone();
+        move || {
+            s.cut();
+            cache.cut();
+        }
+    };
+    {
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("emu-signals".into())
+            .spawn(move || loop {
+                let mut sig = 0;
+                // SAFETY: waiting on the mask built above.
+                if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
+                    continue;
+                }
+                if sig == libc::SIGUSR1 {
+                    cutter();
+                    continue;
+                }
+                stop.store(true, Ordering::Relaxed);
+                let _ = unmounter.unmount();
+                return;
+            })
+            .map_err(|e| EmuError::Failed(format!("starting the signal thread: {e}")))?;
+    }
+    std::fs::write(&cfg.pid_file, format!("{}\n", std::process::id()))
+        .map_err(|e| EmuError::Failed(format!("writing {}: {e}", cfg.pid_file.display())))?;
+    let res = session.run();
+    // A clean stop is not a power cut: the drive writes its cache back
+    // (after a cut, drain refuses and what was volatile stays lost).
+    let _ = exit_cache.drain(&mut exit_cache.lock(), &exit_file);
+    stop.store(true, Ordering::Relaxed);
+    sched.stop();
+    let _ = timer.join();
+    let _ = ticker.join();
+    sched.flush_trace();
+    let _ = std::fs::remove_file(&cfg.pid_file);
+    res.map_err(|e| EmuError::Failed(format!("serving {}: {e}", cfg.mountpoint.display())))
+}
+
+/// Where a medium's daemon files live: `DIR/NAME.{json,pid,counters,log}`.
+pub fn files(dir: &Path, name: &str) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
+    (
+        dir.join(format!("{name}.json")),
+        dir.join(format!("{name}.pid")),
+        dir.join(format!("{name}.counters")),
+        dir.join(format!("{name}.log")),
+    )
+}

@@ -1,0 +1,309 @@
+//! Modelled media: the supervision of a medium's device-model daemon
+//! (`storbench media serve`, crate `emu`). The daemon is a separate process
+//! in its own session (Ctrl-C in the terminal that made the medium does not
+//! reach it), with a config, pid, log and counters file under
+//! `STATE/emu/`; it is started before the loop device is attached to the
+//! file it serves and stopped after the loop device is detached. A daemon
+//! that died leaves an aborted FUSE connection, which [`stop`] unmounts, so
+//! destroy works after any crash. Power cut and recovery live here too.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use storbench_emu::daemon::DaemonConfig;
+use storbench_emu::Spec;
+
+use crate::{registry, state_dir, sys, MediaError, Medium};
+
+/// A running (or once-running) daemon of a modelled medium.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Daemon {
+    /// Its process id.
+    pub pid: u32,
+    /// The config it was started with (JSON).
+    pub config: PathBuf,
+    /// Its log (stderr).
+    pub log: PathBuf,
+    /// Its per-second counters (JSON lines, `storbench_emu::counters`).
+    pub counters: PathBuf,
+    /// The FUSE mount point.
+    pub mountpoint: PathBuf,
+    /// The served file the loop device is attached to.
+    pub served: PathBuf,
+    /// The I/O trace it writes, if any.
+    #[serde(default)]
+    pub trace: Option<PathBuf>,
+    /// Set by `media powercut`, cleared by `media recover`.
+    #[serde(default)]
+    pub cut: bool,
+}
+
+/// Checks that FUSE is usable here (root and /dev/fuse).
+pub fn check_support() -> Result<(), MediaError> {
+    if !sys::is_root() {
+        return Err(MediaError::Usage(
+            "a modelled medium (--model) needs root (FUSE mount and loop device)".into(),
+        ));
+    }
+    if !Path::new("/dev/fuse").exists() {
+        return Err(MediaError::Usage(
+            "this machine has no FUSE (/dev/fuse is missing), so --model media cannot be made; use --emulate"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+fn dir() -> PathBuf {
+    state_dir().join("emu")
+}
+
+/// The storbench executable that runs `media serve`: `STORBENCH_EXE`, else
+/// the running one.
+fn exe() -> Result<PathBuf, MediaError> {
+    if let Some(p) = std::env::var_os("STORBENCH_EXE").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    std::env::current_exe().map_err(|e| MediaError::Failed(format!("finding the storbench executable: {e}")))
+}
+
+/// Starts a medium's daemon and waits until its file is served.
+pub(crate) fn start(
+    name: &str,
+    image: &Path,
+    size: u64,
+    spec: &Spec,
+    trace: Option<&Path>,
+) -> Result<Daemon, MediaError> {
+    let d = dir();
+    std::fs::create_dir_all(&d).map_err(|e| MediaError::Failed(format!("creating {}: {e}", d.display())))?;
+    let mountpoint = d.join(format!("{name}.mnt"));
+    if sys::is_mounted(&mountpoint) {
+        // Left by a daemon that died with storbench: nothing serves it.
+        let _ = abort_and_unmount(&mountpoint);
+    }
+    let trace = trace.map(|t| std::path::absolute(t).unwrap_or_else(|_| t.to_path_buf()));
+    let cfg = DaemonConfig {
+        name: name.to_string(),
+        image: std::path::absolute(image).unwrap_or_else(|_| image.to_path_buf()),
+        mountpoint: mountpoint.clone(),
+        size,
+        spec: spec.clone(),
+        counters: d.join(format!("{name}.counters")),
+        pid_file: d.join(format!("{name}.pid")),
+        trace: trace.clone(),
+    };
+    let config = d.join(format!("{name}.json"));
+    let log = d.join(format!("{name}.log"));
+    let _ = std::fs::remove_file(&cfg.pid_file);
+    std::fs::write(&config, serde_json::to_string_pretty(&cfg).expect("config serialises"))
+        .map_err(|e| MediaError::Failed(format!("writing {}: {e}", config.display())))?;
+    let logf = std::fs::File::create(&log)
+        .map_err(|e| MediaError::Failed(format!("creating {}: {e}", log.display())))?;
+    let mut cmd = Command::new(exe()?);
+    cmd.args(["media", "serve", "--config"])
+        .arg(&config)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(logf);
+    // SAFETY: setsid is async-signal-safe; the child leaves the terminal's
+    // process group so Ctrl-C there does not take the medium down.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(|e| MediaError::Failed(format!("starting the model daemon: {e}")))?;
+    let daemon = Daemon {
+        pid: child.id(),
+        config,
+        log: log.clone(),
+        counters: cfg.counters.clone(),
+        mountpoint,
+        served: cfg.served(),
+        trace,
+        cut: false,
+    };
+    let t0 = Instant::now();
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message").trim();
+            let last = last.trim_start_matches("storbench: error: ").to_string();
+            let _ = stop(&daemon);
+            let msg = format!("the model daemon for '{name}' exited ({status}): {last}");
+            // A refusal about FUSE itself is the machine's, not a failure of the run.
+            return Err(if last.contains("fuse") || last.contains("FUSE") {
+                MediaError::Usage(msg)
+            } else {
+                MediaError::Failed(msg)
+            });
+        }
+        if cfg.pid_file.exists() && daemon.served.exists() {
+            return Ok(daemon);
+        }
+        if t0.elapsed() > Duration::from_secs(15) {
+            let _ = stop(&daemon);
+            return Err(MediaError::Failed(format!(
+                "the model daemon for '{name}' did not serve {} within 15 s (log: {})",
+                daemon.served.display(),
+                log.display()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether the daemon's process is alive (and is the daemon, not a reused pid).
+pub fn alive(d: &Daemon) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", d.pid)).unwrap_or_default();
+    // The state follows the parenthesised command name; a zombie is dead.
+    let state = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().next());
+    if matches!(state, None | Some("Z") | Some("X")) {
+        return false;
+    }
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", d.pid)).unwrap_or_default();
+    String::from_utf8_lossy(&cmdline).contains(&*d.config.to_string_lossy())
+}
+
+fn signal(pid: u32, sig: i32) {
+    // SAFETY: sending a signal to a process id we started.
+    unsafe { libc::kill(pid as i32, sig) };
+}
+
+/// The FUSE connection behind a mount point (its device minor number,
+/// which names /sys/fs/fuse/connections/N).
+fn fuse_connection(mountpoint: &Path) -> Option<String> {
+    let want = mountpoint.to_string_lossy();
+    std::fs::read_to_string("/proc/self/mountinfo").ok()?.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() > 4 && f[4] == want).then(|| f[2].split(':').nth(1).unwrap_or("").to_string())
+    })
+}
+
+/// Aborts the FUSE connection (so nothing can wait on it) and unmounts.
+fn abort_and_unmount(mountpoint: &Path) -> Result<(), MediaError> {
+    if let Some(n) = fuse_connection(mountpoint) {
+        let _ = std::fs::write(format!("/sys/fs/fuse/connections/{n}/abort"), "1");
+    }
+    sys::run(
+        Command::new("umount").arg("-l").arg(mountpoint),
+        &format!("unmounting {}", mountpoint.display()),
+    )
+    .map(|_| ())
+}
+
+/// Stops a daemon (SIGTERM, then SIGKILL), unmounts its filesystem even if
+/// it died, and removes its files (the trace stays: it is the user's).
+pub(crate) fn stop(d: &Daemon) -> Result<(), MediaError> {
+    if alive(d) {
+        signal(d.pid, libc::SIGTERM);
+        let t0 = Instant::now();
+        while alive(d) && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if alive(d) {
+            signal(d.pid, libc::SIGKILL);
+            let t0 = Instant::now();
+            while alive(d) && t0.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+    if sys::is_mounted(&d.mountpoint) {
+        abort_and_unmount(&d.mountpoint)?;
+    }
+    let _ = std::fs::remove_dir(&d.mountpoint);
+    let pid_file = d.config.with_extension("pid");
+    for f in [&d.config, &d.log, &d.counters, &pid_file] {
+        let _ = std::fs::remove_file(f);
+    }
+    if alive(d) {
+        return Err(MediaError::Failed(format!("the model daemon (pid {}) did not stop", d.pid)));
+    }
+    Ok(())
+}
+
+/// Cuts a modelled medium's power: its volatile cache is lost and every
+/// later I/O fails, until [`recover`].
+pub fn powercut(name: &str) -> Result<(), MediaError> {
+    let _lock = registry::lock()?;
+    let mut all = registry::load()?;
+    let m = find_modelled(&mut all, name)?;
+    let d = m.daemon.as_mut().expect("modelled");
+    if !alive(d) {
+        return Err(MediaError::Failed(format!(
+            "medium '{name}': its model daemon is not running (storbench media recover {name} restarts it)"
+        )));
+    }
+    signal(d.pid, libc::SIGUSR1);
+    d.cut = true;
+    registry::save(&all)
+}
+
+fn find_modelled<'a>(all: &'a mut [Medium], name: &str) -> Result<&'a mut Medium, MediaError> {
+    let m = all
+        .iter_mut()
+        .find(|m| m.name == name)
+        .ok_or_else(|| MediaError::Usage(format!("no medium named '{name}' (storbench media list)")))?;
+    if m.daemon.is_none() {
+        return Err(MediaError::Usage(format!(
+            "medium '{name}' has no device model (power cut and recover need a medium made with --model)"
+        )));
+    }
+    Ok(m)
+}
+
+/// Brings a modelled medium back after a power cut (or a crashed daemon):
+/// unmounts and detaches what is left, restarts the daemon on the image,
+/// which holds exactly what was durable, reattaches and remounts (the
+/// filesystem replays its journal). Returns the medium as it is now.
+pub fn recover(name: &str) -> Result<Medium, MediaError> {
+    let _lock = registry::lock()?;
+    let mut all = registry::load()?;
+    let m = find_modelled(&mut all, name)?;
+    if let Some(mp) = &m.mount_point {
+        if sys::is_mounted(mp) {
+            sys::umount(mp)?;
+        }
+    }
+    let d = m.daemon.clone().expect("modelled");
+    let dev = m.device.trim_start_matches("/dev/").to_string();
+    let attached = std::fs::read_to_string(format!("/sys/block/{dev}/loop/backing_file"))
+        .is_ok_and(|b| b.trim() == d.served.to_string_lossy());
+    if attached {
+        sys::detach(&m.device)?;
+    }
+    stop(&d)?;
+    let spec = m.model.clone().expect("modelled");
+    let nd = start(name, &m.backing_file, m.size, &spec, d.trace.as_deref())?;
+    let device = match sys::losetup(&nd.served) {
+        Ok(dev) => dev,
+        Err(e) => {
+            let _ = stop(&nd);
+            return Err(e);
+        }
+    };
+    m.device = device;
+    m.daemon = Some(nd);
+    if let Some(mp) = &m.mount_point {
+        std::fs::create_dir_all(mp)
+            .map_err(|e| MediaError::Failed(format!("creating {}: {e}", mp.display())))?;
+        let mounted = sys::mount(&m.fs, m.block_size, &m.device, mp);
+        let out = m.clone();
+        registry::save(&all)?;
+        mounted.map_err(|e| {
+            MediaError::Failed(format!(
+                "medium '{name}' is back, but its filesystem did not survive the power cut: {e}"
+            ))
+        })?;
+        return Ok(out);
+    }
+    let out = m.clone();
+    registry::save(&all)?;
+    Ok(out)
+}
