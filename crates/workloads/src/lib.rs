@@ -1,4 +1,4 @@
-//! Database workloads (TPC-C-like, TPC-B-like) and the one runner that
+//! Database workloads (TPC-C-like, TPC-B-like, TPC-H-like) and the one runner that
 //! drives them all.
 //!
 //! A workload is data plus a per-user [`Worker`] that runs one transaction at
@@ -13,5 +13,6 @@ pub mod rand_tpc;
 pub mod runner;
 pub mod tpcb;
 pub mod tpcc;
+pub mod tpch;
 
 pub use runner::{Connector, Done, Probe, StepError, StepResult, StepSpec, Tick, Worker, Workload};

@@ -7,14 +7,26 @@
 //! own histograms and atomic counters; a collector reads the counters once a
 //! second for the per-second samples and the progress callback, and the
 //! histograms are merged when the step ends. Connection time is kept out of
-//! the step: every user connects, then all start together.
+//! the step: every user connects, then all start together, and the step's
+//! clock starts then (the shared [`storbench_metrics::runner`] does this for
+//! the I/O engine too).
+//!
+//! A call blocked on the server (a row lock) would hold its user, and so
+//! the step, past the window's end and past Ctrl-C. Each user therefore
+//! keeps its connection's [`Cancel`] handle in a [`Slot`] with a flag saying
+//! it is inside a call; a watchdog thread next to the step cancels the calls
+//! still running [`GRACE`] after the window's end, the stop flag or a fatal
+//! error, and again every [`GRACE`] until they return. A cancelled call is
+//! outside the window: it is rolled back, not counted as an error, and ends
+//! its user.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use storbench_db::{Connection, DbError};
+use storbench_db::{Cancel, Connection, DbError};
+use storbench_metrics::runner::{self, Interval, Sampler, Shared, StepPlan};
 use storbench_metrics::{Figure, LatencyHistogram, ProcessCpu, StepReport, Unit};
 
 /// Values read from the database at the start and end of the measured
@@ -176,6 +188,73 @@ struct Live {
     kinds: Vec<AtomicU64>,
 }
 
+/// How long calls still running when the step must end (window over, stop
+/// flag, fatal error) are left to finish before they are cancelled, and how
+/// often the cancel is sent again while they have not returned (a cancel
+/// that reached the server between two statements of a transaction hits
+/// nothing). A fixed second rather than a multiple of the step's p99: the
+/// p99 is not known until the step's histograms are merged, after the
+/// users end, and a second is long next to any transaction the runner
+/// measures while short next to a lock wait.
+pub const GRACE: Duration = Duration::from_secs(1);
+
+/// One user's cancel handle, and whether it is inside a call.
+#[derive(Default)]
+struct Slot {
+    cancel: Mutex<Option<Box<dyn Cancel>>>,
+    busy: AtomicBool,
+}
+
+impl Slot {
+    /// Keeps the handle of the user's (new) connection.
+    fn register(&self, conn: &dyn Connection) {
+        *self.cancel.lock().expect("cancel lock") = conn.canceller();
+    }
+}
+
+/// The users' slots and what the watchdog needs to know when to act.
+struct Cancels {
+    slots: Vec<Slot>,
+    /// The window's end, set by the first user that starts.
+    end: OnceLock<Instant>,
+    /// The step is over (every user has been joined): the watchdog ends.
+    over: AtomicBool,
+}
+
+impl Cancels {
+    /// Until the step is over: once it must end (window over, `stop`, a
+    /// fatal error), waits [`GRACE`], then cancels every call still running,
+    /// every [`GRACE`] until none is.
+    fn watch(&self, stop: &AtomicBool, fatal: &Fatal) {
+        let mut due: Option<Instant> = None;
+        while !self.over.load(Ordering::Relaxed) {
+            let now = Instant::now();
+            match due {
+                None => {
+                    let ended = self.end.get().is_some_and(|e| now >= *e);
+                    if ended || stop.load(Ordering::Relaxed) || fatal.is_set() {
+                        due = Some(now + GRACE);
+                    }
+                }
+                Some(d) if now >= d => {
+                    for s in &self.slots {
+                        if s.busy.load(Ordering::Acquire) {
+                            if let Some(c) = s.cancel.lock().expect("cancel lock").as_ref() {
+                                // Undeliverable means the server is gone: the
+                                // call fails on its own then.
+                                let _ = c.cancel();
+                            }
+                        }
+                    }
+                    due = Some(Instant::now() + GRACE);
+                }
+                Some(_) => {}
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
 /// What a user thread hands back when it ends.
 struct UserOut {
     kinds: Vec<LatencyHistogram>,
@@ -191,57 +270,102 @@ struct UserOut {
     first_error: Option<String>,
 }
 
-/// The step's timeline, fixed once every user is connected.
-#[derive(Clone, Copy)]
-struct Timeline {
-    start: Instant,
-    measure_from: Instant,
-    end: Instant,
-}
+/// A user ready to start: its worker and its connection.
+type Ready = (Box<dyn Worker>, Box<dyn Connection>);
 
-/// State every user and the collector see.
-struct Shared<'a> {
-    spec: &'a StepSpec,
-    stop: &'a AtomicBool,
-    halt: AtomicBool,
-    fatal: Mutex<Option<(DbError, bool)>>,
-    timeline: Mutex<Option<Timeline>>,
-}
+/// The first fatal error of a step (`lost` = the database went away).
+#[derive(Default)]
+struct Fatal(Mutex<Option<(DbError, bool)>>);
 
-impl Shared<'_> {
-    fn should_stop(&self) -> bool {
-        self.halt.load(Ordering::Relaxed) || self.stop.load(Ordering::Relaxed)
-    }
-
-    /// Records the first fatal error (`lost` = the database went away) and
-    /// halts every user.
-    fn fail(&self, e: DbError, lost: bool) {
-        let mut f = self.fatal.lock().expect("fatal lock");
+impl Fatal {
+    /// Records the first fatal error and halts every user.
+    fn fail(&self, sh: &Shared<'_>, e: DbError, lost: bool) {
+        let mut f = self.0.lock().expect("fatal lock");
         if f.is_none() {
             *f = Some((e, lost));
         }
-        self.halt.store(true, Ordering::Relaxed);
+        sh.halt();
+    }
+
+    fn is_set(&self) -> bool {
+        self.0.lock().expect("fatal lock").is_some()
     }
 }
 
-/// Sleeps until `until`, waking early when the step must stop. Returns
-/// false when it woke early.
-fn sleep_until(until: Instant, sh: &Shared<'_>) -> bool {
-    loop {
-        if sh.should_stop() {
-            return false;
+/// The once-a-second collector of a step: turns the users' counters into
+/// samples and ticks, and probes the database where the window begins and
+/// ends.
+struct Collector<'a> {
+    w: &'a dyn Workload,
+    lives: &'a [Arc<Live>],
+    observer: &'a mut dyn Connection,
+    fatal: &'a Fatal,
+    tick: &'a mut dyn FnMut(&Tick),
+    report: StepReport,
+    prev: Vec<(u64, u64)>,
+    prev_kinds: Vec<u64>,
+    before: Option<Probe>,
+    after: Option<Probe>,
+}
+
+impl Sampler for Collector<'_> {
+    fn window_begins(&mut self) {
+        self.before = self.w.probe(self.observer).ok();
+    }
+
+    fn sample(&mut self, i: &Interval) {
+        let (mut n, mut lat, mut errors) = (0u64, 0u64, 0u64);
+        for (u, l) in self.lives.iter().enumerate() {
+            let (c, ns) = (l.count.load(Ordering::Relaxed), l.lat_ns.load(Ordering::Relaxed));
+            n += c - self.prev[u].0;
+            lat += ns - self.prev[u].1;
+            self.prev[u] = (c, ns);
+            errors += l.errors.load(Ordering::Relaxed);
         }
-        let now = Instant::now();
-        if now >= until {
-            return true;
+        let kinds = self.prev_kinds.len();
+        let mut kind_tps = vec![0.0; kinds];
+        for (k, p) in self.prev_kinds.iter_mut().enumerate() {
+            let c: u64 = self.lives.iter().map(|l| l.kinds[k].load(Ordering::Relaxed)).sum();
+            kind_tps[k] = (c - *p) as f64 / i.secs;
+            *p = c;
         }
-        std::thread::sleep((until - now).min(Duration::from_millis(50)));
+        let t = Tick {
+            elapsed: i.elapsed,
+            rampup: i.rampup,
+            tps: n as f64 / i.secs,
+            lat_mean_us: if n > 0 { lat as f64 / n as f64 / 1e3 } else { 0.0 },
+            kind_tps,
+            errors,
+        };
+        let t_ms = i.elapsed.as_millis() as u64;
+        self.report.sample(t_ms, "tps", t.tps);
+        if n > 0 {
+            self.report.sample(t_ms, "lat.mean", t.lat_mean_us);
+        }
+        self.report.sample(t_ms, "errors", errors as f64);
+        for (k, name) in self.w.kinds().iter().enumerate() {
+            self.report.sample(t_ms, format!("txn.{name}.tps"), t.kind_tps[k]);
+        }
+        (self.tick)(&t);
+    }
+
+    fn window_ends(&mut self) {
+        if self.fatal.is_set() {
+            return;
+        }
+        if let Some(b) = &self.before {
+            self.after = self.w.probe(self.observer).ok().filter(|a| !a.is_empty() || b.is_empty());
+        }
     }
 }
 
 /// Runs one step of `w` at `spec.users` users and returns its measured
 /// window. `stop` ends the step early (Ctrl-C); what was measured is kept
 /// and `stopped` is set. `tick` is called once a second from this thread.
+///
+/// The step is run by the shared runner ([`storbench_metrics::runner`]):
+/// every user connects in its own thread, and the clock starts when the
+/// last one is connected, so connecting never counts in the window.
 pub fn run_step(
     w: &dyn Workload,
     connect: Connector<'_>,
@@ -251,139 +375,79 @@ pub fn run_step(
 ) -> Result<StepResult, StepError> {
     let users = spec.users.max(1);
     let kinds = w.kinds().len();
-    let sh = Shared {
-        spec,
-        stop,
-        halt: AtomicBool::new(false),
-        fatal: Mutex::new(None),
-        timeline: Mutex::new(None),
-    };
     let lives: Vec<Arc<Live>> = (0..users)
         .map(|_| Arc::new(Live { kinds: (0..kinds).map(|_| AtomicU64::new(0)).collect(), ..Live::default() }))
         .collect();
-    let barrier = Barrier::new(users + 1);
     let mut observer = connect().map_err(|source| StepError::Connect { user: 0, source })?;
-
-    std::thread::scope(|s| {
-        let mut handles = Vec::with_capacity(users);
-        for (u, live) in lives.iter().enumerate() {
-            let worker = w.worker(u, users);
-            let (sh, barrier, live) = (&sh, &barrier, live.clone());
-            let h = std::thread::Builder::new()
-                .name(format!("user-{u}"))
-                .stack_size(256 * 1024)
-                .spawn_scoped(s, move || user_loop(u, users, worker, connect, sh, barrier, &live, kinds))
-                .expect("spawning a user thread");
-            handles.push(h);
-        }
-        // Every user connects (or fails) before the barrier; the clock
-        // starts when all are through.
-        let start = Instant::now();
-        let tl =
-            Timeline { start, measure_from: start + spec.rampup, end: start + spec.rampup + spec.duration };
-        *sh.timeline.lock().expect("timeline") = Some(tl);
-        barrier.wait();
-        let connect_failed = sh.fatal.lock().expect("fatal").is_some();
-
-        let mut before: Option<Probe> = None;
-        let mut after: Option<Probe> = None;
-        let mut report = StepReport::default();
-        let mut prev = vec![(0u64, 0u64); users];
-        let mut prev_kinds = vec![0u64; kinds];
-        let mut next_tick = start + Duration::from_secs(1);
-        let mut stopped_at = None;
-        // The driver's own CPU over the window: read where the window begins
-        // and ends, like the probes.
-        let mut cpu_from = None;
-        if spec.rampup.is_zero() && !connect_failed {
-            cpu_from = Some(ProcessCpu::now());
-            before = w.probe(observer.as_mut()).ok();
-        }
-        loop {
-            if connect_failed {
-                break;
-            }
-            let window_due = cpu_from.is_none();
-            let next = if window_due { next_tick.min(tl.measure_from) } else { next_tick }.min(tl.end);
-            let on_time = sleep_until(next, &sh);
-            let now = Instant::now();
-            if !on_time {
-                stopped_at = Some(now);
-                break;
-            }
-            if window_due && now >= tl.measure_from {
-                cpu_from = Some(ProcessCpu::now());
-                before = w.probe(observer.as_mut()).ok();
-            }
-            if now >= next_tick || now >= tl.end {
-                let (mut n, mut lat, mut errors) = (0u64, 0u64, 0u64);
-                for (i, l) in lives.iter().enumerate() {
-                    let (c, ns) = (l.count.load(Ordering::Relaxed), l.lat_ns.load(Ordering::Relaxed));
-                    n += c - prev[i].0;
-                    lat += ns - prev[i].1;
-                    prev[i] = (c, ns);
-                    errors += l.errors.load(Ordering::Relaxed);
-                }
-                let mut kind_tps = vec![0.0; kinds];
-                for (k, p) in prev_kinds.iter_mut().enumerate() {
-                    let c: u64 = lives.iter().map(|l| l.kinds[k].load(Ordering::Relaxed)).sum();
-                    kind_tps[k] = (c - *p) as f64;
-                    *p = c;
-                }
-                let secs = (now - (next_tick - Duration::from_secs(1))).as_secs_f64().max(1e-3);
-                let t = Tick {
-                    elapsed: now - start,
-                    rampup: now < tl.measure_from,
-                    tps: n as f64 / secs,
-                    lat_mean_us: if n > 0 { lat as f64 / n as f64 / 1e3 } else { 0.0 },
-                    kind_tps: kind_tps.iter().map(|c| c / secs).collect(),
-                    errors,
-                };
-                let t_ms = (now - start).as_millis() as u64;
-                report.sample(t_ms, "tps", t.tps);
-                if n > 0 {
-                    report.sample(t_ms, "lat.mean", t.lat_mean_us);
-                }
-                report.sample(t_ms, "errors", errors as f64);
-                for (k, name) in w.kinds().iter().enumerate() {
-                    report.sample(t_ms, format!("txn.{name}.tps"), t.kind_tps[k]);
-                }
-                tick(&t);
-                next_tick += Duration::from_secs(1);
-            }
-            if now >= tl.end {
-                break;
-            }
-        }
-        let window_end = stopped_at.unwrap_or(tl.end);
-        let cpu = cpu_from.map(|from| (from, ProcessCpu::now()));
-        if sh.fatal.lock().expect("fatal").is_none() && window_end >= tl.measure_from {
-            if let Some(b) = &before {
-                after = w.probe(observer.as_mut()).ok().filter(|a| !a.is_empty() || b.is_empty());
-            }
-        }
-        sh.halt.store(true, Ordering::Relaxed);
-        let outs: Vec<UserOut> =
-            handles.into_iter().map(|h| h.join().expect("user thread panicked")).collect();
-
-        let window = window_end.saturating_duration_since(tl.measure_from);
-        let fatal = sh.fatal.lock().expect("fatal").take();
-        let result = StepResult {
-            report: summarise(w, spec, &outs, report, window, cpu, before.as_ref().zip(after.as_ref())),
-            stopped: stopped_at.is_some() && fatal.is_none(),
-            window,
-            measure_from: tl.measure_from,
-            started: start,
-        };
-        match fatal {
-            None => Ok(result),
-            Some((source, true)) => {
-                Err(StepError::Lost { waited: spec.reconnect_for, source, partial: Box::new(Some(result)) })
-            }
-            Some((source, false)) if connect_failed => Err(StepError::Connect { user: 0, source }),
-            Some((source, false)) => Err(StepError::Workload(source)),
-        }
+    let fatal = Fatal::default();
+    let plan = StepPlan {
+        workers: users,
+        rampup: spec.rampup,
+        duration: spec.duration,
+        name: "user",
+        stack_size: Some(256 * 1024),
+    };
+    let setup = |u: usize| -> Result<Ready, DbError> {
+        let conn = connect()?;
+        Ok((w.worker(u, users), conn))
+    };
+    let cancels = Cancels {
+        slots: (0..users).map(|_| Slot::default()).collect(),
+        end: OnceLock::new(),
+        over: AtomicBool::new(false),
+    };
+    let (lives_ref, fatal_ref, cancels_ref) = (&lives, &fatal, &cancels);
+    let work = move |u: usize, (worker, conn): Ready, sh: &Shared<'_>| {
+        cancels_ref.end.get_or_init(|| sh.clock().end);
+        let slot = &cancels_ref.slots[u];
+        user_loop(u, users, worker, conn, connect, spec, sh, fatal_ref, &lives_ref[u], kinds, slot)
+    };
+    let mut col = Collector {
+        w,
+        lives: &lives,
+        observer: observer.as_mut(),
+        fatal: &fatal,
+        tick,
+        report: StepReport::default(),
+        prev: vec![(0, 0); users],
+        prev_kinds: vec![0; kinds],
+        before: None,
+        after: None,
+    };
+    let ran = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("cancel-watch".into())
+            .spawn_scoped(s, || cancels.watch(stop, &fatal))
+            .expect("spawning the cancel watchdog");
+        let ran = runner::run_step(&plan, stop, &setup, &work, &mut col);
+        cancels.over.store(true, Ordering::Relaxed);
+        ran
     })
+    .map_err(|f| StepError::Connect { user: f.worker, source: f.error })?;
+    let Collector { report, before, after, .. } = col;
+    let fatal = fatal.0.into_inner().expect("fatal lock");
+    let result = StepResult {
+        report: summarise(
+            w,
+            spec,
+            &ran.outs,
+            report,
+            ran.window,
+            ran.cpu,
+            before.as_ref().zip(after.as_ref()),
+        ),
+        stopped: ran.stopped && fatal.is_none(),
+        window: ran.window,
+        measure_from: ran.clock.measure_from,
+        started: ran.clock.start,
+    };
+    match fatal {
+        None => Ok(result),
+        Some((source, true)) => {
+            Err(StepError::Lost { waited: spec.reconnect_for, source, partial: Box::new(Some(result)) })
+        }
+        Some((source, false)) => Err(StepError::Workload(source)),
+    }
 }
 
 /// Turns the users' histograms and counters into the step's figures.
@@ -454,13 +518,6 @@ fn summarise(
     if let Some((b, a)) = probes {
         report.figures.extend(w.probe_figures(b, a, window));
     }
-    report.histograms.push(("lat".into(), all));
-    for (k, name) in names.iter().enumerate() {
-        let h = std::mem::replace(&mut per_kind[k], LatencyHistogram::new());
-        if h.count() > 0 {
-            report.histograms.push((format!("txn.{name}.lat"), h));
-        }
-    }
     report
 }
 
@@ -478,6 +535,7 @@ fn next_arrival(rng: &mut u64, per_s: f64) -> Duration {
 /// has passed since `lost_at`.
 fn reconnect(
     connect: Connector<'_>,
+    spec: &StepSpec,
     sh: &Shared<'_>,
     lost_at: Instant,
 ) -> Result<Box<dyn Connection>, DbError> {
@@ -486,29 +544,33 @@ fn reconnect(
         match connect() {
             Ok(c) => return Ok(c),
             Err(e) => {
-                if lost_at.elapsed() >= sh.spec.reconnect_for || sh.should_stop() {
+                if lost_at.elapsed() >= spec.reconnect_for || sh.should_stop() {
                     return Err(e);
                 }
-                let _ = sleep_until(Instant::now() + backoff, sh);
+                let _ = sh.sleep_until(Instant::now() + backoff);
                 backoff = (backoff * 2).min(Duration::from_secs(2));
             }
         }
     }
 }
 
-/// One virtual user: connect, wait for the others, run transactions until
-/// the step ends.
+/// One virtual user, connected and started with the others: runs
+/// transactions until the step ends.
 #[allow(clippy::too_many_arguments)]
 fn user_loop(
     user: usize,
     users: usize,
     mut worker: Box<dyn Worker>,
+    mut conn: Box<dyn Connection>,
     connect: Connector<'_>,
+    spec: &StepSpec,
     sh: &Shared<'_>,
-    barrier: &Barrier,
+    fatal: &Fatal,
     live: &Live,
     kinds: usize,
+    slot: &Slot,
 ) -> UserOut {
+    slot.register(conn.as_ref());
     let mut out = UserOut {
         kinds: (0..kinds).map(|_| LatencyHistogram::new()).collect(),
         all: LatencyHistogram::new(),
@@ -522,28 +584,21 @@ fn user_loop(
         errors: 0,
         first_error: None,
     };
-    let conn = connect();
-    if let Err(e) = &conn {
-        sh.fail(e.clone(), false);
-    }
-    barrier.wait();
-    let Ok(mut conn) = conn else { return out };
-    let tl = sh.timeline.lock().expect("timeline").expect("timeline set before the barrier");
-    let spec = sh.spec;
+    let tl = sh.clock();
     let per_user_rate = spec.rate.map(|r| r / users as f64);
     let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ (user as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     let mut scheduled = tl.start;
     let mut consecutive_errors = 0u32;
     while !sh.should_stop() && Instant::now() < tl.end {
         let keying = worker.next();
-        if !keying.is_zero() && !sleep_until(Instant::now() + keying, sh) {
+        if !keying.is_zero() && !sh.sleep_until(Instant::now() + keying) {
             break;
         }
         let mut began = Instant::now();
         if let Some(r) = per_user_rate {
             scheduled += next_arrival(&mut rng, r);
             if scheduled > began {
-                if !sleep_until(scheduled, sh) {
+                if !sh.sleep_until(scheduled) {
                     break;
                 }
                 began = Instant::now();
@@ -561,8 +616,10 @@ fn user_loop(
             break;
         }
         let mut attempt = 0;
+        slot.busy.store(true, Ordering::Release);
         let res = loop {
             match worker.run_one(conn.as_mut(), attempt) {
+                Err(e) if e.is_cancelled() => break Err(e),
                 Err(e) if e.is_retryable() && attempt + 1 < spec.max_tries => {
                     attempt += 1;
                     out.retries += 1;
@@ -570,8 +627,17 @@ fn user_loop(
                 other => break other,
             }
         };
+        slot.busy.store(false, Ordering::Release);
         let done_at = Instant::now();
         match res {
+            // Cancelled by the watchdog once the step had to end: outside
+            // the window, so neither a transaction nor an error. Not a lost
+            // connection either: it stays usable once rolled back. (A cancel
+            // while the step runs, e.g. a statement_timeout, is an error.)
+            Err(e) if e.is_cancelled() && (sh.should_stop() || done_at >= tl.end) => {
+                let _ = conn.rollback();
+                break;
+            }
             Ok(done) => {
                 consecutive_errors = 0;
                 let from = if per_user_rate.is_some() { scheduled } else { began };
@@ -590,7 +656,7 @@ fn user_loop(
                         out.late += 1;
                     }
                 }
-                if !done.think.is_zero() && !sleep_until(Instant::now() + done.think, sh) {
+                if !done.think.is_zero() && !sh.sleep_until(Instant::now() + done.think) {
                     break;
                 }
             }
@@ -605,15 +671,16 @@ fn user_loop(
                 match e.kind() {
                     _ if lost => {
                         let lost_at = Instant::now();
-                        match reconnect(connect, sh, lost_at) {
+                        match reconnect(connect, spec, sh, lost_at) {
                             Ok(c) => {
                                 conn = c;
+                                slot.register(conn.as_ref());
                                 out.reconnects += 1;
                                 out.gap += lost_at.elapsed();
                             }
                             Err(e) => {
                                 if !sh.should_stop() {
-                                    sh.fail(e, true);
+                                    fatal.fail(sh, e, true);
                                 }
                                 break;
                             }
@@ -622,12 +689,12 @@ fn user_loop(
                     K::Retryable | K::Other => {
                         consecutive_errors += 1;
                         if consecutive_errors >= 100 {
-                            sh.fail(e, false);
+                            fatal.fail(sh, e, false);
                             break;
                         }
                     }
                     _ => {
-                        sh.fail(e, false);
+                        fatal.fail(sh, e, false);
                         break;
                     }
                 }
@@ -635,4 +702,52 @@ fn user_loop(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use storbench_db::{connect, DbUrl, Stmt};
+
+    struct Select1;
+    struct Sel;
+    impl Workload for Select1 {
+        fn kinds(&self) -> &[&'static str] {
+            &["select"]
+        }
+        fn worker(&self, _: usize, _: usize) -> Box<dyn Worker> {
+            Box::new(Sel)
+        }
+    }
+    impl Worker for Sel {
+        fn run_one(&mut self, conn: &mut dyn Connection, _: u32) -> Result<Done, DbError> {
+            conn.query_one(&Stmt::new("SELECT 1"), &[])?;
+            Ok(Done::ok(0))
+        }
+    }
+
+    #[test]
+    fn connecting_is_kept_out_of_the_window_with_no_ramp_up() {
+        // Regression: the step's clock was stamped before the users had
+        // connected, so with no ramp-up the window held the connect time
+        // and TPS was understated by connect time / duration.
+        let d = tempfile::tempdir().unwrap();
+        let url = DbUrl::parse(&format!("sqlite:{}", d.path().join("t.db").display())).unwrap();
+        let connected = Mutex::new(Vec::new());
+        let connector = || -> Result<Box<dyn Connection>, DbError> {
+            std::thread::sleep(Duration::from_millis(300));
+            let c = connect(&url)?;
+            connected.lock().unwrap().push(Instant::now());
+            Ok(c)
+        };
+        let spec = StepSpec { users: 3, duration: Duration::from_millis(600), ..StepSpec::default() };
+        let r = run_step(&Select1, &connector, &spec, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        let last = *connected.lock().unwrap().iter().max().unwrap();
+        assert!(r.started >= last, "the window began before the last user connected");
+        assert_eq!(r.measure_from, r.started);
+        assert_eq!(r.window, Duration::from_millis(600));
+        let n = r.report.get("txn.count").unwrap();
+        assert_eq!(r.report.get("txn.select.count").unwrap(), n, "per-kind counts sum to the total");
+        assert!((r.report.get("tps").unwrap() - n / 0.6).abs() < 1e-6);
+    }
 }

@@ -1,7 +1,10 @@
 //! TPC-B-like on the three real engines through the runner: init at scale
 //! 1, a short step with two users, and the balance invariant pgbench's
 //! script keeps (every delta lands once in each of accounts, tellers,
-//! branches and history).
+//! branches and history). The transactions the users committed are the
+//! rows in history, exactly; on PostgreSQL also the server's own counts,
+//! read once every session of the step has ended (a backend flushes its
+//! statistics when it exits, before it leaves `pg_stat_activity`).
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -44,7 +47,43 @@ fn sum(c: &mut dyn Connection, sql: &str) -> i64 {
     }
 }
 
+/// The server's counters for database `name`, read from another database
+/// once no session of `name` is left, so every one has flushed its
+/// statistics: (xact_commit, xact_rollback, rows inserted into history).
+fn server_counts(name: &str) -> (i64, i64, i64) {
+    let mut admin = connect(&DbUrl::parse("postgres://root@127.0.0.1:5432/postgres").unwrap()).unwrap();
+    let p = [storbench_db::Value::Text(name.to_string())];
+    let left = Stmt::new("SELECT COUNT(*) FROM pg_stat_activity WHERE datname = $1");
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while admin.query_one(&left, &p).unwrap().int(0).unwrap() > 0 {
+        assert!(std::time::Instant::now() < until, "sessions of {name} did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let db = admin
+        .query_one(
+            &Stmt::new("SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = $1"),
+            &p,
+        )
+        .unwrap();
+    // Table statistics are per database: read them from a session in it,
+    // opened after the others ended and closed before anything else runs.
+    let mut own = connect(&DbUrl::parse(&format!("postgres://root@127.0.0.1:5432/{name}")).unwrap()).unwrap();
+    let ins = own
+        .query_one(
+            &Stmt::new("SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = 'pgbench_history'"),
+            &[],
+        )
+        .unwrap()
+        .int(0)
+        .unwrap();
+    (db.int(0).unwrap(), db.int(1).unwrap(), ins)
+}
+
 fn exercise(url: &str) {
+    exercise_with(url, None)
+}
+
+fn exercise_with(url: &str, pg_name: Option<&str>) {
     let url = DbUrl::parse(url).unwrap();
     let connector = || -> Result<Box<dyn Connection>, DbError> { connect(&url) };
     let stats =
@@ -54,6 +93,9 @@ fn exercise(url: &str) {
     assert_eq!(tpcb::inspect(c.as_mut()).unwrap(), Some(1));
     assert_eq!(sum(c.as_mut(), "SELECT COUNT(*) FROM pgbench_accounts"), 100_000);
 
+    drop(c);
+    let before = pg_name.map(server_counts);
+
     let spec = StepSpec {
         users: 2,
         rampup: Duration::from_millis(500),
@@ -62,23 +104,42 @@ fn exercise(url: &str) {
     };
     let stop = AtomicBool::new(false);
     let mut ticks = 0;
-    let res = run_step(&Tpcb::new(1, 7), &connector, &spec, &stop, &mut |_| ticks += 1).expect("step");
+    let wl = Tpcb::new(1, 7);
+    let res = run_step(&wl, &connector, &spec, &stop, &mut |_| ticks += 1).expect("step");
     assert!(!res.stopped);
     assert!(ticks >= 2, "one tick a second, got {ticks}");
     let r = &res.report;
     let n = r.get("txn.count").unwrap();
     assert!(n > 0.0, "no transactions");
-    assert!(r.get("tps").unwrap() > 0.0);
+    // TPS is the window's transactions over the window, as pgbench defines it.
+    assert_eq!(r.get("tps").unwrap(), n / res.window.as_secs_f64());
     assert!(r.get("lat.p99").unwrap() >= r.get("lat.p50").unwrap());
     assert!(r.samples.iter().any(|s| s.name == "tps" && s.value > 0.0));
+    // The step's count takes in the ramp-up and the transactions in flight
+    // when the window closed; the window's is part of it.
+    let committed = wl.committed();
+    assert_eq!(r.get("step.txn.count"), Some(committed as f64));
+    assert!(n <= committed as f64, "window {n} within the step's {committed}");
+
+    if let (Some(name), Some((commit0, rollback0, ins0))) = (pg_name, before) {
+        let (commit1, rollback1, ins1) = server_counts(name);
+        assert_eq!(ins1 - ins0, committed as i64, "history rows the server inserted vs commits returned");
+        assert_eq!(rollback1, rollback0, "no transaction rolled back");
+        // Beyond the TPC-B transactions the server counts each session's
+        // login, its statement preparations and the two probe reads: a
+        // few per session, never a TPC-B transaction more or less.
+        let extra = commit1 - commit0 - committed as i64;
+        assert!((1..=3 * 8).contains(&extra), "{extra} commits beyond the {committed} TPC-B ones");
+    }
+    let mut c = connect(&url).unwrap();
 
     // Every committed delta landed once in each table.
     let history = sum(c.as_mut(), "SELECT SUM(delta) FROM pgbench_history");
     assert_eq!(sum(c.as_mut(), "SELECT SUM(abalance) FROM pgbench_accounts"), history);
     assert_eq!(sum(c.as_mut(), "SELECT SUM(tbalance) FROM pgbench_tellers"), history);
     assert_eq!(sum(c.as_mut(), "SELECT SUM(bbalance) FROM pgbench_branches"), history);
-    // Ramp-up transactions are in the tables but not in the figures.
-    assert!(sum(c.as_mut(), "SELECT COUNT(*) FROM pgbench_history") as f64 >= n);
+    // Every transaction the users committed, and nothing else, is in history.
+    assert_eq!(sum(c.as_mut(), "SELECT COUNT(*) FROM pgbench_history"), committed as i64);
 }
 
 #[test]
@@ -90,7 +151,7 @@ fn tpcb_on_sqlite() {
 #[test]
 fn tpcb_on_postgres() {
     let db = TempDb::new("postgres://root@127.0.0.1:5432/postgres", "postgres://root@127.0.0.1:5432", "tpcb");
-    exercise(&db.url);
+    exercise_with(&db.url, Some(&db.name));
 }
 
 #[test]

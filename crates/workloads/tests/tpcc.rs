@@ -2,7 +2,10 @@
 //! temporary directory, PostgreSQL at 127.0.0.1:5432 and MariaDB at
 //! 127.0.0.1:3306, each in a database made for the test and dropped after.
 //! Build one warehouse with two jobs, check, run users for ~2 s, check
-//! again, corrupt a district and see the check name it, drop.
+//! again (the districts grew by exactly the New-Orders the users
+//! committed), corrupt a district and see the check name it, drop. On
+//! PostgreSQL, the designed rollbacks leave no ERROR in the server's log
+//! and no rolled-back transaction in its counters.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -59,7 +62,7 @@ fn assert_all_pass(c: &mut dyn Connection, when: &str) -> String {
 
 /// Runs `threads` users directly (no runner) for `secs`; returns counts per kind.
 fn drive(url: &str, w: &Tpcc, threads: usize, secs: f64) -> Vec<u64> {
-    let counts: Vec<AtomicUsize> = (0..5).map(|_| AtomicUsize::new(0)).collect();
+    let counts: Vec<AtomicUsize> = tpcc::KINDS.iter().map(|_| AtomicUsize::new(0)).collect();
     let until = Instant::now() + Duration::from_secs_f64(secs);
     std::thread::scope(|s| {
         for u in 0..threads {
@@ -142,6 +145,7 @@ fn scenario(url: &str, expect_procs: bool) {
     let before = wl.probe(c.as_mut()).unwrap();
     let t0 = Instant::now();
     let mut counts = drive(url, &wl, 2, 2.0);
+    assert_eq!(wl.finished(), counts, "the workload's own tally is what its workers returned");
     if expect_procs {
         let client = Tpcc::new(Options { seed: 7, client_sql: true, ..Default::default() }, &info);
         let more = drive(url, &client, 2, 1.0);
@@ -150,6 +154,9 @@ fn scenario(url: &str, expect_procs: bool) {
             *a += b;
         }
     }
+    // Every transaction counted under one kind: New-Orders rolled back by
+    // design are not New-Orders committed.
+    let rollbacks = counts[5];
     let window = t0.elapsed();
 
     // The designed rollback (an unused item id) leaves no trace, by routine
@@ -224,13 +231,33 @@ fn scenario(url: &str, expect_procs: bool) {
         }
         assert!(nonzero > 0, "some district has stock below the thresholds");
     }
+    if expect_procs {
+        // The routine itself rolls back quietly: the call succeeds and
+        // returns a NULL total (no error, no fallback on an error code).
+        let call = if c.dialect() == storbench_db::Dialect::Mysql { "CALL" } else { "SELECT" };
+        let q = Stmt::new(format!("{call} sb_neword(1, 6, 5, 2, 1, '17,100001', '1,1', '3,1')"));
+        let rows = c.query(&q, &[]).expect("a designed rollback is no error");
+        assert!(rows[0].is_null(0).unwrap(), "NULL total for a rolled-back order");
+        let q = Stmt::new(format!("{call} sb_neword(1, 6, 5, 1, 1, '17', '1', '3')"));
+        assert!(!c.query(&q, &[]).unwrap()[0].is_null(0).unwrap(), "a total for a committed one");
+    }
+    if c.dialect() == storbench_db::Dialect::Postgres {
+        rollbacks_leave_no_error(url, &info);
+    }
     let after = wl.probe(c.as_mut()).unwrap();
-    for (k, n) in tpcc::KINDS.iter().zip(&counts) {
+    for (k, n) in tpcc::KINDS.iter().zip(&counts).take(5) {
         assert!(*n > 0, "{k} never ran: {counts:?}");
     }
+    // The districts grew by exactly the New-Orders committed: those the
+    // users returned as committed, and those committed by hand above (two
+    // single-line orders, two with a repeated item, and one by a direct
+    // routine call where there are routines).
+    let committed = counts[0] + 4 + expect_procs as u64;
+    let grown = after["next_o_id"] - before["next_o_id"];
+    assert_eq!(grown, committed as f64, "district growth vs New-Orders committed ({rollbacks} rolled back)");
     let figs = wl.probe_figures(&before, &after, window);
-    let nopm = figs.iter().find(|f| f.name == "nopm").expect("nopm figure").value;
-    assert!(nopm > 0.0, "nopm {nopm}");
+    let nopm = figs.iter().find(|f| f.name == "nopm.districts").expect("nopm.districts figure").value;
+    assert_eq!(nopm, committed as f64 / (window.as_secs_f64() / 60.0));
     let eleven = assert_all_pass(c.as_mut(), "after the run");
     assert!(eleven.contains("have had deliveries"), "after deliveries: {eleven}");
 
@@ -246,6 +273,89 @@ fn scenario(url: &str, expect_procs: bool) {
     assert!(tpcc::inspect(c.as_mut()).unwrap().is_none(), "inspect after drop");
 }
 
+/// The designed rollback by routine on PostgreSQL: the order is undone,
+/// reported as a rollback, and reaches neither the server's log (no ERROR
+/// line for this database) nor its rolled-back transaction count.
+fn rollbacks_leave_no_error(url: &str, info: &tpcc::SchemaInfo) {
+    let dbname = url.rsplit('/').next().unwrap().to_string();
+    // The reader sits in another database, so its own queries are not in
+    // the counts it reads.
+    let mut reader = open("postgres://root@127.0.0.1:5432/postgres");
+    let mut r = open(url);
+    // A backend flushes its statistics at most once a second, unless told to
+    // flush at its next idle moment, which comes before ReadyForQuery: after
+    // this call returns, everything `r` did is in pg_stat_database.
+    let flush = Stmt::new("SELECT pg_stat_force_next_flush()");
+    let counters = Stmt::new("SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = $1");
+    let read = |c: &mut dyn Connection| {
+        let row = c.query_one(&counters, &[storbench_db::Value::Text(dbname.clone())]).unwrap();
+        (row.int(0).unwrap(), row.int(1).unwrap())
+    };
+    let log = server_log(reader.as_mut());
+    let errors = |log: &Option<std::path::PathBuf>| {
+        log.as_ref().map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| l.contains(&format!("@{dbname} ERROR:")))
+                .count()
+        })
+    };
+    // The probe: one deliberate error must show in the log, so the count
+    // below is known to see this database's errors.
+    assert!(r.batch("SELECT 1/0").is_err());
+    let errors0 = errors(&log);
+    if let Some(n) = errors0 {
+        assert!(n >= 1, "the deliberate error was logged in {:?}", log);
+    } else {
+        eprintln!("no server log file found: checking the server's counters only");
+    }
+    let wl = Tpcc::new(Options::default(), info);
+    let input = tpcc::Input {
+        kind: 0,
+        w: 1,
+        d: 4,
+        c: 9,
+        lines: vec![
+            tpcc::Line { item: 11, supply: 1, qty: 2 },
+            tpcc::Line { item: 100_001, supply: 1, qty: 1 },
+        ],
+        all_local: true,
+        ..Default::default()
+    };
+    // Once first: preparing a statement is a transaction of its own.
+    assert!(wl.run_input(r.as_mut(), &input).unwrap(), "rolled back by design");
+    r.execute(&flush, &[]).unwrap();
+    let (commit0, rollback0) = read(reader.as_mut());
+    for _ in 0..5 {
+        assert!(wl.run_input(r.as_mut(), &input).unwrap(), "rolled back by design");
+    }
+    r.execute(&flush, &[]).unwrap();
+    let (commit1, rollback1) = read(reader.as_mut());
+    assert_eq!(rollback1, rollback0, "no transaction rolled back at the top level");
+    // Five New-Order calls and the flush call: each one committed transaction.
+    assert_eq!(commit1 - commit0, 6, "each call one transaction");
+    assert_eq!(errors(&log), errors0, "no ERROR line for the rollbacks in {log:?}");
+}
+
+/// The server's log file: `pg_current_logfile()` with the logging
+/// collector, else Debian's `/var/log/postgresql/postgresql-<cluster>.log`
+/// (the cluster's stderr); `None` when neither is readable here.
+fn server_log(c: &mut dyn Connection) -> Option<std::path::PathBuf> {
+    let one = |c: &mut dyn Connection, q: &str| {
+        c.query_one(&Stmt::new(q), &[]).ok().and_then(|r| r.text(0).ok()).filter(|s| !s.is_empty())
+    };
+    let path = match one(c, "SELECT pg_current_logfile()") {
+        Some(f) if f.starts_with('/') => std::path::PathBuf::from(f),
+        Some(f) => std::path::PathBuf::from(one(c, "SHOW data_directory")?).join(f),
+        None => std::path::PathBuf::from(format!(
+            "/var/log/postgresql/postgresql-{}.log",
+            one(c, "SHOW cluster_name")?.replace('/', "-")
+        )),
+    };
+    std::fs::metadata(&path).ok().map(|_| path)
+}
+
 #[test]
 fn sqlite() {
     let dir = tempfile::tempdir().unwrap();
@@ -259,6 +369,21 @@ fn postgres() {
         "postgres://root@127.0.0.1:5432",
         " WITH (FORCE)",
     );
+    // Looking for a schema that is not there asks the catalogue: no ERROR
+    // for the missing table in the server's log.
+    let mut c = open(&db.url);
+    let log = server_log(c.as_mut());
+    let name = db.url.rsplit('/').next().unwrap().to_string();
+    let errors = || {
+        log.as_ref().map(|p| {
+            let text = std::fs::read_to_string(p).unwrap_or_default();
+            text.lines().filter(|l| l.contains(&format!("@{name} ERROR:"))).count()
+        })
+    };
+    let before = errors();
+    assert!(tpcc::inspect(c.as_mut()).unwrap().is_none());
+    assert_eq!(errors(), before, "inspecting an empty database logged an error");
+    drop(c);
     scenario(&db.url, true);
 }
 

@@ -22,8 +22,12 @@ use crate::rand_tpc::TpcRng;
 use crate::runner::{Connector, Done, Probe, Worker, Workload};
 pub use txn::{Input, Keys, Line};
 
-/// Transaction kinds, in the order [`Done::kind`] indexes them.
-pub const KINDS: [&str; 5] = ["new_order", "payment", "order_status", "delivery", "stock_level"];
+/// Transaction kinds, in the order [`Done::kind`] indexes them. A New-Order
+/// that rolled back by design (clause 2.4.2.3, 1 %) is its own kind,
+/// `new_order_rollback`, so `txn.new_order.*` counts only the orders
+/// committed and every transaction is counted under exactly one kind.
+pub const KINDS: [&str; 6] =
+    ["new_order", "payment", "order_status", "delivery", "stock_level", "new_order_rollback"];
 
 /// How a run drives the schema.
 #[derive(Clone, Debug)]
@@ -313,6 +317,9 @@ pub fn build(
 
 /// The schema's description, or `None` when no TPC-C schema is there.
 pub fn inspect(conn: &mut dyn Connection) -> Result<Option<SchemaInfo>, DbError> {
+    if !crate::tpcb::table_exists(conn, "storbench_tpcc_meta")? {
+        return Ok(None);
+    }
     let q = Stmt::new("SELECT warehouses, c_load, version, procedures FROM storbench_tpcc_meta");
     match conn.query_opt(&q, &[]) {
         Ok(Some(r)) => {
@@ -367,6 +374,23 @@ pub struct Tpcc {
     keys: Keys,
     procs: bool,
     sql: Arc<txn::SqlSets>,
+    tally: Arc<Tally>,
+}
+
+/// Transactions the workers finished, per kind, whatever the window:
+/// the database's own counts (district growth, commits) are compared with
+/// these, exactly, over a whole step.
+#[derive(Default)]
+struct Tally {
+    kinds: [AtomicU64; KINDS.len()],
+    /// The counts when the current step's users were made.
+    step_base: Mutex<[u64; KINDS.len()]>,
+}
+
+impl Tally {
+    fn now(&self) -> [u64; KINDS.len()] {
+        std::array::from_fn(|k| self.kinds[k].load(Ordering::Relaxed))
+    }
 }
 
 impl Tpcc {
@@ -381,7 +405,20 @@ impl Tpcc {
             c_id: r.uniform(0, 1023),
             ol_i_id: r.uniform(0, 8191),
         };
-        Tpcc { procs: info.has_procedures && !opts.client_sql, opts, keys, sql: txn::SqlSets::new() }
+        Tpcc {
+            procs: info.has_procedures && !opts.client_sql,
+            opts,
+            keys,
+            sql: txn::SqlSets::new(),
+            tally: Arc::default(),
+        }
+    }
+
+    /// Transactions every worker of this workload finished so far, per
+    /// kind in [`KINDS`] order (ramp-up and the transactions still in
+    /// flight when a window ended included).
+    pub fn finished(&self) -> Vec<u64> {
+        self.tally.now().to_vec()
     }
 
     /// Runs one transaction with the given inputs on `conn` (routines or
@@ -407,6 +444,8 @@ impl Tpcc {
 /// Keying times and mean think times (s) per kind (clause 5.2.5).
 const KEYING: [f64; 5] = [18.0, 3.0, 2.0, 2.0, 2.0];
 const THINK: [f64; 5] = [12.0, 12.0, 10.0, 5.0, 5.0];
+/// The kind of a New-Order that rolled back by design.
+const NEW_ORDER_ROLLBACK: usize = 5;
 
 /// The 23-card deck: 10 New-Order, 10 Payment, 1 of each other.
 const DECK: [usize; 23] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 3, 4];
@@ -421,6 +460,7 @@ struct TpccWorker {
     sql: Arc<txn::SqlSets>,
     input: Input,
     bufs: txn::Bufs,
+    tally: Arc<Tally>,
 }
 
 impl Workload for Tpcc {
@@ -429,6 +469,10 @@ impl Workload for Tpcc {
     }
 
     fn worker(&self, user: usize, _users: usize) -> Box<dyn Worker> {
+        if user == 0 {
+            // A step's users are made before any of them runs.
+            *self.tally.step_base.lock().expect("tally") = self.tally.now();
+        }
         Box::new(TpccWorker {
             rng: TpcRng::seeded(self.opts.seed.wrapping_add(user as u64).wrapping_mul(0x2545_F491_4F6C_DD1D)),
             home: (user as i64 % self.keys.warehouses) + 1,
@@ -443,6 +487,7 @@ impl Workload for Tpcc {
                 ..Default::default()
             },
             bufs: txn::Bufs::default(),
+            tally: self.tally.clone(),
         })
     }
 
@@ -468,11 +513,18 @@ impl Workload for Tpcc {
             _ => None,
         };
         if let Some(x) = delta("xact_db") {
-            f.push(Figure::new("tpm", x / mins, Unit::PerMin));
+            f.push(Figure::new("tpm.server", x / mins, Unit::PerMin));
         }
         if let Some(x) = delta("next_o_id") {
-            f.push(Figure::new("nopm", x / mins, Unit::PerMin));
+            f.push(Figure::new("nopm.districts", x / mins, Unit::PerMin));
         }
+        // Over the whole step (every user has ended when this is called):
+        // what the districts grew by, for an exact check.
+        let base = *self.tally.step_base.lock().expect("tally");
+        let now = self.tally.now();
+        let step: Vec<u64> = now.iter().zip(base).map(|(n, b)| n - b).collect();
+        f.push(Figure::new("step.txn.count", step.iter().sum::<u64>() as f64, Unit::Count));
+        f.push(Figure::new("step.txn.new_order.count", step[txn::NEW_ORDER] as f64, Unit::Count));
         f
     }
 }
@@ -497,12 +549,13 @@ impl Worker for TpccWorker {
         } else {
             txn::run_client(conn, q, &self.input, &mut self.bufs)?
         };
-        let kind = self.input.kind;
         let think = if self.think {
-            Duration::from_secs_f64(self.rng.think_secs(THINK[kind]))
+            Duration::from_secs_f64(self.rng.think_secs(THINK[self.input.kind]))
         } else {
             Duration::ZERO
         };
+        let kind = if rolled_back { NEW_ORDER_ROLLBACK } else { self.input.kind };
+        self.tally.kinds[kind].fetch_add(1, Ordering::Relaxed);
         Ok(Done { kind, rolled_back, think })
     }
 }
