@@ -1,0 +1,327 @@
+//! Live metrics for Prometheus (`--metrics-addr 127.0.0.1:9184`): the last
+//! second's TPM/NOPM/TPS/IOPS, latency quantiles of the last interval and the
+//! monitor's CPU/device figures, labelled by run, step and shard, served in
+//! the text exposition format (OpenMetrics, which Prometheus scrapes) by the
+//! official `prometheus-client` crate, over a small HTTP thread on a std
+//! `TcpListener` (one GET per connection is all a scraper sends).
+//!
+//! Whoever sees the per-second ticks calls [`Exporter::update`]; the values
+//! stay until the next update, and a step change ([`Exporter::step`]) drops
+//! the previous step's series so a dashboard never shows a stale step.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+/// Errors from the exporter.
+#[derive(Debug, thiserror::Error)]
+pub enum ExporterError {
+    /// The address could not be parsed or bound.
+    #[error("--metrics-addr '{addr}': {source} (use HOST:PORT, e.g. 127.0.0.1:9184)")]
+    Bind {
+        /// The address given.
+        addr: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The identity every series carries.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Labels {
+    run: String,
+    step: String,
+    shard: String,
+}
+
+/// A series with one more label: the quantile, or the figure's name.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Named {
+    run: String,
+    step: String,
+    shard: String,
+    name: String,
+}
+
+type G = Gauge<f64, AtomicU64>;
+
+/// One tick's values: what the live line shows, as numbers. A `None` is
+/// not exported (an I/O run has no TPM).
+#[derive(Clone, Debug, Default)]
+pub struct LiveValues {
+    /// Transactions per minute.
+    pub tpm: Option<f64>,
+    /// New orders per minute.
+    pub nopm: Option<f64>,
+    /// Transactions per second.
+    pub tps: Option<f64>,
+    /// I/O operations per second.
+    pub iops: Option<f64>,
+    /// MB/s.
+    pub mbps: Option<f64>,
+    /// Latency quantiles of the last interval: (quantile label, µs), e.g. ("0.99", 812.0).
+    pub latency_us: Vec<(String, f64)>,
+    /// The monitor's figures: (name, value), e.g. ("cpu.iowait", 3.5), ("dev.nvme0n1.util", 71.0).
+    pub system: Vec<(String, f64)>,
+}
+
+struct Gauges {
+    tpm: Family<Labels, G>,
+    nopm: Family<Labels, G>,
+    tps: Family<Labels, G>,
+    iops: Family<Labels, G>,
+    mbps: Family<Labels, G>,
+    latency: Family<Named, G>,
+    system: Family<Named, G>,
+}
+
+struct Shared {
+    registry: Registry,
+    gauges: Gauges,
+    labels: Mutex<Labels>,
+}
+
+/// A running exporter; stops serving when dropped.
+pub struct Exporter {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Exporter {
+    /// Binds `addr` (port 0 picks a free one; see [`Exporter::addr`]) and
+    /// serves `/metrics` from a thread, for run `run` (its short uuid) as
+    /// shard `shard` (`0/1` when not sharded).
+    pub fn start(addr: &str, run: &str, shard: &str) -> Result<Exporter, ExporterError> {
+        let bind_err = |source| ExporterError::Bind { addr: addr.to_string(), source };
+        let listener = TcpListener::bind(addr).map_err(bind_err)?;
+        let local = listener.local_addr().map_err(bind_err)?;
+        let mut registry = Registry::with_prefix("storbench");
+        let gauges = Gauges {
+            tpm: Family::default(),
+            nopm: Family::default(),
+            tps: Family::default(),
+            iops: Family::default(),
+            mbps: Family::default(),
+            latency: Family::default(),
+            system: Family::default(),
+        };
+        registry.register("tpm", "Transactions per minute, last second", gauges.tpm.clone());
+        registry.register("nopm", "New orders per minute, last second", gauges.nopm.clone());
+        registry.register("tps", "Transactions per second, last second", gauges.tps.clone());
+        registry.register("iops", "I/O operations per second, last second", gauges.iops.clone());
+        registry.register("mbps", "I/O megabytes per second, last second", gauges.mbps.clone());
+        registry.register(
+            "latency_microseconds",
+            "Latency quantile of the last interval (label name = quantile)",
+            gauges.latency.clone(),
+        );
+        registry.register(
+            "system",
+            "The monitor's CPU and device figures (label name = figure, e.g. cpu.iowait)",
+            gauges.system.clone(),
+        );
+        let shared = Arc::new(Shared {
+            registry,
+            gauges,
+            labels: Mutex::new(Labels { run: run.into(), step: String::new(), shard: shard.into() }),
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (shared, stop) = (shared.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("metrics-http".into())
+                .spawn(move || serve(listener, &shared, &stop))
+                .map_err(bind_err)?
+        };
+        Ok(Exporter { shared, addr: local, stop, thread: Some(thread) })
+    }
+
+    /// The address served.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A new step begins: later values carry its label; the previous step's
+    /// series are dropped.
+    pub fn step(&self, step: &str) {
+        let g = &self.shared.gauges;
+        for f in [&g.tpm, &g.nopm, &g.tps, &g.iops, &g.mbps] {
+            f.clear();
+        }
+        g.latency.clear();
+        g.system.clear();
+        self.shared.labels.lock().expect("labels").step = step.to_string();
+    }
+
+    /// Sets the current values (called once per tick).
+    pub fn update(&self, v: &LiveValues) {
+        let l = self.shared.labels.lock().expect("labels").clone();
+        let g = &self.shared.gauges;
+        for (family, value) in
+            [(&g.tpm, v.tpm), (&g.nopm, v.nopm), (&g.tps, v.tps), (&g.iops, v.iops), (&g.mbps, v.mbps)]
+        {
+            if let Some(x) = value {
+                family.get_or_create(&l).set(x);
+            }
+        }
+        let named = |name: &str| Named {
+            run: l.run.clone(),
+            step: l.step.clone(),
+            shard: l.shard.clone(),
+            name: name.into(),
+        };
+        for (q, x) in &v.latency_us {
+            g.latency.get_or_create(&named(q)).set(*x);
+        }
+        for (n, x) in &v.system {
+            g.system.get_or_create(&named(n)).set(*x);
+        }
+    }
+
+    /// The exposition text as a scrape gets it.
+    pub fn render(&self) -> String {
+        render(&self.shared)
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // Wake the blocking accept so the thread sees the flag.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn render(shared: &Shared) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut out, &shared.registry);
+    out
+}
+
+fn serve(listener: TcpListener, shared: &Shared, stop: &AtomicBool) {
+    for conn in listener.incoming() {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let Ok(conn) = conn else { continue };
+        // A slow or broken client must not hold the exporter up.
+        let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+        let _ = conn.set_write_timeout(Some(Duration::from_secs(2)));
+        let _ = answer(conn, shared);
+    }
+}
+
+fn answer(conn: TcpStream, shared: &Shared) -> std::io::Result<()> {
+    let mut reader = BufReader::new(conn);
+    let mut request = String::new();
+    reader.read_line(&mut request)?;
+    // Skip the headers: nothing in them changes the answer.
+    let mut line = String::new();
+    while reader.read_line(&mut line)? > 2 {
+        line.clear();
+    }
+    let path = request.split_whitespace().nth(1).unwrap_or("");
+    let (status, ctype, body) = if request.starts_with("GET ") && (path == "/metrics" || path == "/") {
+        ("200 OK", "application/openmetrics-text; version=1.0.0; charset=utf-8", render(shared))
+    } else {
+        ("404 Not Found", "text/plain", "storbench serves GET /metrics\n".to_string())
+    };
+    let mut conn = reader.into_inner();
+    write!(
+        conn,
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    conn.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    fn scrape(addr: SocketAddr, path: &str) -> (String, String) {
+        let mut c = TcpStream::connect(addr).unwrap();
+        write!(c, "GET {path} HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\n").unwrap();
+        let mut out = String::new();
+        c.read_to_string(&mut out).unwrap();
+        let (head, body) = out.split_once("\r\n\r\n").unwrap();
+        (head.to_string(), body.to_string())
+    }
+
+    /// The samples of a scrape: (metric name, labels text, value).
+    fn parse(body: &str) -> Vec<(String, String, f64)> {
+        assert!(body.ends_with("# EOF\n"), "OpenMetrics ends with # EOF: {body}");
+        body.lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .map(|l| {
+                let (series, value) = l.rsplit_once(' ').unwrap();
+                let (name, labels) = series.split_once('{').unwrap();
+                (name.to_string(), labels.trim_end_matches('}').to_string(), value.parse().unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn scrape_returns_what_was_fed_labelled() {
+        let e = Exporter::start("127.0.0.1:0", "ab12cd34", "1/3").unwrap();
+        e.step("users=8");
+        e.update(&LiveValues {
+            tpm: Some(1200.0),
+            nopm: Some(540.5),
+            tps: Some(20.0),
+            latency_us: vec![("0.99".into(), 812.25)],
+            system: vec![("cpu.iowait".into(), 3.5)],
+            ..Default::default()
+        });
+        let (head, body) = scrape(e.addr(), "/metrics");
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        let s = parse(&body);
+        let labels = r#"run="ab12cd34",step="users=8",shard="1/3""#;
+        let get = |n: &str, extra: &str| {
+            let want =
+                if extra.is_empty() { labels.to_string() } else { format!("{labels},name=\"{extra}\"") };
+            s.iter().find(|(name, l, _)| name == n && *l == want).map(|x| x.2)
+        };
+        assert_eq!(get("storbench_tpm", ""), Some(1200.0));
+        assert_eq!(get("storbench_nopm", ""), Some(540.5));
+        assert_eq!(get("storbench_tps", ""), Some(20.0));
+        assert_eq!(get("storbench_latency_microseconds", "0.99"), Some(812.25));
+        assert_eq!(get("storbench_system", "cpu.iowait"), Some(3.5));
+        assert_eq!(get("storbench_iops", ""), None, "not fed, not exported");
+
+        // A new step drops the old step's series.
+        e.step("users=16");
+        e.update(&LiveValues { tpm: Some(2000.0), ..Default::default() });
+        let s = parse(&scrape(e.addr(), "/metrics").1);
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert_eq!(s[0].1, r#"run="ab12cd34",step="users=16",shard="1/3""#);
+
+        assert!(scrape(e.addr(), "/other").0.starts_with("HTTP/1.1 404"));
+    }
+
+    #[test]
+    fn a_taken_port_is_named() {
+        let e = Exporter::start("127.0.0.1:0", "r", "0/1").unwrap();
+        let addr = e.addr().to_string();
+        let err = Exporter::start(&addr, "r", "0/1").err().unwrap().to_string();
+        assert!(err.starts_with(&format!("--metrics-addr '{addr}'")), "{err}");
+        let err = Exporter::start("nonsense", "r", "0/1").err().unwrap().to_string();
+        assert!(err.contains("'nonsense'"), "{err}");
+    }
+}

@@ -1,0 +1,313 @@
+//! Kubernetes manifests for a sharded plan (`storbench k8s render`), built
+//! as typed `k8s-openapi` objects and serialised to YAML, never templated:
+//! - a ConfigMap holding the plan file;
+//! - a PersistentVolumeClaim (ReadWriteMany) for the results: each shard
+//!   writes its own `shard-I.db`, the collector reads them all;
+//! - an Indexed Job of N completions, all N pods at once (`parallelism` = N:
+//!   they must run together), no retries (`backoffLimitPerIndex` 0: a
+//!   retried shard would measure another window; the merge reports it
+//!   missing instead, and the other shards run on).
+//!   Each pod runs `storbench run /plan/plan.toml --shard $(JOB_COMPLETION_INDEX)/N
+//!   --start-at T`, so shards started at different times begin together;
+//! - I/O targets: a plan target with an absolute `path` is a hostPath of the
+//!   node (the node's own storage is what is measured); a relative one lives
+//!   on a ReadWriteMany claim of its own; a `media` target needs loop devices
+//!   and mounts, so the pod is privileged;
+//! - a collector Job, created suspended, that runs `storbench merge` over
+//!   every `shard-*.db` into `merged.db` once it is resumed (docs/cluster.md).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, ConfigMapVolumeSource, Container, EnvVar, EnvVarSource, HostPathVolumeSource,
+    ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource,
+    PodSpec, PodTemplateSpec, ResourceRequirements, SecurityContext, Volume, VolumeMount,
+    VolumeResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+/// Errors from rendering.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// `--shards` out of range.
+    #[error("--shards {0}: use 1 to 1000")]
+    Shards(u32),
+    /// YAML serialisation failed.
+    #[error("rendering YAML: {0}")]
+    Yaml(String),
+}
+
+/// Where a plan target lives in the pods.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// An absolute path on the node: a hostPath volume at the same path.
+    Host(String),
+    /// A path relative to the working directory: a claim of its own.
+    Claim(String),
+    /// A medium the plan makes (loop device, filesystem): privileged pod.
+    Media,
+}
+
+/// What to render.
+#[derive(Clone, Debug)]
+pub struct RenderSpec {
+    /// The plan's name (made a DNS label for object names).
+    pub plan_name: String,
+    /// The plan file's text, put in the ConfigMap as is.
+    pub plan_text: String,
+    /// How many shards.
+    pub shards: u32,
+    /// Container image.
+    pub image: String,
+    /// Namespace of every object.
+    pub namespace: String,
+    /// The plan's targets by name.
+    pub targets: Vec<(String, Placement)>,
+    /// The common start instant, RFC 3339.
+    pub start_at: String,
+    /// CPU request per shard pod, e.g. `2`.
+    pub cpu: String,
+    /// Memory request per shard pod, e.g. `2Gi`.
+    pub memory: String,
+    /// Size of the results claim and of each target claim, e.g. `10Gi`.
+    pub storage: String,
+}
+
+/// A DNS-1123 label from `s`: lower case, `-` for anything else, at most
+/// `max` characters, never ending in `-`.
+fn dns_label(s: &str, max: usize) -> String {
+    let mut out: String = s
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .take(max)
+        .collect();
+    while out.ends_with('-') {
+        out.pop();
+    }
+    let out = out.trim_start_matches('-').to_string();
+    if out.is_empty() {
+        "plan".into()
+    } else {
+        out
+    }
+}
+
+fn meta(name: &str, ns: &str, plan: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_string()),
+        namespace: Some(ns.to_string()),
+        labels: Some(BTreeMap::from([
+            ("app.kubernetes.io/name".to_string(), "storbench".to_string()),
+            ("storbench/plan".to_string(), plan.to_string()),
+        ])),
+        ..Default::default()
+    }
+}
+
+fn env(name: &str, value: &str) -> EnvVar {
+    EnvVar { name: name.into(), value: Some(value.into()), ..Default::default() }
+}
+
+fn claim(name: &str, ns: &str, plan: &str, size: &str) -> PersistentVolumeClaim {
+    PersistentVolumeClaim {
+        metadata: meta(name, ns, plan),
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec!["ReadWriteMany".into()]),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([("storage".to_string(), Quantity(size.to_string()))])),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn claim_volume(name: &str, claim: &str) -> Volume {
+    Volume {
+        name: name.into(),
+        persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+            claim_name: claim.into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn mount(name: &str, path: &str) -> VolumeMount {
+    VolumeMount { name: name.into(), mount_path: path.into(), ..Default::default() }
+}
+
+/// Renders the manifests as one multi-document YAML text.
+pub fn render(spec: &RenderSpec) -> Result<String, RenderError> {
+    if spec.shards == 0 || spec.shards > 1000 {
+        return Err(RenderError::Shards(spec.shards));
+    }
+    let plan = dns_label(&spec.plan_name, 40);
+    let ns = spec.namespace.as_str();
+    let n = spec.shards;
+    let results_claim = format!("storbench-{plan}-results");
+    let mut docs: Vec<String> = Vec::new();
+
+    let config = ConfigMap {
+        metadata: meta(&format!("storbench-{plan}-plan"), ns, &plan),
+        data: Some(BTreeMap::from([("plan.toml".to_string(), spec.plan_text.clone())])),
+        ..Default::default()
+    };
+    docs.push(yaml(&config)?);
+    docs.push(yaml(&claim(&results_claim, ns, &plan, &spec.storage))?);
+
+    let mut volumes = vec![
+        Volume {
+            name: "plan".into(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: format!("storbench-{plan}-plan"),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        claim_volume("results", &results_claim),
+    ];
+    let mut mounts = vec![mount("plan", "/plan"), mount("results", "/results")];
+    let mut privileged = false;
+    for (i, (name, place)) in spec.targets.iter().enumerate() {
+        let vol = format!("target-{i}");
+        match place {
+            Placement::Host(path) => {
+                volumes.push(Volume {
+                    name: vol.clone(),
+                    host_path: Some(HostPathVolumeSource {
+                        path: path.clone(),
+                        type_: Some("DirectoryOrCreate".into()),
+                    }),
+                    ..Default::default()
+                });
+                mounts.push(mount(&vol, path));
+            }
+            Placement::Claim(path) => {
+                let c = format!("storbench-{plan}-{}", dns_label(name, 20));
+                docs.push(yaml(&claim(&c, ns, &plan, &spec.storage))?);
+                volumes.push(claim_volume(&vol, &c));
+                mounts.push(mount(&vol, &format!("/work/{}", path.trim_start_matches("./"))));
+            }
+            Placement::Media => privileged = true,
+        }
+    }
+    let resources = ResourceRequirements {
+        requests: Some(BTreeMap::from([
+            ("cpu".to_string(), Quantity(spec.cpu.clone())),
+            ("memory".to_string(), Quantity(spec.memory.clone())),
+        ])),
+        ..Default::default()
+    };
+    let shard_container = Container {
+        name: "shard".into(),
+        image: Some(spec.image.clone()),
+        working_dir: Some("/work".into()),
+        command: Some(vec!["storbench".into()]),
+        args: Some(vec![
+            "run".into(),
+            "/plan/plan.toml".into(),
+            "--shard".into(),
+            format!("$(JOB_COMPLETION_INDEX)/{n}"),
+            // One argument: a bare instant would be a YAML timestamp, not
+            // the string a container argument must be.
+            format!("--start-at={}", spec.start_at),
+        ]),
+        env: Some(vec![
+            // Set from the annotation as Kubernetes' own example does, so
+            // the variables below may refer to it.
+            EnvVar {
+                name: "JOB_COMPLETION_INDEX".into(),
+                value_from: Some(EnvVarSource {
+                    field_ref: Some(ObjectFieldSelector {
+                        field_path: "metadata.annotations['batch.kubernetes.io/job-completion-index']".into(),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            env("STORBENCH_RESULTS", "/results/shard-$(JOB_COMPLETION_INDEX).db"),
+        ]),
+        volume_mounts: Some(mounts.clone()),
+        resources: Some(resources),
+        security_context: privileged
+            .then(|| SecurityContext { privileged: Some(true), ..Default::default() }),
+        ..Default::default()
+    };
+    let job = |name: &str, spec_: JobSpec| Job {
+        metadata: meta(name, ns, &plan),
+        spec: Some(spec_),
+        ..Default::default()
+    };
+    let pod = |c: Container, volumes: Vec<Volume>| PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(BTreeMap::from([("storbench/plan".to_string(), plan.clone())])),
+            ..Default::default()
+        }),
+        spec: Some(PodSpec {
+            containers: vec![c],
+            volumes: Some(volumes),
+            restart_policy: Some("Never".into()),
+            ..Default::default()
+        }),
+    };
+    docs.push(yaml(&job(
+        &format!("storbench-{plan}-shards"),
+        JobSpec {
+            completion_mode: Some("Indexed".into()),
+            completions: Some(n as i32),
+            parallelism: Some(n as i32),
+            // Per index: a failed shard must not stop the others (a Job-wide
+            // backoffLimit of 0 would kill them all).
+            backoff_limit_per_index: Some(0),
+            template: pod(shard_container, volumes),
+            ..Default::default()
+        },
+    ))?);
+
+    let collector = Container {
+        name: "merge".into(),
+        image: Some(spec.image.clone()),
+        command: Some(vec!["sh".into(), "-c".into()]),
+        // The shards present are merged; the merge names the missing ones
+        // from the shard identities the runs carry.
+        args: Some(vec![format!(
+            "set --; for f in /results/shard-*.db; do [ -e \"$f\" ] && set -- \"$@\" --from \"$f\"; done; \
+             exec storbench --label {plan}-merged merge \"$@\""
+        )]),
+        env: Some(vec![env("STORBENCH_RESULTS", "/results/merged.db")]),
+        volume_mounts: Some(vec![mount("results", "/results")]),
+        ..Default::default()
+    };
+    docs.push(yaml(&job(
+        &format!("storbench-{plan}-merge"),
+        JobSpec {
+            suspend: Some(true),
+            backoff_limit: Some(0),
+            template: pod(collector, vec![claim_volume("results", &results_claim)]),
+            ..Default::default()
+        },
+    ))?);
+    Ok(docs.join("---\n"))
+}
+
+fn yaml<T: serde::Serialize>(v: &T) -> Result<String, RenderError> {
+    serde_norway::to_string(v).map_err(|e| RenderError::Yaml(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_dns_labels() {
+        assert_eq!(dns_label("s5_Allocation.Unit", 40), "s5-allocation-unit");
+        assert_eq!(dns_label("--x--", 40), "x");
+        assert_eq!(dns_label("_", 40), "plan");
+        assert_eq!(dns_label("abcdef", 3), "abc");
+    }
+}
