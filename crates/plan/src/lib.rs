@@ -57,6 +57,12 @@ pub struct MediaDef {
     /// Emulated class: hdd, sata-ssd, nvme, gbe-nas, fc-san, custom:….
     #[serde(default)]
     pub emulate: Option<String>,
+    /// Device model (per I/O): a built-in name or a TOML file; exclusive with `emulate`.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Model parameter overrides, key to value (`--set KEY=VALUE`).
+    #[serde(default)]
+    pub set: std::collections::BTreeMap<String, String>,
 }
 
 /// A database.
@@ -81,16 +87,66 @@ pub struct ManagedDef {
     /// Target name (or `{target}`) for temp files.
     #[serde(default)]
     pub temp: Option<Spanned<String>>,
-    /// Server settings.
+    /// Server settings, passed as `pg up -c KEY=VALUE` (`set` in io means a
+    /// profile set, so the managed server's key is `conf`).
     #[serde(default)]
-    pub set: BTreeMap<String, toml::Value>,
+    pub conf: BTreeMap<String, toml::Value>,
+    /// Streaming standbys (`pg up --standby N`).
+    #[serde(default)]
+    pub standbys: Option<u32>,
+    /// `pg up --sync` (may use `{axis}`).
+    #[serde(default)]
+    pub sync: Option<Spanned<toml::Value>>,
+    /// `pg up --sync-names` (may use `{axis}`).
+    #[serde(default)]
+    pub sync_names: Option<Spanned<toml::Value>>,
+    /// `pg up --link` (may use `{axis}`), e.g. `"rtt={rtt}"`.
+    #[serde(default)]
+    pub link: Option<Spanned<toml::Value>>,
+    /// The standbys' data target: a target name, or `{axis}` whose values
+    /// are target names.
+    #[serde(default)]
+    pub standby_data: Option<Spanned<toml::Value>>,
+    /// The standbys' WAL target (as `standby_data`).
+    #[serde(default)]
+    pub standby_wal: Option<Spanned<toml::Value>>,
+}
+
+impl ManagedDef {
+    /// The `pg up` replication flags for a cell's axis values, placeholders
+    /// filled: `[--standby, N, --sync, on, --link, rtt=1ms, ...]`
+    /// (`--standby-data`/`--standby-wal` carry target names).
+    pub fn replication_flags(&self, axes: &BTreeMap<String, String>) -> Vec<String> {
+        let fill = |v: &Option<Spanned<toml::Value>>| {
+            v.as_ref().map(|v| {
+                let s = v.get_ref().as_str().map(str::to_string).unwrap_or_else(|| v.get_ref().to_string());
+                axes.iter().fold(s, |acc, (k, x)| acc.replace(&format!("{{{k}}}"), x))
+            })
+        };
+        let mut out = Vec::new();
+        if let Some(n) = self.standbys.filter(|n| *n > 0) {
+            out.extend(["--standby".to_string(), n.to_string()]);
+        }
+        for (flag, v) in [
+            ("--sync", &self.sync),
+            ("--sync-names", &self.sync_names),
+            ("--link", &self.link),
+            ("--standby-data", &self.standby_data),
+            ("--standby-wal", &self.standby_wal),
+        ] {
+            if let Some(v) = fill(v) {
+                out.extend([flag.to_string(), v]);
+            }
+        }
+        out
+    }
 }
 
 /// A workload entry.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadDef {
-    /// `io`, `tpcb` or `tpcc`.
+    /// `io`, `tpcb`, `tpcc` or `tpch`.
     pub kind: Spanned<String>,
     /// Name used in cell ids (default: the kind).
     #[serde(default)]
@@ -235,7 +291,7 @@ impl Src<'_> {
 
 /// The workload kinds a plan can run, and the flags each takes. Checked
 /// here so a plan fails before anything runs; the command validates values.
-pub const KINDS: &[&str] = &["io", "tpcb", "tpcc"];
+pub const KINDS: &[&str] = &["io", "tpcb", "tpcc", "tpch"];
 
 /// Reads, validates and expands a plan. `quick` selects its quick form.
 pub fn load(path: &Path, quick: bool) -> Result<Plan, PlanError> {
@@ -280,6 +336,12 @@ pub fn parse(file: &str, text: &str, quick: bool) -> Result<(PlanDef, Vec<Cell>)
                 }
             }
             for (k, v) in &q.set {
+                // `tpch run` has no ramp-up or duration (a test runs its
+                // queries to the end): a quick form only shortens the flags
+                // a TPC-H workload names itself.
+                if w.kind.get_ref() == "tpch" && !w.run.contains_key(k) {
+                    continue;
+                }
                 let span = w.run.get(k).map(|o| o.span()).unwrap_or_else(|| w.kind.span());
                 w.run.insert(k.clone(), Spanned::new(span, v.clone()));
             }
@@ -292,8 +354,10 @@ pub fn parse(file: &str, text: &str, quick: bool) -> Result<(PlanDef, Vec<Cell>)
         );
     }
     if def.workloads.is_empty() {
-        return src
-            .err_at(None, "no [[workload]]: a plan runs at least one (kind = \"io\", \"tpcb\" or \"tpcc\")");
+        return src.err_at(
+            None,
+            "no [[workload]]: a plan runs at least one (kind = \"io\", \"tpcb\", \"tpcc\" or \"tpch\")",
+        );
     }
     for (name, t) in &def.targets {
         let d = t.get_ref();
@@ -329,6 +393,32 @@ pub fn parse(file: &str, text: &str, quick: bool) -> Result<(PlanDef, Vec<Cell>)
                     return src.err_at(
                         Some(place.span()),
                         format!("db '{name}': \"{{target}}\" needs a 'target' axis"),
+                    );
+                }
+            }
+        }
+    }
+    for (name, d) in &def.dbs {
+        let Some(m) = &d.get_ref().managed else { continue };
+        for (key, v) in [
+            ("sync", &m.sync),
+            ("sync_names", &m.sync_names),
+            ("link", &m.link),
+            ("standby_data", &m.standby_data),
+            ("standby_wal", &m.standby_wal),
+        ] {
+            let Some(v) = v else { continue };
+            if m.standbys.unwrap_or(0) == 0 && key != "sync" {
+                return src.err_at(Some(v.span()), format!("db '{name}': {key} needs standbys = N"));
+            }
+            check_value(&src, &def, key, v)?;
+            // A placement without placeholders names a target of the plan;
+            // one with them is checked when the cell fills it.
+            if let (true, Some(t)) = (key.starts_with("standby_"), v.get_ref().as_str()) {
+                if placeholders(t).is_empty() && !def.targets.contains_key(t) {
+                    return src.err_at(
+                        Some(v.span()),
+                        format!("db '{name}': {key} = \"{t}\" is not a target of this plan"),
                     );
                 }
             }
@@ -503,10 +593,14 @@ fn flags(
     argv
 }
 
+/// How long a workload's run takes, from its flags: steps × (ramp-up +
+/// duration). An io workload's profiles, and their default durations, come
+/// from the io crate's own set and profile definitions, so a set that gains
+/// a profile is estimated right without a second list here.
 fn estimate(run: &BTreeMap<String, Spanned<toml::Value>>, kind: &str) -> Duration {
     let get = |k: &str| run.get(k).and_then(|v| v.get_ref().as_str().map(str::to_string));
-    let dur =
-        |k: &str, dflt: &str| parse_duration(&get(k).unwrap_or_else(|| dflt.into())).unwrap_or_default();
+    let flag_dur = |k: &str| get(k).and_then(|s| parse_duration(&s).ok());
+    let dur = |k: &str, dflt: Duration| flag_dur(k).unwrap_or(dflt);
     let steps = |k: &str| {
         get(k)
             .or_else(|| run.get(k).map(|v| v.get_ref().to_string()))
@@ -515,21 +609,43 @@ fn estimate(run: &BTreeMap<String, Spanned<toml::Value>>, kind: &str) -> Duratio
             .unwrap_or(1)
     };
     match kind {
-        "tpcc" => (dur("rampup", "30s") + dur("duration", "2m")) * steps("users"),
-        "tpcb" => (dur("rampup", "0s") + dur("duration", "60s")) * steps("clients"),
-        _ => {
-            // A set runs several profiles; each takes its duration plus ramp-up.
-            let profiles = match get("set").as_deref() {
-                Some("sqlserver-six") => 6,
-                Some("db-shapes") => 7,
-                Some("hci-mix") => 4,
-                Some("nvme-vs-sata") => 3,
-                Some("quick") => 4,
-                _ => 1,
-            };
-            (dur("duration", "15s") + dur("rampup", "0s")) * profiles
+        // A power test at SF 1 on this class of machine: about a minute of
+        // queries and a second per step for the system monitor.
+        "tpch" => Duration::from_secs(120),
+        "tpcc" => {
+            (dur("rampup", Duration::from_secs(30)) + dur("duration", Duration::from_secs(120)))
+                * steps("users")
         }
+        "tpcb" => {
+            (dur("rampup", Duration::ZERO) + dur("duration", Duration::from_secs(60))) * steps("clients")
+        }
+        _ => io_profiles(get("set").as_deref(), get("profile").as_deref())
+            .iter()
+            .map(|(rampup, duration)| {
+                flag_dur("rampup").unwrap_or(*rampup) + flag_dur("duration").unwrap_or(*duration)
+            })
+            .sum(),
     }
+}
+
+/// (ramp-up, duration) of each profile an io workload runs: a built-in set,
+/// named profiles, or one profile made from flags (as `storbench io` makes it).
+fn io_profiles(set: Option<&str>, names: Option<&str>) -> Vec<(Duration, Duration)> {
+    use storbench_io::profile;
+    let profiles: Vec<storbench_io::Profile> = match (set, names) {
+        (Some(s), _) => profile::set(s).unwrap_or_default(),
+        (None, Some(n)) => n.split(',').filter_map(|x| profile::named(x.trim())).collect(),
+        (None, None) => {
+            let mut p = storbench_io::Profile::new("custom");
+            p.rampup = Duration::from_secs(2);
+            vec![p]
+        }
+    };
+    if profiles.is_empty() {
+        // An unknown name: the command refuses it when the cell runs.
+        return vec![(Duration::ZERO, Duration::ZERO)];
+    }
+    profiles.iter().map(|p| (p.rampup, p.duration)).collect()
 }
 
 fn expand(def: &PlanDef) -> Vec<Cell> {
@@ -551,7 +667,7 @@ fn expand(def: &PlanDef) -> Vec<Cell> {
                         command.push("io".to_string());
                         command.extend(flags(&w.run, &combo, def));
                     }
-                    "tpcb" | "tpcc" => {
+                    "tpcb" | "tpcc" | "tpch" => {
                         let init_verb = if kind == "tpcb" { "init" } else { "build" };
                         // The database flag is shared by init and run.
                         let mut init = w.init.clone();
@@ -559,10 +675,9 @@ fn expand(def: &PlanDef) -> Vec<Cell> {
                             init.entry("db".into()).or_insert_with(|| db.clone());
                         }
                         if !w.init.is_empty() {
-                            let mut b = vec![kind.to_string(), init_verb.to_string()];
-                            if kind == "tpcc" {
-                                b.push("--replace".into());
-                            }
+                            // Both refuse existing tables without --replace.
+                            let mut b =
+                                vec![kind.to_string(), init_verb.to_string(), "--replace".to_string()];
                             b.extend(flags(&init, &combo, def));
                             before.push(b);
                         }
@@ -647,7 +762,7 @@ set = { duration = "1s" }
         let c = &cells[0];
         assert_eq!(c.id, "target=a/tpcb#r1");
         assert_eq!(c.label, "target=a");
-        assert_eq!(c.before[0], ["tpcb", "init", "--db", "@db:lite@", "--scale", "1"]);
+        assert_eq!(c.before[0], ["tpcb", "init", "--replace", "--db", "@db:lite@", "--scale", "1"]);
         assert_eq!(c.command, ["tpcb", "run", "--clients", "1,4", "--db", "@db:lite@", "--duration", "10s"]);
         assert_eq!(c.db.as_deref(), Some("lite"));
         assert_eq!(c.estimate, Duration::from_secs(20 + 10));
@@ -661,11 +776,70 @@ set = { duration = "1s" }
         assert_eq!(cells[4].label, "target=b");
     }
 
+    fn io_estimate(run: &str) -> Duration {
+        let text =
+            format!("name = \"e\"\n[[workload]]\nkind = \"io\"\nrun = {{ target = \"/tmp/x\", {run} }}\n");
+        parse("e.toml", &text, false).unwrap().1[0].estimate
+    }
+
+    #[test]
+    fn io_estimates_count_the_sets_own_profiles_and_durations() {
+        // db-shapes has 8 profiles (a list kept here said 7), each 2 s ramp-up + 20 s.
+        let n = storbench_io::profile::set("db-shapes").unwrap().len() as u32;
+        assert_eq!(n, 8);
+        assert_eq!(io_estimate("set = \"db-shapes\""), Duration::from_secs(22) * 8);
+        assert_eq!(io_estimate("set = \"db-shapes\", duration = \"5s\""), Duration::from_secs(7) * 8);
+        assert_eq!(
+            io_estimate("set = \"sqlserver-six\", duration = \"5s\", rampup = \"0s\""),
+            Duration::from_secs(30)
+        );
+        // The quick set's own 12 s + 2 s; named profiles (found in the first
+        // set that has them, as `storbench io --profile` finds them); one
+        // profile from flags.
+        assert_eq!(io_estimate("set = \"quick\""), Duration::from_secs(14) * 4);
+        assert_eq!(io_estimate("profile = \"read-random-8k,log-write-8k\""), Duration::from_secs(22 + 22));
+        assert_eq!(io_estimate("bs = \"8k\", duration = \"10s\""), Duration::from_secs(12));
+    }
+
     #[test]
     fn quick_form_replaces_axes_repeats_and_flags() {
         let (_, cells) = parse("p.toml", PLAN, true).unwrap();
         assert_eq!(cells.len(), 2);
         assert!(cells[0].command.windows(2).any(|w| w == ["--duration", "1s"]));
+    }
+
+    #[test]
+    fn a_tpch_workload_builds_with_replace_then_runs() {
+        let plan = PLAN.replace(
+            "kind = \"io\"\nrun = { target = \"{target}/io.dat\", set = \"quick\", duration = \"2s\", buffered = true }",
+            "kind = \"tpch\"\ninit = { scale = 0.01 }\nrun = { db = \"{db}\", test = \"power\" }",
+        );
+        let (_, cells) = parse("p.toml", &plan, false).unwrap();
+        let c = &cells[1];
+        assert_eq!(c.id, "target=a/tpch#r1");
+        assert_eq!(c.before[0], ["tpch", "build", "--replace", "--db", "@db:lite@", "--scale", "0.01"]);
+        assert_eq!(c.command, ["tpch", "run", "--db", "@db:lite@", "--test", "power"]);
+    }
+
+    #[test]
+    fn a_replicated_managed_db_fills_its_flags_from_the_cell_and_checks_them() {
+        let rep = PLAN.replace(
+            "url = \"sqlite:{target}/b.db\"",
+            "managed = { data = \"a\", standbys = 1, sync = \"{sync}\", link = \"rtt={rtt}\", standby_wal = \"{target}\" }",
+        )
+        .replace("target = [\"a\", \"b\"]", "target = [\"a\", \"b\"]\nsync = [\"on\"]\nrtt = [\"1ms\"]");
+        let (def, cells) = parse("p.toml", &rep, false).unwrap();
+        let m = def.dbs["lite"].get_ref().managed.clone().unwrap();
+        assert_eq!(
+            m.replication_flags(&cells[4].axes),
+            ["--standby", "1", "--sync", "on", "--link", "rtt=1ms", "--standby-wal", "b"]
+        );
+        let bad = rep.replace("{sync}", "{level}");
+        assert!(err(&bad).contains("sync = \"{level}\": {level} names no axis"), "{}", err(&bad));
+        let no_standby = rep.replace("standbys = 1, ", "");
+        assert!(err(&no_standby).contains("db 'lite': link needs standbys = N"), "{}", err(&no_standby));
+        let bad_target = rep.replace("standby_wal = \"{target}\"", "standby_wal = \"zz\"");
+        assert!(err(&bad_target).contains("standby_wal = \"zz\" is not a target"), "{}", err(&bad_target));
     }
 
     fn err(text: &str) -> String {

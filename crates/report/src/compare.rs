@@ -198,7 +198,7 @@ impl Comparison {
                 vec![
                     r.step.clone(),
                     r.metric.clone(),
-                    r.unit.clone(),
+                    crate::kinds::human_unit(&r.metric, &r.unit),
                     r.a.display(),
                     r.b.display(),
                     r.ratio.map(|x| format!("{x:.3}")).unwrap_or_else(|| "–".into()),
@@ -216,6 +216,7 @@ impl Comparison {
             ),
             header,
             rows,
+            notes: Vec::new(),
         }
     }
 

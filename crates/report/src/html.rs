@@ -7,8 +7,13 @@ use std::fmt::Write as _;
 
 use plotters::prelude::*;
 
+use crate::findings::findings;
+use crate::kinds::scale_for;
 use crate::model::{fmt_num, Report, Section};
-use crate::tables::{env_tables, esc_html, latency_table, summary_tables, system_table};
+use crate::tables::{
+    axes_line, env_difference_table, env_shared_table, esc_html, latency_table, runs_table, section_tables,
+    summary_tables, system_table, Table,
+};
 use crate::ReportError;
 
 const W: u32 = 860;
@@ -18,15 +23,19 @@ const MAX_SERIES_CHARTS: usize = 24;
 /// Series in one percentile chart at most (the rest are in the table).
 const MAX_PCT_SERIES: usize = 12;
 
-const CSS: &str = "body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}\
-h1{font-size:1.5em}h2{border-bottom:2px solid #ccc;padding-bottom:4px;margin-top:2em}\
-h3{font-size:1.05em;margin-top:1.5em}\
+const CSS: &str = "body{font-family:sans-serif;margin:24px auto;padding:0 16px;color:#222;max-width:1100px;line-height:1.4}\
+h1{font-size:1.5em;margin-bottom:.2em}h2{border-bottom:2px solid #ccc;padding-bottom:4px;margin-top:2em}\
+h3{font-size:1.05em;margin-top:1.5em}.sub{color:#555;margin-top:0}\
+.findings{background:#f3f7ff;border:1px solid #c9d8f2;border-radius:6px;padding:4px 18px 10px}\
+.findings h2{border:none;margin-top:.6em}.findings li{margin:.35em 0;font-size:1.08em}\
+.findings .warn{color:#8a4b00;font-size:.92em;list-style:none;padding-left:.5em}\
 table.t{border-collapse:collapse;font-size:.85em;margin:.5em 0}\
 table.t th,table.t td{border:1px solid #ccc;padding:3px 8px;text-align:right;white-space:nowrap}\
 table.t thead th{background:#eef;text-align:center}table.t tbody th{text-align:left;background:#f7f7f7}\
-.note{background:#fff6d5;border-left:4px solid #e0b000;padding:6px 10px}\
+.note{background:#fff6d5;border-left:4px solid #e0b000;padding:6px 10px}p.flag{color:#8a4b00;margin:.2em 0}\
 figure.chart{margin:1em 0}figure.chart figcaption{font-size:.85em;color:#555}\
-.scroll{overflow-x:auto}";
+figure.chart svg{max-width:100%;height:auto}details{margin:.8em 0}summary{cursor:pointer;font-weight:bold}\
+.scroll{overflow-x:auto}@media (max-width:600px){body{margin:8px auto;padding:0 8px}h1{font-size:1.25em}}";
 
 type Point = (f64, f64);
 /// A bar's (median, min, max), absent where the group lacks the step.
@@ -62,14 +71,32 @@ struct Series {
 }
 
 /// A line chart of series against a numeric x, with min–max bars.
-fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Result<String, ReportError> {
+///
+/// The x axis holds the load levels evenly spaced, labelled with their
+/// values: 1, 10, 100 clients (S2) or 1, 2, 3, 5, … 89 users (S4) would
+/// crowd the low levels together on a linear axis.
+fn line_chart(
+    title: &str,
+    x_desc: &str,
+    levels: &[String],
+    y_desc: &str,
+    series: &[Series],
+) -> Result<String, ReportError> {
     let e = chart_err(title);
-    let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
-    let (x0, x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |a, x| (a.0.min(x), a.1.max(x)));
+    let n = levels.len().max(1);
+    let (x0, x1) = (-0.3, n as f64 - 0.7);
     let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1).chain(s.spread.iter().map(|p| p.2)));
     let y1 = ys.fold(f64::NEG_INFINITY, f64::max);
-    let (x0, x1) = pad_range(x0, x1, false);
     let (y0, y1) = pad_range(0.0, y1, true);
+    let cats = levels.to_vec();
+    let fmt = move |x: &f64| {
+        let i = x.round();
+        if (x - i).abs() < 1e-6 && i >= 0.0 {
+            cats.get(i as usize).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
@@ -83,6 +110,9 @@ fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Res
             .map_err(|x| e(x.to_string()))?;
         chart
             .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&fmt)
             .x_desc(x_desc)
             .y_desc(y_desc)
             .y_label_formatter(&|v| fmt_num(*v))
@@ -120,7 +150,12 @@ fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Res
 
 /// Latency against percentile (named on x), log y: tails differ by orders
 /// of magnitude between media.
-fn percentile_lines(title: &str, names: &[String], series: &[Series]) -> Result<String, ReportError> {
+fn percentile_lines(
+    title: &str,
+    names: &[String],
+    y_desc: &str,
+    series: &[Series],
+) -> Result<String, ReportError> {
     let e = chart_err(title);
     let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).filter(|y| *y > 0.0);
     let (lo, hi) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |a, y| (a.0.min(y), a.1.max(y)));
@@ -152,7 +187,7 @@ fn percentile_lines(title: &str, names: &[String], series: &[Series]) -> Result<
             .x_label_formatter(&fmt)
             .y_label_formatter(&|v| fmt_num(*v))
             .x_desc("percentile")
-            .y_desc("latency [us], log scale")
+            .y_desc(y_desc)
             .draw()
             .map_err(|x| e(x.to_string()))?;
         for (i, s) in series.iter().enumerate() {
@@ -320,26 +355,37 @@ fn figure(out: &mut String, caption: &str, svg: &str) {
         writeln!(out, "<figure class=\"chart\">{svg}<figcaption>{}</figcaption></figure>", esc_html(caption));
 }
 
-/// Charts of a section's main figures: against users/clients (lines) when the
-/// steps are load levels, per profile (bars) otherwise.
+/// Charts of a section's main figures (each by its headline source): against
+/// users/clients (one line per configuration) when the steps are load
+/// levels, per profile (bars) otherwise.
 fn main_charts(out: &mut String, s: &Section<'_>) -> Result<(), ReportError> {
     let levels = s.load_levels();
     let numeric = levels.iter().all(|l| l.1.is_some());
     let spread_note =
         if s.groups.iter().any(|g| g.runs.len() > 1) { "; bars: min–max over repeats" } else { "" };
-    for (metric, title) in s.main_metrics() {
-        let unit = s.groups.iter().find_map(|g| g.unit(metric)).unwrap_or_default();
-        let ctitle = format!("{} — {title}", s.title());
+    let steps: Vec<String> = levels.iter().map(|l| l.0.clone()).collect();
+    for f in s.headline_figures() {
+        let unit = s.groups.iter().find_map(|g| g.unit(&f.metric)).unwrap_or_default();
+        let metric = f.metric.as_str();
+        let largest = steps
+            .iter()
+            .flat_map(|l| s.groups.iter().map(move |g| g.stat(l, metric).max()))
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max);
+        let (div, u) = scale_for(&f.metric, &unit, largest);
+        let y_desc =
+            if u.is_empty() || u == f.label { f.label.to_string() } else { format!("{}, {u}", f.label) };
+        let ctitle = format!("{} — {}", s.title(), f.title());
         let svg = if numeric && levels.len() > 1 {
             let series: Vec<Series> = s
                 .groups
                 .iter()
                 .map(|g| {
                     let mut sr = Series { name: g.label.clone(), points: vec![], spread: vec![] };
-                    for (label, lv) in &levels {
-                        let st = g.stat(label, metric);
+                    for (xi, (label, _)) in levels.iter().enumerate() {
+                        let st = g.stat(label, &f.metric).scaled(div);
                         if st.n() > 0 {
-                            let x = lv.unwrap_or(0.0);
+                            let x = xi as f64;
                             sr.points.push((x, st.median()));
                             if st.n() > 1 {
                                 sr.spread.push((x, st.min(), st.max()));
@@ -349,35 +395,41 @@ fn main_charts(out: &mut String, s: &Section<'_>) -> Result<(), ReportError> {
                     sr
                 })
                 .collect();
-            line_chart(&ctitle, s.row_axis(), &format!("{title} [{unit}]"), &series)?
+            let names: Vec<String> =
+                levels.iter().map(|(l, v)| v.map(fmt_num).unwrap_or_else(|| l.clone())).collect();
+            line_chart(&ctitle, s.row_axis(), &names, &y_desc, &series)?
         } else {
-            let cats: Vec<String> = levels.iter().map(|l| l.0.clone()).collect();
             let groups: Vec<_> = s
                 .groups
                 .iter()
                 .map(|g| {
-                    let vals = cats
+                    let vals = steps
                         .iter()
                         .map(|c| {
-                            let st = g.stat(c, metric);
+                            let st = g.stat(c, &f.metric).scaled(div);
                             (st.n() > 0).then(|| (st.median(), st.min(), st.max()))
                         })
                         .collect();
                     (g.label.clone(), vals)
                 })
                 .collect();
-            bar_chart(&ctitle, &format!("{title} [{unit}]"), &cats, &groups)?
+            bar_chart(&ctitle, &y_desc, &steps, &groups)?
         };
-        figure(out, &format!("{title} (median{spread_note}) per {} and target", s.row_axis()), &svg);
+        figure(
+            out,
+            &format!("{} (median{spread_note}) per {} and configuration", f.title(), s.row_axis()),
+            &svg,
+        );
     }
     Ok(())
 }
 
 /// Latency percentiles: one line per (group, step) across p50…p99.9.
 fn percentile_chart(out: &mut String, s: &Section<'_>) -> Result<(), ReportError> {
-    let p = s.latency_prefix();
+    let p = s.spec().latency_prefix;
     let pcts = ["p50", "p90", "p99", "p99.9"];
     let mut series = Vec::new();
+    let mut largest: f64 = 0.0;
     for step in s.step_labels() {
         for g in &s.groups {
             let pts: Vec<Point> = pcts
@@ -388,6 +440,7 @@ fn percentile_chart(out: &mut String, s: &Section<'_>) -> Result<(), ReportError
                     (st.n() > 0).then(|| (i as f64, st.median()))
                 })
                 .collect();
+            largest = pts.iter().map(|p| p.1).fold(largest, f64::max);
             if !pts.is_empty() {
                 series.push(Series { name: format!("{} · {step}", g.label), points: pts, spread: vec![] });
             }
@@ -396,22 +449,34 @@ fn percentile_chart(out: &mut String, s: &Section<'_>) -> Result<(), ReportError
     if series.is_empty() {
         return Ok(());
     }
+    let (div, unit) = scale_for(&format!("{p}.p99"), "us", largest);
+    for sr in &mut series {
+        for pt in &mut sr.points {
+            pt.1 /= div;
+        }
+    }
     let shown = series.len().min(MAX_PCT_SERIES);
-    let title = format!("{} — latency percentiles", s.title());
+    let title = format!("{} — latency percentiles (client side)", s.title());
     let names: Vec<String> = pcts.iter().map(|p| p.to_string()).collect();
-    let svg = percentile_lines(&title, &names, &series[..shown])?;
+    let svg = percentile_lines(&title, &names, &format!("latency, {unit}, log scale"), &series[..shown])?;
     let more = if series.len() > shown {
         format!(" (first {shown} of {}; all in the table)", series.len())
     } else {
         String::new()
     };
-    figure(out, &format!("Latency percentiles per target and {}{more}", s.row_axis()), &svg);
+    figure(out, &format!("Latency percentiles ({p}.*) per configuration and {}{more}", s.row_axis()), &svg);
     Ok(())
 }
 
-/// Per-second series of each group's first run: the workload beside device
-/// await and CPU iowait, steps laid end to end.
+/// Per-second series of each group's first run: the workload (each series
+/// named with who counted it) above device await and CPU iowait, steps laid
+/// end to end on one time axis. Groups without a workload series (setup
+/// runs) draw nothing.
 fn time_series(out: &mut String, s: &Section<'_>, budget: &mut usize) -> Result<(), ReportError> {
+    let series = s.workload_series();
+    if series.is_empty() {
+        return Ok(());
+    }
     for g in &s.groups {
         if *budget == 0 {
             return Ok(());
@@ -426,18 +491,18 @@ fn time_series(out: &mut String, s: &Section<'_>, budget: &mut usize) -> Result<
             starts.push((offset, step.label.clone()));
             let mut end: f64 = 0.0;
             for (name, pts) in &step.samples {
-                let target = if s.workload_series().contains(&name.as_str()) {
-                    &mut work
+                let (target, label) = if let Some((_, l)) = series.iter().find(|x| &x.0 == name) {
+                    (&mut work, l.clone())
                 } else if name.starts_with("dev.")
                     && (name.ends_with(".r_await") || name.ends_with(".w_await"))
                 {
-                    &mut dev
-                } else if name == "cpu.iowait" {
-                    &mut cpu
+                    (&mut dev, name.trim_start_matches("dev.").to_string())
+                } else if name == "cpu.iowait" || name == "cpu.steal" {
+                    (&mut cpu, name.trim_start_matches("cpu.").to_string())
                 } else {
                     continue;
                 };
-                let v = target.entry(name.clone()).or_default();
+                let v = target.entry(label).or_default();
                 for (t, y) in pts {
                     let t = *t as f64 / 1000.0;
                     end = end.max(t);
@@ -446,21 +511,35 @@ fn time_series(out: &mut String, s: &Section<'_>, budget: &mut usize) -> Result<
             }
             offset += end + 1.0;
         }
-        let mut panels = Vec::new();
-        for (title, m) in [("workload", work), ("device await [ms]", dev), ("cpu.iowait [%]", cpu)] {
-            if !m.is_empty() {
-                panels.push((title.to_string(), m.into_iter().collect::<Vec<_>>()));
-            }
-        }
-        if panels.is_empty() {
+        if work.is_empty() {
             continue;
         }
+        let work_title = {
+            let mut labels: Vec<&str> = series.iter().map(|x| x.1.split(" (").next().unwrap_or("")).collect();
+            labels.dedup();
+            labels.join(", ")
+        };
+        let mut panels = Vec::new();
+        for (title, m) in [
+            (work_title, work),
+            ("device await, ms (diskstats)".to_string(), dev),
+            ("CPU, % (/proc/stat)".to_string(), cpu),
+        ] {
+            if !m.is_empty() {
+                panels.push((title, m.into_iter().collect::<Vec<_>>()));
+            }
+        }
         let steps: Vec<&str> = run.steps.iter().map(|x| x.label.as_str()).collect();
-        let title = format!("{} — run #{} per second", g.label, run.run.id);
+        let title = format!("{} — run #{}, per second", g.label, run.run.id);
         let svg = time_panels(&title, &panels, &starts)?;
         figure(
             out,
-            &format!("{} · {}: steps {} laid end to end", s.title(), g.label, steps.join(", ")),
+            &format!(
+                "{} · {}: steps {} laid end to end; the workload above the device's latency and the CPU's iowait in the same seconds",
+                s.title(),
+                g.label,
+                steps.join(", ")
+            ),
             &svg,
         );
         *budget -= 1;
@@ -468,66 +547,144 @@ fn time_series(out: &mut String, s: &Section<'_>, budget: &mut usize) -> Result<
     Ok(())
 }
 
+fn tables_html(out: &mut String, tables: impl IntoIterator<Item = Table>) {
+    for t in tables {
+        out.push_str("<div class=\"scroll\">");
+        out.push_str(&t.to_html());
+        out.push_str("</div>\n");
+    }
+}
+
 impl Report {
-    /// The whole report as one self-contained HTML document.
+    /// The whole report as one self-contained HTML document: the findings
+    /// first, then per section its charts and tables, the setup runs, and
+    /// the environment (what differs between the runs compared; what they
+    /// share and the run list folded away).
     pub fn to_html(&self) -> Result<String, ReportError> {
         let mut out = String::with_capacity(256 * 1024);
         let title = format!("storbench report: {}", self.selection.join(", "));
         let _ = write!(
             out,
-            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{CSS}</style></head><body>\n<h1>{}</h1>\n",
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>{CSS}</style></head><body>\n<h1>{}</h1>\n",
             esc_html(&title),
             esc_html(&title)
         );
+        let starts: Vec<&str> = self.runs().map(|r| r.run.started_at.as_str()).collect();
+        let span = match (starts.iter().min(), starts.iter().max()) {
+            (Some(a), Some(b)) if a[..a.len().min(16)] != b[..b.len().min(16)] => {
+                format!(", started {} to {}", &a[..a.len().min(16)], &b[..b.len().min(16)])
+            }
+            (Some(a), _) => format!(", started {}", &a[..a.len().min(16)]),
+            _ => String::new(),
+        };
         let _ = writeln!(
             out,
-            "<p>{} runs; kinds: {}.</p>",
+            "<p class=\"sub\">{} runs ({}){}.</p>",
             self.runs().count(),
-            esc_html(&self.kinds().join(", "))
+            esc_html(&self.kinds().join(", ")),
+            esc_html(&span.replace('T', " "))
         );
-        if self.kinds().len() > 1 {
-            out.push_str("<p class=\"note\">Runs of different kinds share no table: each kind has its own tables and charts.</p>\n");
-        }
         if let Some(n) = self.emulation_note() {
             let _ = writeln!(out, "<p class=\"note\" id=\"emulation-note\">{}</p>", esc_html(&n));
         }
         if let Some(n) = self.incomplete_note() {
             let _ = writeln!(out, "<p class=\"note\" id=\"incomplete-note\">{}</p>", esc_html(&n));
         }
+        let found = findings(self);
+        if !found.is_empty() {
+            out.push_str("<section class=\"findings\" id=\"findings\"><h2>What was found</h2>\n");
+            let mut plans: Vec<Option<&str>> = Vec::new();
+            for f in &found {
+                if !plans.contains(&f.plan.as_deref()) {
+                    plans.push(f.plan.as_deref());
+                }
+            }
+            for p in plans {
+                if plans_named(&found) {
+                    let _ = writeln!(
+                        out,
+                        "<h3>{}</h3>",
+                        esc_html(
+                            &p.map(|p| format!("plan {p}")).unwrap_or_else(|| "runs outside a plan".into())
+                        )
+                    );
+                }
+                out.push_str("<ul>\n");
+                for f in found.iter().filter(|f| f.plan.as_deref() == p) {
+                    let _ = write!(out, "<li>{}", esc_html(&f.text));
+                    if !f.warnings.is_empty() {
+                        out.push_str("<ul class=\"warn\">");
+                        for w in &f.warnings {
+                            let _ = write!(out, "<li>⚠ {}</li>", esc_html(w));
+                        }
+                        out.push_str("</ul>");
+                    }
+                    out.push_str("</li>\n");
+                }
+                out.push_str("</ul>\n");
+            }
+            if let Some(a) = axes_line(self) {
+                let _ = writeln!(out, "<p class=\"axes\">Configurations compared: {}.</p>", esc_html(&a));
+            }
+            out.push_str("</section>\n");
+        }
+        let sections = self.sections();
         let mut budget = MAX_SERIES_CHARTS;
-        for s in self.sections() {
+        // A section whose runs finished no step (a cell that failed before
+        // measuring) has nothing to show: the note at the top names it.
+        for s in sections.iter().filter(|s| !s.spec().setup && !s.step_labels().is_empty()) {
             let _ = writeln!(
                 out,
                 "<section class=\"kind-{}\"><h2>{}</h2>",
                 esc_html(s.kind),
                 esc_html(&s.title())
             );
-            out.push_str("<div class=\"scroll\">");
-            for t in summary_tables(&s) {
-                out.push_str(&t.to_html());
+            main_charts(&mut out, s)?;
+            if let Some(charts) = s.spec().extra_charts {
+                out.push_str(&charts(s)?);
             }
-            out.push_str("</div>");
-            main_charts(&mut out, &s)?;
-            if let Some(t) = latency_table(&s) {
-                out.push_str("<div class=\"scroll\">");
-                out.push_str(&t.to_html());
-                out.push_str("</div>");
+            time_series(&mut out, s, &mut budget)?;
+            tables_html(&mut out, summary_tables(s));
+            if let Some(extra) = s.spec().extra {
+                tables_html(&mut out, extra(s));
             }
-            percentile_chart(&mut out, &s)?;
-            if let Some(t) = system_table(&s) {
-                out.push_str("<div class=\"scroll\">");
-                out.push_str(&t.to_html());
-                out.push_str("</div>");
-            }
-            let _ = writeln!(out, "<h3>{} — per-second series</h3>", esc_html(&s.title()));
-            time_series(&mut out, &s, &mut budget)?;
+            tables_html(&mut out, latency_table(s));
+            percentile_chart(&mut out, s)?;
+            tables_html(&mut out, system_table(s));
             out.push_str("</section>\n");
         }
-        out.push_str("<section class=\"env\"><h2>Environment</h2><div class=\"scroll\">");
-        for t in env_tables(self) {
-            out.push_str(&t.to_html());
+        let setup: Vec<Table> = sections.iter().filter(|s| s.spec().setup).flat_map(section_tables).collect();
+        if !setup.is_empty() {
+            out.push_str("<section class=\"setup\"><h2>Setup runs</h2>\n");
+            tables_html(&mut out, setup);
+            out.push_str("</section>\n");
         }
-        out.push_str("</div></section>\n</body></html>\n");
+        out.push_str("<section class=\"env\"><h2>Environment</h2>\n");
+        let differ: Vec<Table> =
+            sections.iter().filter(|s| !s.spec().setup).filter_map(env_difference_table).collect();
+        if differ.is_empty() {
+            out.push_str("<p>The runs compared share every recorded environment key.</p>\n");
+        }
+        tables_html(&mut out, differ);
+        let shared = env_shared_table(self);
+        let _ = writeln!(
+            out,
+            "<details><summary>{} ({} keys)</summary>",
+            esc_html(&shared.title),
+            shared.rows.len()
+        );
+        tables_html(&mut out, [shared]);
+        out.push_str("</details>\n");
+        let runs = runs_table(self);
+        let _ = writeln!(out, "<details><summary>Runs ({})</summary>", runs.rows.len());
+        tables_html(&mut out, [runs]);
+        out.push_str("</details>\n</section>\n</body></html>\n");
         Ok(out)
     }
+}
+
+/// Whether findings come from more than one plan (or from runs outside
+/// one): then each plan gets a heading.
+fn plans_named(found: &[crate::findings::Finding]) -> bool {
+    found.iter().any(|f| f.plan != found[0].plan)
 }

@@ -5,17 +5,26 @@
 //!
 //! The model is built once ([`Report::load`]) and every renderer reads it:
 //! summary tables are [`Table`]s that render to text, Markdown and HTML alike.
+//! A report leads with its findings (one sentence per workload, with the
+//! numbers), then the charts, the tables and the environment. What each
+//! workload kind shows is data in `kinds.rs`; a new kind adds a row there.
 //! This crate never prints and never writes files; the binary does.
 
 #![deny(missing_docs)]
 
 mod compare;
+mod findings;
 mod html;
+mod kinds;
 mod model;
+pub mod mrc;
 mod tables;
+mod tpch;
 
 pub use compare::{CompareRow, Comparison, Noise, Side};
-pub use model::{Group, Report, RunData, Section, Stat, StepData};
+pub use findings::Finding;
+pub use kinds::{ChartsFn, FigureSpec, KindSpec};
+pub use model::{FigureCol, Group, Report, RunData, Section, Stat, StepData};
 pub use tables::Table;
 
 use storbench_results::StoreError;

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 use storbench_results::{RunFilter, RunRow, Status, Store, StoreError};
 
+use crate::kinds::{self, spec_of, KindSpec};
 use crate::ReportError;
 
 /// One step of one run: its figures and per-second series.
@@ -37,6 +38,30 @@ impl StepData {
         }
         let (_, v) = self.label.split_once('=')?;
         v.trim().parse().ok()
+    }
+}
+
+impl StepData {
+    /// Flags raised during the step: figures `flag.NAME` with a value other
+    /// than zero (`flag.steal` when the hypervisor took the CPU).
+    pub fn flags(&self) -> Vec<(String, f64)> {
+        self.metrics
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix("flag.")?.to_string(), v.0)))
+            .filter(|(_, v)| *v != 0.0 && !v.is_nan())
+            .collect()
+    }
+
+    /// A flag as people read it: the figure it is about when the step has
+    /// one (`flag.steal` → `cpu.steal 12.3 %`), else the flag's own value.
+    pub fn flag_text(&self, name: &str, value: f64) -> String {
+        let about = self.metrics.iter().find(|(k, _)| {
+            !k.starts_with("flag.") && (k.as_str() == name || k.ends_with(&format!(".{name}")))
+        });
+        match about {
+            Some((k, (v, u))) => format!("{k} {}", crate::kinds::with_unit(*v, k, u)),
+            None => format!("flag.{name} = {}", fmt_num(value)),
+        }
     }
 }
 
@@ -70,6 +95,36 @@ impl RunData {
             })
             .collect();
         Ok(RunData { run, steps })
+    }
+
+    /// Warnings the run recorded in its environment (`warnings` or `flags`:
+    /// settings that make a number meaningless, such as `fsync=off`).
+    pub fn warnings(&self) -> Vec<String> {
+        fn take(v: &Value, out: &mut Vec<String>) {
+            match v {
+                Value::Array(a) => a.iter().for_each(|x| take(x, out)),
+                Value::String(s) if !s.is_empty() => out.push(s.clone()),
+                Value::Object(m) => out.extend(m.iter().map(|(k, x)| match x {
+                    Value::String(s) => format!("{k}={s}"),
+                    other => format!("{k}={other}"),
+                })),
+                Value::Null | Value::String(_) => {}
+                other => out.push(other.to_string()),
+            }
+        }
+        let mut out = Vec::new();
+        // At the top of the environment or in one of its parts (`db`).
+        let parts = std::iter::once(&self.run.env)
+            .chain(self.run.env.as_object().into_iter().flat_map(|m| m.values()));
+        for part in parts {
+            for key in ["warnings", "flags"] {
+                if let Some(v) = part.get(key) {
+                    take(v, &mut out);
+                }
+            }
+        }
+        out.dedup();
+        out
     }
 
     /// The step labelled `label`, if the run has one.
@@ -150,6 +205,11 @@ impl Stat {
     pub fn max(&self) -> f64 {
         self.values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
     }
+    /// The same values divided by `div` (for display in a larger unit).
+    pub fn scaled(&self, div: f64) -> Stat {
+        Stat { values: self.values.iter().map(|v| v / div).collect() }
+    }
+
     /// The median, with the min–max spread when there are repeats:
     /// `1234 (1200–1260, n=3)`.
     pub fn display(&self) -> String {
@@ -163,22 +223,8 @@ impl Stat {
     }
 }
 
-/// Formats a figure with a precision that suits its size.
-pub(crate) fn fmt_num(v: f64) -> String {
-    if !v.is_finite() {
-        return "–".into();
-    }
-    let a = v.abs();
-    if a >= 1000.0 || v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else if a >= 100.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
+/// Formats a figure: the one formatter every storbench output shares.
+pub(crate) use storbench_metrics::units::format_figure as fmt_num;
 
 /// A column of a report: one run, or the repeats of one plan cell.
 #[derive(Clone, Debug, Serialize)]
@@ -305,35 +351,128 @@ impl Section<'_> {
         names
     }
 
-    /// The main figures of the section's kind, present in its data:
-    /// (metric, title).
-    pub fn main_metrics(&self) -> Vec<(&'static str, &'static str)> {
-        let wanted: &[(&str, &str)] = match self.kind {
-            "tpcc" => &[("nopm", "NOPM"), ("tpm", "TPM")],
-            "tpcb" => &[("tps", "TPS")],
-            "io" => &[("io.iops", "IOPS"), ("io.mbps", "throughput"), ("io.lat.p99", "p99 latency")],
-            _ => &[("tps", "TPS"), ("tpm", "TPM"), ("nopm", "NOPM"), ("io.iops", "IOPS")],
-        };
+    /// How the section's kind is reported.
+    pub fn spec(&self) -> KindSpec {
+        spec_of(self.kind)
+    }
+
+    /// The main figures present in the section's data, each source of a
+    /// figure apart (`tpm`, `tpm.client`): headline sources first.
+    pub fn figures(&self) -> Vec<FigureCol> {
         let have = self.metric_names();
-        wanted.iter().copied().filter(|(m, _)| have.iter().any(|h| h == m)).collect()
-    }
-
-    /// The latency prefix of the kind (`io.lat`, `lat`).
-    pub fn latency_prefix(&self) -> &'static str {
-        if self.kind == "io" {
-            "io.lat"
-        } else {
-            "lat"
+        let mut out = Vec::new();
+        for fs in self.spec().figures {
+            let mut variants: Vec<(&str, &String)> =
+                have.iter().filter_map(|h| kinds::source_of(fs.base, h).map(|s| (s, h))).collect();
+            variants.sort_by_key(|(s, h)| (kinds::source_rank(s), (*h).clone()));
+            for (suffix, metric) in variants {
+                let source = if suffix.is_empty() {
+                    self.env_source(fs.base).unwrap_or_else(|| fs.source.to_string())
+                } else {
+                    kinds::source_label(suffix)
+                };
+                out.push(FigureCol { metric: metric.clone(), base: fs.base, label: fs.label, source });
+            }
         }
+        out
     }
 
-    /// The per-second series that show the workload's throughput.
-    pub fn workload_series(&self) -> &'static [&'static str] {
-        match self.kind {
-            "tpcc" => &["tpm", "nopm"],
-            "tpcb" => &["tps"],
-            "io" => &["io.iops"],
-            _ => &["tps", "tpm", "io.iops"],
+    /// The headline source of each main figure (one per base name).
+    pub fn headline_figures(&self) -> Vec<FigureCol> {
+        let mut out: Vec<FigureCol> = Vec::new();
+        for f in self.figures() {
+            if !out.iter().any(|o| o.base == f.base) {
+                out.push(f);
+            }
+        }
+        out
+    }
+
+    /// What a run's environment says counted a bare-named figure
+    /// (`tpm_source`), when every run of the section says the same.
+    fn env_source(&self, base: &str) -> Option<String> {
+        let key = format!("{base}_source");
+        let mut vals =
+            self.groups.iter().flat_map(|g| &g.runs).map(|r| r.run.env.get(&key).and_then(Value::as_str));
+        let first = vals.next()??;
+        vals.all(|v| v == Some(first)).then(|| first.to_string())
+    }
+
+    /// The per-second workload series present (name, label with its source).
+    pub fn workload_series(&self) -> Vec<(String, String)> {
+        let spec = self.spec();
+        let mut names: Vec<String> = self
+            .groups
+            .iter()
+            .flat_map(|g| &g.runs)
+            .flat_map(|r| &r.steps)
+            .flat_map(|s| s.samples.keys().cloned())
+            .collect();
+        names.sort();
+        names.dedup();
+        let mut out = Vec::new();
+        for base in spec.series {
+            let label = spec.figures.iter().find(|f| f.base == *base).map(|f| f.label).unwrap_or(base);
+            let mut v: Vec<(u8, String, String)> = names
+                .iter()
+                .filter_map(|n| {
+                    let suffix = kinds::source_of(base, n)?;
+                    let src = if suffix.is_empty() {
+                        spec.series_source.to_string()
+                    } else {
+                        kinds::source_label(suffix)
+                    };
+                    Some((kinds::source_rank(suffix), n.clone(), format!("{label} ({src})")))
+                })
+                .collect();
+            v.sort();
+            out.extend(v.into_iter().map(|x| (x.1, x.2)));
+        }
+        out
+    }
+
+    /// The axis values of the section's groups that differ, as people say
+    /// them: `hdd`, `nvme` for labels `target=hdd`, `target=nvme`.
+    pub fn short_label(&self, g: &Group) -> String {
+        short_label(&g.label)
+    }
+}
+
+/// A cell label's values without their axis names (`target=hdd,db=pg` →
+/// `hdd/pg`); other labels as they are.
+pub fn short_label(label: &str) -> String {
+    let parts: Vec<&str> = label.split(',').collect();
+    if parts.iter().all(|p| p.contains('=') && !p.contains(' ')) {
+        parts.iter().map(|p| p.split_once('=').map(|x| x.1).unwrap_or(p)).collect::<Vec<_>>().join("/")
+    } else {
+        label.to_string()
+    }
+}
+
+/// One source of one main figure, as a table or chart shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FigureCol {
+    /// The stored metric name (`tpm.client`).
+    pub metric: String,
+    /// Its base name (`tpm`).
+    pub base: &'static str,
+    /// What people call it (`TPM`).
+    pub label: &'static str,
+    /// Who counted it (`server counters`), empty when unknown.
+    pub source: String,
+}
+
+impl FigureCol {
+    /// `TPM (server counters)`, or `TPM` when the source is unknown.
+    pub fn title(&self) -> String {
+        if self.source.is_empty() {
+            self.label.to_string()
+        } else if self.source.contains('(') {
+            // A run's own words (`client count (engine has no counters)`):
+            // no parentheses inside parentheses.
+            format!("{}, {}", self.label, self.source)
+        } else {
+            format!("{} ({})", self.label, self.source)
         }
     }
 }
@@ -493,6 +632,24 @@ mod tests {
         assert_eq!(s.display(), "2.50 (1–10, n=4)");
         assert_eq!(Stat { values: vec![1234.4] }.display(), "1234");
         assert_eq!(Stat::default().display(), "–");
+    }
+
+    #[test]
+    fn figure_titles_name_their_source() {
+        let f = |source: &str| FigureCol {
+            metric: "tpm".into(),
+            base: "tpm",
+            label: "TPM",
+            source: source.into(),
+        };
+        assert_eq!(f("").title(), "TPM");
+        assert_eq!(f("server counters").title(), "TPM (server counters)");
+        assert_eq!(
+            f("client count (engine has no counters)").title(),
+            "TPM, client count (engine has no counters)"
+        );
+        assert_eq!(short_label("target=hdd,db=pg"), "hdd/pg");
+        assert_eq!(short_label("sqlite tpcc (#5)"), "sqlite tpcc (#5)");
     }
 
     #[test]

@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table as Comfy};
 
-use crate::model::{flatten, Report, Section};
+use crate::findings::{findings, section_warnings};
+use crate::kinds::scale_for;
+use crate::model::{flatten, Group, Report, RunData, Section};
 
 /// A table with a title, a header row and body rows of text cells.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -17,6 +19,8 @@ pub struct Table {
     pub header: Vec<String>,
     /// Body rows (same length as the header).
     pub rows: Vec<Vec<String>>,
+    /// Lines shown under the table (flags and warnings its cells carry).
+    pub notes: Vec<String>,
 }
 
 impl Table {
@@ -28,7 +32,11 @@ impl Table {
         for r in &self.rows {
             t.add_row(r.clone());
         }
-        format!("{}\n{t}\n", self.title)
+        let mut out = format!("{}\n{t}\n", self.title);
+        for n in &self.notes {
+            let _ = writeln!(out, "{n}");
+        }
+        out
     }
 
     /// Renders as a GitHub-flavoured Markdown table.
@@ -47,6 +55,9 @@ impl Table {
             let _ = writeln!(out, "| {} |", r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | "));
         }
         out.push('\n');
+        for n in &self.notes {
+            let _ = writeln!(out, "> {n}\n");
+        }
         out
     }
 
@@ -66,6 +77,9 @@ impl Table {
             out.push_str("</tr>\n");
         }
         out.push_str("</tbody></table>\n");
+        for n in &self.notes {
+            let _ = writeln!(out, "<p class=\"flag\">{}</p>", esc_html(n));
+        }
         out
     }
 }
@@ -83,47 +97,86 @@ fn spread_note(section: &Section<'_>) -> &'static str {
     }
 }
 
+/// True when a run of the group recorded a warning, or a step `step` of one
+/// raised a flag: its cells carry a mark.
+fn flagged(g: &Group, step: &str) -> bool {
+    g.runs.iter().any(|r| !r.warnings().is_empty() || r.step(step).is_some_and(|s| !s.flags().is_empty()))
+}
+
+/// The divisor and unit label for every value of `metric` in a section:
+/// one scale per table, chosen by its largest median.
+fn section_scale(section: &Section<'_>, metric: &str, steps: &[String]) -> (f64, String) {
+    let unit = section.groups.iter().find_map(|g| g.unit(metric)).unwrap_or_default();
+    let largest = steps
+        .iter()
+        .flat_map(|s| section.groups.iter().map(move |g| g.stat(s, metric).median()))
+        .filter(|v| v.is_finite())
+        .fold(0.0, |a: f64, v| a.max(v.abs()));
+    scale_for(metric, &unit, largest)
+}
+
 /// The summary tables of a section: rows = load level, columns = group,
-/// one table per main figure.
+/// one table per main figure and source. Cells of flagged steps carry ⚠,
+/// and the flags are named under the first table.
 pub(crate) fn summary_tables(section: &Section<'_>) -> Vec<Table> {
     let steps = section.step_labels();
+    let warnings = section_warnings(section);
     section
-        .main_metrics()
+        .figures()
         .into_iter()
-        .map(|(metric, title)| {
+        .enumerate()
+        .map(|(i, f)| {
             let mut header = vec![section.row_axis().to_string()];
             header.extend(section.groups.iter().map(|g| g.label.clone()));
+            let (div, unit) = section_scale(section, &f.metric, &steps);
             let rows = steps
                 .iter()
                 .map(|s| {
                     let mut row = vec![s.clone()];
-                    row.extend(section.groups.iter().map(|g| g.stat(s, metric).display()));
+                    row.extend(section.groups.iter().map(|g| {
+                        let st = g.stat(s, &f.metric);
+                        let mark = if st.n() > 0 && flagged(g, s) { " ⚠" } else { "" };
+                        format!("{}{mark}", st.scaled(div).display())
+                    }));
                     row
                 })
                 .collect();
-            let unit = section.groups.iter().find_map(|g| g.unit(metric)).unwrap_or_default();
+            let unit = if unit.is_empty() || unit == f.label { String::new() } else { format!(", {unit}") };
             Table {
-                title: format!("{} — {title} [{unit}] ({})", section.title(), spread_note(section)),
+                title: format!("{} — {}{unit} · {}", section.title(), f.title(), spread_note(section)),
                 header,
                 rows,
+                notes: if i == 0 {
+                    warnings.iter().map(|w| format!("⚠ {w}")).collect()
+                } else {
+                    Vec::new()
+                },
             }
         })
         .collect()
 }
 
-/// Latency percentiles per step and group (µs, medians over repeats).
+/// Latency percentiles per step and group (medians over repeats), in µs or
+/// ms as their size asks.
 pub(crate) fn latency_table(section: &Section<'_>) -> Option<Table> {
-    let p = section.latency_prefix();
+    let p = section.spec().latency_prefix;
     let cols = ["mean", "p50", "p90", "p99", "p99.9", "max"];
+    let steps = section.step_labels();
     let mut rows = Vec::new();
-    for s in section.step_labels() {
+    let largest = steps
+        .iter()
+        .flat_map(|s| section.groups.iter().map(move |g| g.stat(s, &format!("{p}.p99")).median()))
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    let (div, unit) = scale_for(&format!("{p}.p99"), "us", largest);
+    for s in &steps {
         for g in &section.groups {
-            let stats: Vec<_> = cols.iter().map(|c| g.stat(&s, &format!("{p}.{c}"))).collect();
+            let stats: Vec<_> = cols.iter().map(|c| g.stat(s, &format!("{p}.{c}"))).collect();
             if stats.iter().all(|x| x.n() == 0) {
                 continue;
             }
             let mut row = vec![s.clone(), g.label.clone()];
-            row.extend(stats.iter().map(|x| x.display()));
+            row.extend(stats.iter().map(|x| x.scaled(div).display()));
             rows.push(row);
         }
     }
@@ -131,70 +184,201 @@ pub(crate) fn latency_table(section: &Section<'_>) -> Option<Table> {
         return None;
     }
     let mut header = vec![section.row_axis().to_string(), "target".to_string()];
-    header.extend(cols.iter().map(|c| format!("{p}.{c} (us)")));
-    Some(Table { title: format!("{} — latency percentiles", section.title()), header, rows })
+    header.extend(cols.iter().map(|c| format!("{c} ({unit})")));
+    Some(Table {
+        title: format!("{} — latency percentiles ({p}.*), {unit}", section.title()),
+        header,
+        rows,
+        notes: Vec::new(),
+    })
 }
 
-/// The system beside the workload: iowait and each device's await (ms).
+/// The system beside the workload: CPU iowait and steal, then one row per
+/// device the step saw (its `r_await`, `w_await` in ms and `util`). One row
+/// per device keeps the table narrow when each configuration has its own
+/// device (a plan's loop devices), where a column per device would be
+/// mostly empty.
 pub(crate) fn system_table(section: &Section<'_>) -> Option<Table> {
-    let names: Vec<String> = section
-        .metric_names()
-        .into_iter()
-        .filter(|n| {
-            n == "cpu.iowait"
-                || n == "cpu.iowait.p99"
-                || (n.starts_with("dev.")
-                    && (n.ends_with(".r_await") || n.ends_with(".w_await") || n.ends_with(".util")))
+    const CPU: [&str; 3] = ["cpu.iowait", "cpu.iowait.p99", "cpu.steal"];
+    const DEV: [&str; 3] = ["r_await", "w_await", "util"];
+    let names = section.metric_names();
+    let cpu: Vec<&str> = CPU.iter().copied().filter(|c| names.iter().any(|n| n == c)).collect();
+    let mut devices: Vec<String> = names
+        .iter()
+        .filter_map(|n| {
+            let rest = n.strip_prefix("dev.")?;
+            let (dev, what) = rest.rsplit_once('.')?;
+            DEV.contains(&what).then(|| dev.to_string())
         })
         .collect();
-    if names.is_empty() {
+    devices.dedup();
+    if cpu.is_empty() && devices.is_empty() {
         return None;
     }
     let mut rows = Vec::new();
     for s in section.step_labels() {
         for g in &section.groups {
-            let stats: Vec<_> = names.iter().map(|n| g.stat(&s, n)).collect();
-            if stats.iter().all(|x| x.n() == 0) {
-                continue;
+            let cpu_cells: Vec<String> = cpu.iter().map(|c| g.stat(&s, c).display()).collect();
+            let mut first = true;
+            for d in &devices {
+                let stats: Vec<_> = DEV.iter().map(|w| g.stat(&s, &format!("dev.{d}.{w}"))).collect();
+                if stats.iter().all(|x| x.n() == 0) {
+                    continue;
+                }
+                let mut row = vec![s.clone(), g.label.clone()];
+                // The CPU's figures once per step and configuration.
+                row.extend(if first { cpu_cells.clone() } else { vec![String::new(); cpu.len()] });
+                row.push(d.clone());
+                row.extend(stats.iter().map(|x| x.display()));
+                rows.push(row);
+                first = false;
             }
-            let mut row = vec![s.clone(), g.label.clone()];
-            row.extend(stats.iter().map(|x| x.display()));
-            rows.push(row);
+            if first && cpu_cells.iter().any(|c| c != "–") {
+                let mut row = vec![s.clone(), g.label.clone()];
+                row.extend(cpu_cells);
+                row.extend(std::iter::repeat_n("–".to_string(), 1 + DEV.len()));
+                rows.push(row);
+            }
         }
     }
-    let mut header = vec![section.row_axis().to_string(), "target".to_string()];
-    let unit_of = |n: &str| section.groups.iter().find_map(|g| g.unit(n)).unwrap_or_default();
-    header.extend(names.iter().map(|n| format!("{n} ({})", unit_of(n))));
-    Some(Table { title: format!("{} — CPU iowait and device latency", section.title()), header, rows })
+    if rows.is_empty() {
+        return None;
+    }
+    let mut header = vec![section.row_axis().to_string(), "configuration".to_string()];
+    header.extend(cpu.iter().map(|c| format!("{c} (%)")));
+    header.push("device".into());
+    header.extend(["r_await (ms)", "w_await (ms)", "util (%)"].map(String::from));
+    Some(Table {
+        title: format!("{} — CPU and device latency", section.title()),
+        header,
+        rows,
+        notes: Vec::new(),
+    })
 }
 
-/// The environment: what all runs share, then what differs per run.
-pub(crate) fn env_tables(report: &Report) -> Vec<Table> {
-    let runs: Vec<_> = report.runs().collect();
-    let flat: Vec<BTreeMap<String, String>> = runs
-        .iter()
+/// Setup runs (load, build): one row per run with its own figures (the
+/// system monitor's are left to the runs that measure).
+pub(crate) fn setup_table(section: &Section<'_>) -> Option<Table> {
+    let names: Vec<String> = section
+        .metric_names()
+        .into_iter()
+        .filter(|n| !["cpu.", "dev.", "psi."].iter().any(|p| n.starts_with(p)))
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    let mut rows = Vec::new();
+    for g in &section.groups {
+        for r in &g.runs {
+            for st in &r.steps {
+                // A plan's setup runs share one label; their cell says
+                // which configuration each prepared.
+                let name = r.run.cell.as_deref().unwrap_or(&r.run.label);
+                let mut row = vec![format!("#{} {name}", r.run.id)];
+                row.extend(names.iter().map(|n| {
+                    st.metrics
+                        .get(n)
+                        .map(|(v, u)| crate::kinds::with_unit(*v, n, u))
+                        .unwrap_or_else(|| "–".into())
+                }));
+                rows.push(row);
+            }
+        }
+    }
+    let mut header = vec!["run".to_string()];
+    header.extend(names);
+    let name = section.spec().name;
+    let name = if name.is_empty() { section.kind } else { name };
+    Some(Table { title: format!("{} — {name} (setup)", section.title()), header, rows, notes: Vec::new() })
+}
+
+/// Flattened environments of runs: key → value.
+fn flat_env(runs: &[&RunData]) -> Vec<BTreeMap<String, String>> {
+    runs.iter()
         .map(|r| {
             let mut v = Vec::new();
             flatten("", &r.run.env, &mut v);
             v.into_iter().collect()
         })
-        .collect();
+        .collect()
+}
+
+/// Keys whose values are not the same in every one of these environments.
+fn differing_keys(flat: &[BTreeMap<String, String>]) -> Vec<String> {
     let mut keys: Vec<&String> = flat.iter().flat_map(|m| m.keys()).collect();
     keys.sort();
     keys.dedup();
-    let (common, differ): (Vec<&String>, Vec<&String>) =
-        keys.into_iter().partition(|k| flat.iter().all(|m| m.get(*k) == flat[0].get(*k)));
-    let mut out = vec![Table {
+    keys.into_iter().filter(|k| !flat.iter().all(|m| m.get(*k) == flat[0].get(*k))).cloned().collect()
+}
+
+/// What differs between the configurations a section compares: one row per
+/// key, one column per configuration (repeats that differ show each value).
+pub(crate) fn env_difference_table(section: &Section<'_>) -> Option<Table> {
+    let runs: Vec<&RunData> = section.groups.iter().flat_map(|g| &g.runs).collect();
+    if runs.len() < 2 {
+        return None;
+    }
+    let flat = flat_env(&runs);
+    let keys = differing_keys(&flat);
+    if keys.is_empty() {
+        return None;
+    }
+    let mut header = vec!["key".to_string()];
+    header.extend(section.groups.iter().map(|g| g.label.clone()));
+    let rows = keys
+        .iter()
+        .map(|k| {
+            let mut row = vec![k.clone()];
+            let mut i = 0;
+            for g in &section.groups {
+                let mut vals: Vec<String> = Vec::new();
+                for _ in &g.runs {
+                    let v = flat[i].get(k).cloned().unwrap_or_else(|| "–".into());
+                    if !vals.contains(&v) {
+                        vals.push(v);
+                    }
+                    i += 1;
+                }
+                row.push(vals.join(" | "));
+            }
+            row
+        })
+        .collect();
+    Some(Table {
+        title: format!("{} — what differs between the runs' environments", section.title()),
+        header,
+        rows,
+        notes: Vec::new(),
+    })
+}
+
+/// What every run of the report shares (host, CPU, kernel, version).
+pub(crate) fn env_shared_table(report: &Report) -> Table {
+    let runs: Vec<&RunData> = report.runs().collect();
+    let flat = flat_env(&runs);
+    let differ = differing_keys(&flat);
+    let rows = flat
+        .first()
+        .map(|m| {
+            m.iter().filter(|(k, _)| !differ.contains(k)).map(|(k, v)| vec![k.clone(), v.clone()]).collect()
+        })
+        .unwrap_or_default();
+    Table {
         title: format!("Environment shared by all {} runs", runs.len()),
         header: vec!["key".into(), "value".into()],
-        rows: common.iter().map(|k| vec![(*k).clone(), flat[0][*k].clone()]).collect(),
-    }];
+        rows,
+        notes: Vec::new(),
+    }
+}
+
+/// Every run of the report: id, uuid, plan and cell, status, start.
+pub(crate) fn runs_table(report: &Report) -> Table {
     let header: Vec<String> = ["run", "uuid", "kind", "plan/cell", "label", "status", "started"]
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let rows = runs
-        .iter()
+    let rows = report
+        .runs()
         .map(|r| {
             let run = &r.run;
             vec![
@@ -212,38 +396,47 @@ pub(crate) fn env_tables(report: &Report) -> Vec<Table> {
             ]
         })
         .collect();
-    out.push(Table { title: "Runs".into(), header, rows });
-    if !differ.is_empty() {
-        // One row per differing key, one column per run: stays readable on a
-        // terminal however many keys differ.
-        let mut header = vec!["key".to_string()];
-        header.extend(runs.iter().map(|r| format!("run {}", r.run.id)));
-        let rows = differ
-            .iter()
-            .map(|k| {
-                let mut row = vec![(*k).clone()];
-                row.extend(flat.iter().map(|m| m.get(*k).cloned().unwrap_or_default()));
-                row
-            })
-            .collect();
-        out.push(Table { title: "What differs between the runs' environments".into(), header, rows });
+    Table { title: "Runs".into(), header, rows, notes: Vec::new() }
+}
+
+/// The tables of one section, in order: its summaries, the kind's own,
+/// latency and system; a setup section has its one table.
+pub(crate) fn section_tables(s: &Section<'_>) -> Vec<Table> {
+    let spec = s.spec();
+    if spec.setup {
+        return setup_table(s).into_iter().collect();
     }
+    let mut out = summary_tables(s);
+    if let Some(extra) = spec.extra {
+        out.extend(extra(s));
+    }
+    out.extend(latency_table(s));
+    out.extend(system_table(s));
     out
 }
 
-/// Every table of the report, in order: per section its summaries, latency
-/// and system tables; then the environment.
+/// Every table of the report, in order: the measuring sections', the setup
+/// runs', then the environment (what differs per section, what all share,
+/// the runs).
 pub(crate) fn all_tables(report: &Report) -> Vec<Table> {
+    let sections = report.sections();
     let mut out = Vec::new();
-    for s in report.sections() {
-        out.extend(summary_tables(&s));
-        out.extend(latency_table(&s));
-        out.extend(system_table(&s));
+    for s in sections.iter().filter(|s| !s.spec().setup) {
+        out.extend(section_tables(s));
     }
-    out.extend(env_tables(report));
+    for s in sections.iter().filter(|s| s.spec().setup) {
+        out.extend(section_tables(s));
+    }
+    for s in sections.iter().filter(|s| !s.spec().setup) {
+        out.extend(env_difference_table(s));
+    }
+    out.push(env_shared_table(report));
+    out.push(runs_table(report));
     out
 }
 
+/// The lines a report opens with: what it covers, its notes, then one
+/// sentence per section with the numbers (and the warnings beside them).
 fn preamble(report: &Report) -> Vec<String> {
     let mut lines = vec![format!(
         "storbench report: {} ({} runs, kinds: {})",
@@ -251,16 +444,46 @@ fn preamble(report: &Report) -> Vec<String> {
         report.runs().count(),
         report.kinds().join(", ")
     )];
-    if report.kinds().len() > 1 {
-        lines.push("Runs of different kinds share no table: each kind has its own tables.".into());
-    }
     if let Some(n) = report.emulation_note() {
         lines.push(format!("Note: {n}"));
     }
     if let Some(n) = report.incomplete_note() {
         lines.push(format!("Warning: {n}"));
     }
+    for f in findings(report) {
+        lines.push(f.text);
+        lines.extend(f.warnings.into_iter().map(|w| format!("  ⚠ {w}")));
+    }
     lines
+}
+
+/// The configurations a report compares, by the axes of its plan runs:
+/// `target = hdd, nvme (3 repeats each)`; empty without plan runs.
+pub(crate) fn axes_line(report: &Report) -> Option<String> {
+    let mut axes: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for r in report.runs().filter(|r| r.run.plan.is_some()) {
+        if let Some(m) = r.run.config.get("axes").and_then(|a| a.as_object()) {
+            for (k, v) in m {
+                let v = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+                let e = axes.entry(k.clone()).or_default();
+                if !e.contains(&v) {
+                    e.push(v);
+                }
+            }
+        }
+    }
+    if axes.is_empty() {
+        return None;
+    }
+    let repeats = report
+        .groups
+        .iter()
+        .filter(|g| g.plan.is_some() && !crate::kinds::spec_of(&g.kind).setup)
+        .map(|g| g.runs.len())
+        .max()
+        .unwrap_or(1);
+    let what = axes.iter().map(|(k, v)| format!("{k} = {}", v.join(", "))).collect::<Vec<_>>().join("; ");
+    Some(if repeats > 1 { format!("{what} (up to {repeats} repeats each)") } else { what })
 }
 
 impl Report {
@@ -275,14 +498,38 @@ impl Report {
         out
     }
 
+    /// The short summary a plan ends with on a terminal: the findings, the
+    /// main tables, and the differences between configurations named in a
+    /// line (the axis values); the full environment is left to `results
+    /// show` and the HTML report.
+    pub fn to_summary(&self) -> String {
+        let mut out = preamble(self).join("\n");
+        out.push_str("\n\n");
+        for s in self.sections().iter().filter(|s| !s.spec().setup) {
+            for t in summary_tables(s) {
+                out.push_str(&t.to_text());
+                out.push('\n');
+            }
+        }
+        if let Some(a) = axes_line(self) {
+            let _ = writeln!(out, "Configurations compared: {a}.");
+        }
+        out.push_str(
+            "The environment of each run (and what differs between them): the HTML report, or `storbench results show RUN`.\n",
+        );
+        out
+    }
+
     /// The report as Markdown (for issue trackers).
     pub fn to_markdown(&self) -> String {
         let mut out = String::new();
         for (i, l) in preamble(self).into_iter().enumerate() {
             if i == 0 {
                 let _ = writeln!(out, "## {l}\n");
+            } else if l.starts_with("Note:") || l.starts_with("Warning:") || l.starts_with("  ⚠") {
+                let _ = writeln!(out, "> {}\n", l.trim_start());
             } else {
-                let _ = writeln!(out, "> {l}\n");
+                let _ = writeln!(out, "- {l}\n");
             }
         }
         for t in all_tables(self) {
@@ -294,13 +541,7 @@ impl Report {
     /// Every figure as CSV: one row per plan, kind, group, step and metric,
     /// with the median, min, max and number of repeats.
     pub fn to_csv(&self) -> String {
-        let q = |s: &str| {
-            if s.contains([',', '"', '\n']) {
-                format!("\"{}\"", s.replace('"', "\"\""))
-            } else {
-                s.to_string()
-            }
-        };
+        let q = storbench_results::csv_field;
         let mut out = String::from("plan,kind,group,step,metric,unit,n,median,min,max\n");
         for s in self.sections() {
             let metrics = s.metric_names();
@@ -339,12 +580,13 @@ mod tests {
 
     fn table() -> Table {
         Table {
-            title: "plan s5 · io — IOPS [per_s] (median (min–max, n repeats))".into(),
+            title: "plan s5 · io — IOPS · median (min–max, n repeats)".into(),
             header: vec!["profile".into(), "target=hdd".into(), "target=a|b".into()],
             rows: vec![
                 vec!["oltp-read-8k".into(), "110 (100–120, n=2)".into(), "1050 (1000–1100, n=2)".into()],
                 vec!["wal<append>".into(), "55".into(), "–".into()],
             ],
+            notes: vec!["⚠ fsync=off (a|b)".into()],
         }
     }
 

@@ -1,0 +1,271 @@
+//! What a report opens with: per section (a kind within a plan), one
+//! sentence with the numbers, in the shape a study reports them — "TPC-B at
+//! 1 client: hdd 74 TPS, nvme 951 — 12.9×" — and the warnings its runs
+//! recorded (settings that make a figure meaningless, flagged steps) beside
+//! it. Built from the same medians the tables show; nothing is computed
+//! here that a table does not also show.
+
+use crate::compare::Noise;
+use crate::kinds::with_unit;
+use crate::model::{FigureCol, Report, Section, Stat};
+
+/// One sentence about one section.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Finding {
+    /// The plan of the section, if any.
+    pub plan: Option<String>,
+    /// The section's title.
+    pub section: String,
+    /// The sentence, with its numbers.
+    pub text: String,
+    /// Warnings and flags recorded by the section's runs, each naming where.
+    pub warnings: Vec<String>,
+}
+
+/// How a load level reads: `1 client`, `4 users`; a profile as its name.
+fn level_words(axis: &str, label: &str, level: Option<f64>) -> String {
+    match (axis, level) {
+        ("users" | "clients", Some(v)) => {
+            let one = axis.trim_end_matches('s');
+            if v == 1.0 {
+                format!("1 {one}")
+            } else {
+                format!("{} {axis}", crate::model::fmt_num(v))
+            }
+        }
+        _ => label.to_string(),
+    }
+}
+
+/// The figure a step is best told by: an I/O step of 64 KiB and more per
+/// request by its MB/s, anything else by the section's headline.
+fn figure_for<'a>(s: &Section<'_>, figs: &'a [FigureCol], step: &str) -> &'a FigureCol {
+    let head = &figs[0];
+    if let Some(mb) = figs.iter().find(|f| f.base == "io.mbps") {
+        let mut size = Stat::default();
+        for g in &s.groups {
+            let (m, i) = (g.stat(step, &mb.metric).median(), g.stat(step, &head.metric).median());
+            if i > 0.0 {
+                size.values.push(m * 1e6 / i);
+            }
+        }
+        if size.n() > 0 && size.median() >= 65536.0 {
+            return mb;
+        }
+    }
+    head
+}
+
+/// The sentence of a section with several configurations: per load level
+/// (the first and the last) or per profile, each configuration's median and
+/// the ratio of the largest to the smallest.
+fn across_groups(s: &Section<'_>, figs: &[FigureCol]) -> String {
+    let levels = s.load_levels();
+    let axis = s.row_axis();
+    let numeric = levels.iter().all(|l| l.1.is_some());
+    let chosen: Vec<&(String, Option<f64>)> = if numeric && levels.len() > 2 {
+        vec![&levels[0], &levels[levels.len() - 1]]
+    } else {
+        levels.iter().take(8).collect()
+    };
+    let mut clauses = Vec::new();
+    for (label, level) in chosen {
+        let fig = figure_for(s, figs, label);
+        let stats: Vec<(String, Stat)> = s
+            .groups
+            .iter()
+            .map(|g| (s.short_label(g), g.stat(label, &fig.metric)))
+            .filter(|(_, st)| st.n() > 0)
+            .collect();
+        if stats.is_empty() {
+            continue;
+        }
+        let unit = s.groups.iter().find_map(|g| g.unit(&fig.metric)).unwrap_or_default();
+        let vals: Vec<String> = stats
+            .iter()
+            .enumerate()
+            .map(|(i, (name, st))| {
+                let v = if i == 0 {
+                    with_unit(st.median(), &fig.metric, &unit)
+                } else {
+                    crate::model::fmt_num(st.median() / scale(&fig.metric, &unit, stats[0].1.median()))
+                };
+                format!("{name} {v}")
+            })
+            .collect();
+        let at = if numeric { format!("at {}", level_words(axis, label, *level)) } else { label.clone() };
+        let mut clause = format!("{at}: {}", vals.join(", "));
+        let lo = stats.iter().min_by(|a, b| a.1.median().total_cmp(&b.1.median()));
+        let hi = stats.iter().max_by(|a, b| a.1.median().total_cmp(&b.1.median()));
+        if let (Some(lo), Some(hi)) = (lo, hi) {
+            if stats.len() > 1 && lo.1.median() > 0.0 {
+                let r = hi.1.median() / lo.1.median();
+                clause.push_str(&format!(" — {}×", ratio(r)));
+                match Noise::judge(&lo.1, &hi.1) {
+                    Noise::WithinNoise => clause.push_str(" (within noise)"),
+                    Noise::Beyond => clause.push_str(" (beyond noise)"),
+                    Noise::Unknown => {}
+                }
+            }
+        }
+        clauses.push(clause);
+    }
+    if clauses.is_empty() {
+        return String::new();
+    }
+    let name = spec_name(s, &s.spec());
+    let lead = if numeric { name } else { format!("{name} per {axis} —") };
+    format!("{lead} {}.", clauses.join("; "))
+}
+
+/// The divisor `with_unit` used for the first value, so the others of a
+/// clause read in the same unit.
+fn scale(metric: &str, unit: &str, first: f64) -> f64 {
+    crate::kinds::scale_for(metric, unit, first.abs()).0
+}
+
+/// A ratio with three significant digits: `12.9`, `1.09`, `150`.
+fn ratio(r: f64) -> String {
+    if r >= 100.0 {
+        format!("{r:.0}")
+    } else if r >= 10.0 {
+        format!("{r:.1}")
+    } else {
+        format!("{r:.2}")
+    }
+}
+
+fn spec_name(s: &Section<'_>, spec: &crate::kinds::KindSpec) -> String {
+    if spec.name.is_empty() {
+        s.kind.to_string()
+    } else {
+        spec.name.to_string()
+    }
+}
+
+/// The sentence of a section with one configuration: how the headline grows
+/// with the load (first and last level), or each profile's figure.
+fn one_group(s: &Section<'_>, figs: &[FigureCol]) -> String {
+    let g = s.groups[0];
+    let levels = s.load_levels();
+    let axis = s.row_axis();
+    let numeric = levels.iter().all(|l| l.1.is_some());
+    let name = spec_name(s, &s.spec());
+    let head = &figs[0];
+    let unit = g.unit(&head.metric).unwrap_or_default();
+    if numeric {
+        let have: Vec<&(String, Option<f64>)> =
+            levels.iter().filter(|(l, _)| g.stat(l, &head.metric).n() > 0).collect();
+        let (Some(first), Some(last)) = (have.first(), have.last()) else { return String::new() };
+        let a = g.stat(&first.0, &head.metric).median();
+        let mut text = format!(
+            "{name}: {} at {}",
+            with_unit(a, &head.metric, &unit),
+            level_words(axis, &first.0, first.1)
+        );
+        if have.len() > 1 {
+            let b = g.stat(&last.0, &head.metric).median();
+            let b_text = crate::model::fmt_num(b / scale(&head.metric, &unit, a));
+            text.push_str(&format!(", {b_text} at {}", level_words(axis, &last.0, last.1)));
+            if a > 0.0 {
+                text.push_str(&format!(" ({}×)", ratio(b / a)));
+            }
+        }
+        text.push('.');
+        return text;
+    }
+    let p99 = figs.iter().find(|f| f.base.ends_with("lat.p99"));
+    let parts: Vec<String> = levels
+        .iter()
+        .take(8)
+        .filter_map(|(label, _)| {
+            let fig = figure_for(s, figs, label);
+            let st = g.stat(label, &fig.metric);
+            (st.n() > 0).then(|| {
+                let u = g.unit(&fig.metric).unwrap_or_default();
+                let mut p = format!("{label} {}", with_unit(st.median(), &fig.metric, &u));
+                if let Some(l) = p99 {
+                    let lst = g.stat(label, &l.metric);
+                    if lst.n() > 0 {
+                        let lu = g.unit(&l.metric).unwrap_or_default();
+                        p.push_str(&format!(" (p99 {})", with_unit(lst.median(), &l.metric, &lu)));
+                    }
+                }
+                p
+            })
+        })
+        .collect();
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!("{name}: {}.", parts.join(", "))
+}
+
+/// The warnings of a section's runs and the flags of their steps, each
+/// once, naming the configurations (and steps) they concern.
+pub(crate) fn section_warnings(s: &Section<'_>) -> Vec<String> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    let mut add = |what: String, wher: String| match out.iter_mut().find(|x| x.0 == what) {
+        Some(x) if !x.1.contains(&wher) => x.1.push(wher),
+        Some(_) => {}
+        None => out.push((what, vec![wher])),
+    };
+    for g in &s.groups {
+        for r in &g.runs {
+            for w in r.warnings() {
+                add(w, s.short_label(g));
+            }
+            for st in &r.steps {
+                for (name, v) in st.flags() {
+                    add(st.flag_text(&name, v), format!("{} · {}", s.short_label(g), st.label));
+                }
+            }
+        }
+    }
+    out.into_iter().map(|(w, wher)| format!("{w} ({})", wher.join(", "))).collect()
+}
+
+/// One finding per section that has figures (setup runs have none).
+pub(crate) fn findings(report: &Report) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for s in report.sections() {
+        if s.spec().setup {
+            continue;
+        }
+        let figs = s.headline_figures();
+        if figs.is_empty() || s.groups.is_empty() {
+            continue;
+        }
+        let text = if s.groups.len() > 1 { across_groups(&s, &figs) } else { one_group(&s, &figs) };
+        if text.is_empty() {
+            continue;
+        }
+        out.push(Finding {
+            plan: s.plan.map(str::to_string),
+            section: s.title(),
+            text,
+            warnings: section_warnings(&s),
+        });
+    }
+    out
+}
+
+impl Report {
+    /// What the report opens with: one sentence per section with figures.
+    pub fn findings(&self) -> Vec<Finding> {
+        findings(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_read_as_words() {
+        assert_eq!(level_words("clients", "clients=1", Some(1.0)), "1 client");
+        assert_eq!(level_words("users", "users=8", Some(8.0)), "8 users");
+        assert_eq!(level_words("profile", "read-random-8k", None), "read-random-8k");
+        assert_eq!([ratio(12.857), ratio(1.0909), ratio(150.2)], ["12.9", "1.09", "150"]);
+    }
+}

@@ -1,0 +1,127 @@
+//! Miss-ratio curves as a self-contained HTML page with one SVG chart
+//! (plotters): miss ratio against cache size on a log2 axis, one line per
+//! policy, the knee marked. Knows nothing of traces or policies: it draws
+//! labelled points the `cache` command hands it, and only builds a string.
+
+use plotters::prelude::*;
+
+use crate::tables::esc_html;
+use crate::ReportError;
+
+/// One curve: (cache size in bytes, miss ratio) points and its knee.
+#[derive(Debug, Clone)]
+pub struct Series {
+    /// Legend text.
+    pub label: String,
+    /// (bytes, miss ratio in [0, 1]), ascending sizes.
+    pub points: Vec<(u64, f64)>,
+    /// The knee's size in bytes, marked with a ring.
+    pub knee: Option<u64>,
+}
+
+fn bytes_label(b: f64) -> String {
+    for (u, m) in [("T", 1u64 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)] {
+        if b >= m as f64 {
+            let v = b / m as f64;
+            return if (v - v.round()).abs() < 0.01 { format!("{:.0}{u}", v) } else { format!("{v:.1}{u}") };
+        }
+    }
+    format!("{b:.0}")
+}
+
+fn color(i: usize) -> RGBColor {
+    let c = Palette99::pick(i).to_rgba();
+    RGBColor(c.0, c.1, c.2)
+}
+
+/// The chart as an SVG string.
+pub fn svg(title: &str, series: &[Series]) -> Result<String, ReportError> {
+    let e = |x: String| ReportError::Chart(title.to_string(), x);
+    let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0 as f64)).filter(|x| *x > 0.0);
+    let (x0, x1) = xs.fold((f64::INFINITY, 0f64), |a, x| (a.0.min(x), a.1.max(x)));
+    let (x0, x1) = if x0.is_finite() && x1 > x0 { (x0, x1) } else { (1.0, 2.0) };
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (860, 420)).into_drawing_area();
+        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d((x0..x1).log_scale(), 0f64..1f64)
+            .map_err(|x| e(x.to_string()))?;
+        chart
+            .configure_mesh()
+            .x_desc("cache size")
+            .y_desc("miss ratio")
+            .x_label_formatter(&|v| bytes_label(*v))
+            .draw()
+            .map_err(|x| e(x.to_string()))?;
+        for (i, s) in series.iter().enumerate() {
+            let c = color(i);
+            let pts: Vec<(f64, f64)> =
+                s.points.iter().filter(|p| p.0 > 0).map(|&(x, y)| (x as f64, y)).collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+                .map_err(|x| e(x.to_string()))?
+                .label(s.label.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+            if let Some(k) = s.knee {
+                let y = pts.iter().find(|p| p.0 >= k as f64).map_or(0.0, |p| p.1);
+                chart
+                    .draw_series(std::iter::once(Circle::new((k as f64, y), 6, c.stroke_width(2))))
+                    .map_err(|x| e(x.to_string()))?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(|x| e(x.to_string()))?;
+        root.present().map_err(|x| e(x.to_string()))?;
+    }
+    Ok(out)
+}
+
+/// A whole page: title, the chart, then `notes` as a list (method, knee,
+/// target size).
+pub fn html(title: &str, series: &[Series], notes: &[String]) -> Result<String, ReportError> {
+    let chart = svg(title, series)?;
+    let mut page = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title>\
+<style>body{{font-family:sans-serif;margin:24px;color:#222}}</style></head><body>\n<h1>{t}</h1>\n",
+        t = esc_html(title)
+    );
+    page.push_str("<figure>");
+    page.push_str(&chart);
+    page.push_str("<figcaption>Rings mark each curve's knee.</figcaption></figure>\n<ul>\n");
+    for n in notes {
+        page.push_str(&format!("<li>{}</li>\n", esc_html(n)));
+    }
+    page.push_str("</ul>\n</body></html>\n");
+    Ok(page)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_holds_the_chart_the_legend_and_escaped_notes() {
+        let s = vec![Series {
+            label: "lru (stack-distance)".into(),
+            points: vec![(1 << 20, 0.9), (2 << 20, 0.5), (4 << 20, 0.1)],
+            knee: Some(2 << 20),
+        }];
+        let page = html("curves <x>", &s, &["knee: lru at 2m".into()]).unwrap();
+        assert!(page.contains("<svg"));
+        assert!(page.contains("lru (stack-distance)"));
+        assert!(page.contains("curves &lt;x&gt;"));
+        assert!(page.contains("<li>knee: lru at 2m</li>"));
+        assert_eq!(bytes_label(2.0 * (1u64 << 30) as f64), "2G");
+        assert_eq!(bytes_label(1.5 * (1u64 << 20) as f64), "1.5M");
+    }
+}
