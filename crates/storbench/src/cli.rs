@@ -13,13 +13,32 @@ use crate::cmd;
 /// (TPC-C-like, TPC-B-like) on real engines across storage configurations,
 /// and records database and storage numbers from the same run.
 #[derive(Debug, Parser)]
-#[command(name = "storbench", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "storbench",
+    version,
+    about,
+    long_about = None,
+    propagate_version = true,
+    after_help = EXIT_CODES
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// The exit codes, as `--help` shows them (the table in `error.rs`).
+const EXIT_CODES: &str = "\
+Results go to stdout; progress, live lines and errors to stderr.
+
+Exit codes:
+  0    done
+  1    the run failed (what was measured is kept; the run is marked failed)
+  2    bad input: one line naming the value; nothing was created or written
+  3    a database or service could not be reached (refused, DNS, credentials, managed instance down)
+  4    a target failed (I/O error on the device or file; a medium or managed instance not made)
+  130  interrupted (the step in progress is kept; the run is marked interrupted)";
 
 /// Options every command takes.
 #[derive(Debug, Clone, Args)]
@@ -62,6 +81,8 @@ pub enum Command {
     Tpcc(cmd::tpcc::TpccArgs),
     /// TPC-B-like workload (pgbench's built-in script): init | run.
     Tpcb(cmd::tpcb::TpcbArgs),
+    /// TPC-H-like decision support: build | run | check | drop.
+    Tpch(cmd::tpch::TpchArgs),
     /// Storage targets: loop devices, filesystems, emulated media.
     Media(cmd::media::MediaArgs),
     /// Managed PostgreSQL instances on chosen targets.
@@ -74,6 +95,18 @@ pub enum Command {
     Report(cmd::report::ReportArgs),
     /// Compare two runs side by side.
     Compare(cmd::compare::CompareArgs),
+    /// Cache what-if: miss-ratio curves of a block trace (mrc).
+    Cache(cmd::cache::CacheArgs),
+    /// Power-cut a modelled medium under committing clients and count acknowledged commits lost.
+    Durability(cmd::durability::DurabilityArgs),
+    /// Merge shard runs (--shard i/N) into one run, exactly.
+    Merge(cmd::merge::MergeArgs),
+    /// Kubernetes: render the manifests that run a plan as N shards.
+    K8s(cmd::k8s::K8sArgs),
+    /// Back up a database with its engine's own tool, timed and observed.
+    Backup(cmd::backup::BackupArgs),
+    /// Restore a backup into a fresh database, timed to open and to ready, and checked.
+    Restore(cmd::backup::RestoreArgs),
 }
 
 #[cfg(test)]

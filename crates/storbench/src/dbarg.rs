@@ -1,6 +1,8 @@
 //! `--db URL`: parsing, resolving `managed:NAME`, connecting with errors a
-//! user can act on (exit 2 before anything runs), and what a run records
-//! about the database in `env_json`.
+//! user can act on — a bad URL is bad input (exit 2), a server that cannot
+//! be reached or refuses the credentials is an outage (exit 3), an SQLite
+//! file that cannot be opened is a failed target (exit 4) — and what a run
+//! records about the database in `env_json`.
 
 use std::path::PathBuf;
 
@@ -8,7 +10,7 @@ use anyhow::Result;
 use serde_json::{json, Value};
 use storbench_db::{connect, Connection, DbError, DbUrl, Dialect, Engine, ErrorKind, Stmt};
 
-use crate::error::usage;
+use crate::error::{target_failed, unreachable, usage};
 
 /// A parsed, resolved database URL.
 pub struct Db {
@@ -35,27 +37,41 @@ impl Db {
         (self.url.engine() == Engine::Sqlite).then(|| PathBuf::from(self.url.rest()))
     }
 
-    /// Connects, turning the errors a user must fix (unreachable, bad
-    /// credentials, privileges) into usage errors naming the database.
+    /// Connects; a failure is classified by [`Db::error`].
     pub fn open(&self) -> Result<Box<dyn Connection>> {
-        connect(&self.url).map_err(|e| self.usage_error(e))
+        connect(&self.url).map_err(|e| self.error(e))
     }
 
-    /// A connection error as a one-line usage error.
-    pub fn usage_error(&self, e: DbError) -> anyhow::Error {
-        let what = match e.kind() {
-            ErrorKind::Connect => "cannot reach",
-            ErrorKind::Auth => "wrong credentials for",
-            ErrorKind::Permission => "missing privileges on",
-            ErrorKind::MissingObject => "missing database or object in",
-            _ => "cannot use",
+    /// A database error as a one-line error naming the database, with the
+    /// exit code of its kind: bad URL or missing database 2, unreachable
+    /// server or refused credentials 3, an SQLite file that cannot be opened
+    /// 4, anything else 1.
+    pub fn error(&self, e: DbError) -> anyhow::Error {
+        let sqlite = self.url.engine() == Engine::Sqlite;
+        let (what, make): (&str, fn(String) -> anyhow::Error) = match e.kind() {
+            // `db` reports a malformed URL or URL option as a connect error;
+            // it is a typo, not an outage (see `is_bad_url`).
+            ErrorKind::Connect if is_bad_url(&e) => ("bad URL", |m| usage(m)),
+            ErrorKind::Connect if sqlite => ("cannot open", |m| target_failed(m)),
+            ErrorKind::Permission if sqlite => ("no permission on", |m| target_failed(m)),
+            ErrorKind::Connect => ("cannot reach", |m| unreachable(m)),
+            ErrorKind::Auth => ("wrong credentials for", |m| unreachable(m)),
+            ErrorKind::Permission => ("missing privileges on", |m| unreachable(m)),
+            ErrorKind::MissingObject => ("missing database or object in", |m| usage(m)),
+            _ => ("cannot use", |m| anyhow::anyhow!(m)),
         };
         let msg = e.to_string();
         if msg.contains(&self.shown) {
-            usage(msg)
+            make(msg)
         } else {
-            usage(format!("{what} {}: {msg}", self.shown))
+            make(format!("{what} {}: {msg}", self.shown))
         }
+    }
+
+    /// The same as [`Db::error`]; kept for the commands that call it by this
+    /// name. Despite the name, an outage is exit 3, not 2.
+    pub fn usage_error(&self, e: DbError) -> anyhow::Error {
+        self.error(e)
     }
 
     /// A connector for the runner and loaders.
@@ -65,8 +81,26 @@ impl Db {
 }
 
 fn resolve_managed(name: &str) -> Result<DbUrl> {
+    // An instance that exists but is stopped is an outage (exit 3); a name
+    // that names no instance is a typo (exit 2).
+    if let Ok(Some(i)) = storbench_media::pg::get(name) {
+        if !storbench_media::pg::running(&i) {
+            return Err(unreachable(format!(
+                "managed:{name}: the instance is not running (storbench pg up {name})"
+            )));
+        }
+    }
     let url = storbench_media::pg::resolve(name).map_err(|e| usage(format!("managed:{name}: {e}")))?;
     DbUrl::parse(&url).map_err(usage)
+}
+
+/// Whether a connect error is about the URL itself. `storbench_db` gives a
+/// malformed URL or an unknown URL option the kind `Connect`, like a refused
+/// connection; until it has a kind of its own, its messages tell them apart
+/// (pinned by the exit-code tests).
+fn is_bad_url(e: &DbError) -> bool {
+    let m = e.to_string();
+    ["bad URL", "unknown URL option", "is not one of", "names no host"].iter().any(|s| m.contains(s))
 }
 
 /// What the run records about the database: URL (redacted), engine,
@@ -78,10 +112,13 @@ pub fn env(db: &Db, conn: &mut dyn Connection) -> Value {
         "engine": info.as_ref().map(|i| i.engine.clone()),
         "version": info.as_ref().map(|i| i.version.clone()),
         "settings": info.as_ref().map(|i| i.settings.clone()),
+        // The TLS the connection negotiated (null: in the clear).
+        "tls": conn.tls(),
     });
     if let Some(name) = db.shown.strip_prefix("managed:") {
         if let Ok(Some(i)) = storbench_media::pg::get(name) {
             v["managed"] = json!({ "name": i.name, "placement": storbench_media::pg::placement(&i), "settings": i.settings });
+            v["managed"]["replication"] = storbench_media::pg::replication_env(&i);
         }
     }
     if let Some(dir) = data_dir(db, conn) {

@@ -1,19 +1,17 @@
 //! The storbench binary: parses the command line, dispatches to a command,
 //! and maps outcomes to exit codes (0 done, 1 the run failed, 2 bad input,
-//! 130 interrupted). Only this crate prints to the terminal.
+//! 3 a database or service could not be reached, 4 the target failed, 130
+//! interrupted; see `error`). Only this crate prints to the terminal.
 
 mod cli;
 mod cmd;
 mod dbarg;
-#[allow(dead_code)] // used as the commands land
 mod error;
-#[allow(dead_code)] // used as the commands land
 mod interrupt;
-#[allow(dead_code)] // used as the commands land
 mod live;
 mod oltp;
-#[allow(dead_code)] // used as the commands land
 mod record;
+mod repl;
 
 use std::process::ExitCode;
 
@@ -31,6 +29,13 @@ fn main() -> ExitCode {
         Err(e) => return error::clap_error(e),
     };
     interrupt::install();
+    // Server notices reach stderr, as libpq's default notice processor does,
+    // less the chatter (NOTICE such as "does not exist, skipping", LOG, DEBUG).
+    storbench_db::set_notice_handler(|n| {
+        if !matches!(n.severity.as_str(), "NOTICE" | "LOG") && !n.severity.starts_with("DEBUG") {
+            eprintln!("storbench: {n}");
+        }
+    });
     match cmd::dispatch(&cli.global, cli.command) {
         Ok(code) => code,
         Err(e) => error::report(&e),

@@ -1,6 +1,12 @@
 //! Driving a database workload through its steps (load levels) with the
 //! runner, the live line, `--progress` lines, and the results store: the
-//! part `tpcc run` and `tpcb run` share.
+//! part `tpcc run` and `tpcb run` share; and the server settings that make
+//! their figures meaningless, found before the run and flagged.
+//!
+//! Output: the results (the summary table) on stdout, or on stderr with
+//! `--json`, whose run record then is stdout's only content; the live line,
+//! each step's line as it ends, `--progress` lines and the one-line warning
+//! on stderr. `--quiet` hides only the live line.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -8,11 +14,13 @@ use std::time::Duration;
 use anyhow::{anyhow, Result};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::json;
-use storbench_db::{Connection, DbError};
+use serde_json::Value;
+use storbench_db::{Connection, DbError, Dialect, Stmt};
 use storbench_metrics::{units::format_duration, StepReport};
 use storbench_workloads::runner::run_step;
 use storbench_workloads::{StepError, StepSpec, Workload};
 
+use crate::cli::Global;
 use crate::live::Live;
 use crate::record::{Outcome, Recorder};
 
@@ -33,21 +41,35 @@ pub struct Steps<'a> {
     pub live: Option<&'a dyn Fn(&storbench_workloads::Tick) -> String>,
 }
 
+/// Prints a result: on stdout, or on stderr with `--json` (stdout then
+/// carries only the run record).
+pub fn result(g: &Global, text: impl AsRef<str>) {
+    if g.json {
+        eprintln!("{}", text.as_ref());
+    } else {
+        println!("{}", text.as_ref());
+    }
+}
+
 /// Runs every step, writing each as it ends; returns the run's exit code.
+/// `warnings` are the run's flags (settings that make its figures
+/// meaningless), shown beside every step's figures.
 pub fn run_steps(
     mut rec: Recorder,
-    quiet: bool,
+    g: &Global,
     w: &dyn Workload,
     connect: &(dyn Fn() -> Result<Box<dyn Connection>, DbError> + Sync),
     steps: Steps<'_>,
+    warnings: &[String],
 ) -> Result<ExitCode> {
     let stop = crate::interrupt::flag();
-    let live = Live::line(quiet);
     let n = steps.specs.len();
     let mut summary: Vec<(String, StepReport)> = Vec::new();
     let mut outcome = Outcome::Complete;
     for (i, spec) in steps.specs.iter().enumerate() {
         let label = format!("{}={}", steps.level, spec.users);
+        // One live line per step, gone before the step's line is printed.
+        let live = Live::line(g.quiet);
         let mut clock = rec.clock();
         let (mut acc_n, mut acc_lat, mut acc_t) = (0.0f64, 0.0f64, 0.0f64);
         let mut last_print = Duration::ZERO;
@@ -105,10 +127,9 @@ pub fn run_steps(
                     "rate": spec.rate,
                     "partial": partial,
                 });
-                if !quiet {
-                    live.println(line(&label, &report, steps.columns, partial));
-                }
                 let figures = rec.write_step(clock, &label, params, report)?;
+                live.finish();
+                eprintln!("{}", line(&label, &figures, steps.columns, partial, &flags(warnings, &figures)));
                 summary.push((label.clone(), figures));
                 if r.stopped {
                     outcome = Outcome::Interrupted;
@@ -128,13 +149,12 @@ pub fn run_steps(
             break;
         }
     }
-    live.finish();
-    if !quiet && !summary.is_empty() {
+    if !summary.is_empty() {
         let mut t = Table::new();
         t.load_preset(UTF8_FULL_CONDENSED);
         let mut head = vec!["step".to_string()];
         head.extend(steps.columns.iter().map(|(_, h)| h.to_string()));
-        head.extend(["iowait %", "dev r_await ms", "dev w_await ms"].map(String::from));
+        head.extend(["iowait %", "dev r_await ms", "dev w_await ms", "flags"].map(String::from));
         t.set_header(head);
         for (label, r) in &summary {
             let mut row = vec![label.clone()];
@@ -142,14 +162,25 @@ pub fn run_steps(
                 steps.columns.iter().map(|(f, _)| r.get(f).map(fmt_num).unwrap_or_else(|| "-".into())),
             );
             row.extend(crate::record::system_columns(r));
+            row.push(flags(warnings, r).join(", "));
             t.add_row(row);
         }
-        eprintln!("{t}");
+        result(g, t.to_string());
     }
     rec.finish(outcome)
 }
 
-fn line(label: &str, r: &StepReport, columns: &[(&str, &str)], partial: bool) -> String {
+/// The flags beside a step's figures: the run's settings warnings and the
+/// step's own (CPU steal, from the system monitor's `flag.steal`).
+fn flags(warnings: &[String], r: &StepReport) -> Vec<String> {
+    let mut f = warnings.to_vec();
+    if let Some(steal) = r.get("flag.steal") {
+        f.push(format!("cpu steal {steal:.0}%"));
+    }
+    f
+}
+
+fn line(label: &str, r: &StepReport, columns: &[(&str, &str)], partial: bool, flags: &[String]) -> String {
     let mut s = format!("{label}:");
     for (f, h) in columns {
         if let Some(v) = r.get(f) {
@@ -159,15 +190,94 @@ fn line(label: &str, r: &StepReport, columns: &[(&str, &str)], partial: bool) ->
     if partial {
         s.push_str("  (partial step)");
     }
+    if !flags.is_empty() {
+        s.push_str(&format!("  [flagged: {}]", flags.join(", ")));
+    }
     s
 }
 
-/// A figure for a table: integers without decimals, small values with two.
-pub fn fmt_num(v: f64) -> String {
-    if v.abs() >= 100.0 || v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.2}")
+/// A figure for a table: the one formatter every storbench output shares.
+pub use storbench_metrics::units::format_figure as fmt_num;
+/// A run of this length or longer is "long": autovacuum's default naptime
+/// is a minute, so in a shorter run it would not have run anyway.
+const LONG_RUN: Duration = Duration::from_secs(60);
+
+/// The server's durability and maintenance settings (`durability` in the
+/// environment) and the warnings for those that make a benchmark's figures
+/// meaningless: PostgreSQL's `fsync=off`, `full_page_writes=off`,
+/// `synchronous_commit` other than asked for (a managed instance's own
+/// setting is what was asked), autovacuum off on a run of `run_time` ≥ 1
+/// min; MySQL's `innodb_flush_log_at_trx_commit` ≠ 1 and, with a binary
+/// log, `sync_binlog` ≠ 1; SQLite's `synchronous=off`.
+pub fn durability(conn: &mut dyn Connection, env_db: &Value, run_time: Duration) -> (Value, Vec<String>) {
+    let mut settings = serde_json::Map::new();
+    let mut warn = Vec::new();
+    let text = |r: &storbench_db::Row, i: usize| {
+        r.text(i).or_else(|_| r.int(i).map(|v| v.to_string())).unwrap_or_default()
+    };
+    match conn.dialect() {
+        Dialect::Postgres => {
+            let q = Stmt::new(
+                "SELECT name, setting FROM pg_settings WHERE name IN \
+                 ('fsync', 'full_page_writes', 'synchronous_commit', 'autovacuum')",
+            );
+            for r in conn.query(&q, &[]).unwrap_or_default() {
+                settings.insert(text(&r, 0), json!(text(&r, 1)));
+            }
+            let get = |k: &str| settings.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+            for k in ["fsync", "full_page_writes"] {
+                if get(k) == "off" {
+                    warn.push(format!("{k}=off"));
+                }
+            }
+            let asked = env_db["managed"]["settings"].as_array().and_then(|a| {
+                a.iter()
+                    .find(|kv| kv[0] == "synchronous_commit")
+                    .and_then(|kv| kv[1].as_str().map(String::from))
+            });
+            let sc = get("synchronous_commit");
+            if !sc.is_empty() && sc != asked.unwrap_or_else(|| "on".into()) {
+                warn.push(format!("synchronous_commit={sc}"));
+            }
+            if get("autovacuum") == "off" && run_time >= LONG_RUN {
+                warn.push(format!("autovacuum=off on a {} run", format_duration(run_time)));
+            }
+        }
+        Dialect::Mysql => {
+            let q = Stmt::new("SELECT @@innodb_flush_log_at_trx_commit, @@sync_binlog, @@log_bin");
+            if let Ok(r) = conn.query_one(&q, &[]) {
+                let (flush, sync, log_bin) = (text(&r, 0), text(&r, 1), text(&r, 2));
+                if !flush.is_empty() && flush != "1" {
+                    warn.push(format!("innodb_flush_log_at_trx_commit={flush}"));
+                }
+                let binlog_on = log_bin == "1" || log_bin.eq_ignore_ascii_case("on");
+                if binlog_on && sync != "1" {
+                    warn.push(format!("sync_binlog={sync}"));
+                }
+                settings.insert("innodb_flush_log_at_trx_commit".into(), json!(flush));
+                settings.insert("sync_binlog".into(), json!(sync));
+                settings.insert("log_bin".into(), json!(log_bin));
+            }
+        }
+        Dialect::Sqlite => {
+            if let Some(v) = env_db["settings"]["synchronous"].as_str() {
+                settings.insert("synchronous".into(), json!(v));
+                if v == "off" {
+                    warn.push("synchronous=off".into());
+                }
+            }
+        }
+    }
+    (Value::Object(settings), warn)
+}
+
+/// Prints the run's warnings as one line on stderr (nothing when none).
+pub fn warn_line(warnings: &[String]) {
+    if !warnings.is_empty() {
+        eprintln!(
+            "storbench: warning: {}: these figures do not show what a durable, maintained server would do",
+            warnings.join(", ")
+        );
     }
 }
 
@@ -211,9 +321,18 @@ pub fn parse_timing(
     })
 }
 
+/// The embedded database's file: the URL's path without its options
+/// (`?synchronous=off`).
+fn sqlite_file(db: &crate::dbarg::Db) -> Option<std::path::PathBuf> {
+    db.sqlite_path().map(|p| match p.to_str().and_then(|s| s.split_once('?')) {
+        Some((file, _)) => std::path::PathBuf::from(file),
+        None => p,
+    })
+}
+
 /// An embedded database must exist before a run (`build` is the hint).
 pub fn require_sqlite_file(db: &crate::dbarg::Db, build: &str) -> Result<()> {
-    if let Some(p) = db.sqlite_path().filter(|p| !p.exists()) {
+    if let Some(p) = sqlite_file(db).filter(|p| !p.exists()) {
         return Err(crate::error::usage(format!(
             "{} does not exist: run `storbench {build} --db {}` first",
             p.display(),
@@ -225,7 +344,7 @@ pub fn require_sqlite_file(db: &crate::dbarg::Db, build: &str) -> Result<()> {
 
 /// Makes the directory of an embedded database (for `init`/`build`).
 pub fn make_sqlite_dir(db: &crate::dbarg::Db) -> Result<()> {
-    if let Some(p) = db.sqlite_path() {
+    if let Some(p) = sqlite_file(db) {
         if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .map_err(|e| crate::error::usage(format!("cannot create {}: {e}", dir.display())))?;

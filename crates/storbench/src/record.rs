@@ -17,7 +17,7 @@ use storbench_results::{NewRun, RunRow, Status, Store};
 use storbench_sysmon::Monitor;
 
 use crate::cli::Global;
-use crate::error::{EXIT_FAILED, EXIT_INTERRUPTED};
+use crate::error::EXIT_INTERRUPTED;
 
 /// How a run ended.
 pub enum Outcome {
@@ -39,22 +39,39 @@ pub struct StepClock {
     started_at: String,
 }
 
-impl StepClock {
-    /// Marks the end of ramp-up: the measured window starts now.
-    pub fn measuring(&mut self) {
-        self.measure_from = Instant::now();
-    }
-}
-
 /// An open run in the results store.
 pub struct Recorder {
     store: Store,
     run: RunRow,
-    env: Value,
     next_idx: i64,
     json: bool,
     quiet: bool,
     monitor: Monitor,
+    repl: Option<crate::repl::ReplProbe>,
+    /// Modelled media behind the targets: name and daemon counters file.
+    emu: Vec<(String, PathBuf)>,
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// The modelled media the targets live on, with their daemons' counters.
+fn emu_counters(targets: &[PathBuf]) -> Vec<(String, PathBuf)> {
+    let mut out: Vec<(String, PathBuf)> = Vec::new();
+    for t in targets {
+        if let Some(m) = storbench_media::describe_path(t) {
+            if let (Some(name), Some(c)) = (m["name"].as_str(), m["counters"].as_str()) {
+                if !out.iter().any(|(n, _)| n == name) {
+                    out.push((name.to_string(), PathBuf::from(c)));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Environment facts every run records, merged under `extra`'s keys.
@@ -80,6 +97,7 @@ impl Recorder {
     ) -> Result<Recorder> {
         let mut store = Store::open(&g.results)?;
         let env = base_env(env);
+        let repl = crate::repl::ReplProbe::start(&env, &config);
         let mut config = config;
         if let Some(axes) = g.axes.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()) {
             config["axes"] = axes;
@@ -88,37 +106,28 @@ impl Recorder {
             kind: kind.to_string(),
             label: g.label.clone().unwrap_or(default_label),
             config,
-            env: env.clone(),
+            env,
             plan: g.plan.clone(),
             cell: g.cell.clone(),
         })?;
         Ok(Recorder {
             store,
             run,
-            env,
             next_idx: 0,
             json: g.json,
             quiet: g.quiet,
             monitor: Monitor::start(targets),
+            emu: emu_counters(targets),
+            repl,
         })
-    }
-
-    /// The run as first recorded.
-    pub fn run(&self) -> &RunRow {
-        &self.run
-    }
-
-    /// Adds facts to the run's environment (e.g. a server version learnt
-    /// after connecting).
-    pub fn add_env(&mut self, key: &str, value: Value) -> Result<()> {
-        self.env[key] = value;
-        self.store.update_env(self.run.id, &self.env)?;
-        Ok(())
     }
 
     /// Starts timing a step.
     pub fn clock(&self) -> StepClock {
         let now = Instant::now();
+        if let Some(r) = &self.repl {
+            r.step_started(now);
+        }
         StepClock { start: now, measure_from: now, started_at: storbench_results::now_rfc3339() }
     }
 
@@ -137,6 +146,23 @@ impl Recorder {
         report.figures.extend(sys.figures);
         report.samples.extend(sys.samples);
         report.histograms.extend(sys.histograms);
+        if !self.emu.is_empty() {
+            // The daemon's second ending at `end` is written just after it.
+            std::thread::sleep(std::time::Duration::from_millis(600));
+            let ms = |t: Instant| unix_ms().saturating_sub(t.elapsed().as_millis() as u64);
+            let (start, from, to) = (ms(clock.start), ms(clock.measure_from), ms(end));
+            for (name, path) in &self.emu {
+                let lines = storbench_emu::counters::read(path, start, to + 1000);
+                let e = storbench_emu::counters::step_report(name, &lines, start, from, to);
+                report.figures.extend(e.figures);
+                report.samples.extend(e.samples);
+            }
+        }
+        if let Some(r) = &self.repl {
+            let w = r.window(clock.start, clock.measure_from, end);
+            report.figures.extend(w.figures);
+            report.samples.extend(w.samples);
+        }
         let finished = storbench_results::now_rfc3339();
         self.store
             .write_step(self.run.id, self.next_idx, label, &params, &clock.started_at, &finished, &report)
@@ -145,18 +171,15 @@ impl Recorder {
         Ok(StepReport { figures: report.figures, ..StepReport::default() })
     }
 
-    /// Number of steps written so far.
-    pub fn steps_written(&self) -> i64 {
-        self.next_idx
-    }
-
     /// Ends the run: sets its status, prints the record with `--json`, and
-    /// returns the exit code (0, 1 or 130).
+    /// returns the exit code (0; 130 interrupted; for a failure, the error's
+    /// code: 1, or 3 when the database could not be reached, 4 when the
+    /// target failed).
     pub fn finish(mut self, outcome: Outcome) -> Result<ExitCode> {
         let (status, code, err) = match outcome {
             Outcome::Complete => (Status::Complete, 0, None),
             Outcome::Interrupted => (Status::Interrupted, EXIT_INTERRUPTED, None),
-            Outcome::Failed(e) => (Status::Failed, EXIT_FAILED, Some(e)),
+            Outcome::Failed(e) => (Status::Failed, crate::error::exit_code(&e), Some(e)),
         };
         self.store.finish_run(self.run.id, status)?;
         if self.json {
@@ -170,7 +193,7 @@ impl Recorder {
             eprintln!(
                 "storbench: run {} ({}) {} with {} step(s), saved in {}",
                 self.run.id,
-                &self.run.uuid[..8],
+                self.run.short(),
                 status.as_str(),
                 self.next_idx,
                 self.store.path().display()

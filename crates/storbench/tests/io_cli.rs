@@ -33,10 +33,18 @@ fn every_built_in_profile_runs_and_reports_iops() {
         assert!(out.status.success(), "{set}: {}", String::from_utf8_lossy(&out.stderr));
         let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
         let steps = rec["steps"].as_array().unwrap();
-        assert!(!steps.is_empty());
+        let want =
+            [("quick", 4), ("sqlserver-six", 6), ("nvme-vs-sata", 3), ("hci-mix", 4), ("db-shapes", 8)];
+        assert_eq!(steps.len(), want.iter().find(|w| w.0 == set).unwrap().1, "{set}: one step per profile");
         for s in steps {
             let m = &s["metrics"];
-            assert!(m["io.iops"]["value"].as_f64().unwrap() > 0.0, "{set}/{}: no IOPS", s["label"]);
+            let v = |k: &str| m[k]["value"].as_f64().unwrap();
+            assert!(v("io.iops") > 0.0, "{set}/{}: no IOPS", s["label"]);
+            // The rates are the window's counts over the window, exactly.
+            let n = v("io.read.count") + v("io.write.count");
+            assert!((v("io.iops") * v("io.window") - n).abs() < 1e-6 * n.max(1.0), "{set}/{}", s["label"]);
+            assert!(v("io.completed") >= n);
+            assert_eq!(v("io.window"), 1.0);
             assert!(m["io.lat.p99"]["value"].as_f64().unwrap() > 0.0);
             assert_eq!(m["io.errors"]["value"].as_f64().unwrap(), 0.0);
             assert!(m["io.cpu.user_per_io"]["value"].as_f64().is_some());
@@ -84,6 +92,7 @@ fn flags_make_a_profile_and_bad_values_exit_2_recording_nothing() {
         (&["io", "--read", "120"], "--read 120"),
         (&["io", "--dist", "hot:90"], "hot:90"),
         (&["io", "--engine", "aio"], "--engine aio"),
+        (&["io", "--randommap", "--dist", "zipf:1.2"], "only a uniform distribution"),
         (&["io", "--size", "900T"], "larger than the free space"),
         (&["io", "--target", "/"], "not a regular file"),
         (&["io", "--qd", "0"], "queue depth 0"),
@@ -266,4 +275,107 @@ fn ctrl_c_keeps_the_profile_in_progress() {
     assert_eq!(steps.len(), 1);
     assert_eq!(steps[0]["params"]["partial"], true);
     assert!(steps[0]["metrics"]["io.iops"]["value"].as_f64().unwrap() > 0.0);
+}
+
+/// Runs `storbench io` on `f` with `args` (plus `--verify`), quietly.
+fn verify_run(dir: &Path, f: &str, rw: &str, secs: &str) -> std::process::Output {
+    sb(dir)
+        .args(["io", "--target", f, "--size", "8M", "--bs", "4k", "--rw", rw, "--duration", secs])
+        .args(["--rampup", "0s", "--verify"])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn verify_finds_a_stale_copy_of_a_block_put_back() {
+    // Regression: the header's sequence was never checked, so a block that
+    // lost its last write (or an old copy restored) passed verification.
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("g.dat");
+    let f = file.to_str().unwrap();
+    let out = verify_run(d.path(), f, "write", "1s");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let block = 7u64 * 4096;
+    let h = std::fs::OpenOptions::new().read(true).write(true).open(&file).unwrap();
+    let mut old = vec![0u8; 4096];
+    h.read_exact_at(&mut old, block).unwrap();
+    assert_eq!(&old[..8], b"SBVERIFY");
+    // Write every block again: block 7 gets a newer generation.
+    let out = verify_run(d.path(), f, "write", "1s");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut new = vec![0u8; 4096];
+    h.read_exact_at(&mut new, block).unwrap();
+    assert_ne!(old[16..24], new[16..24], "the second pass rewrote block 7");
+    let out = verify_run(d.path(), f, "read", "1s");
+    assert!(out.status.success(), "the current blocks verify: {}", String::from_utf8_lossy(&out.stderr));
+    // Put the first pass's copy back: intact, right offset, but stale.
+    h.write_all_at(&old, block).unwrap();
+    h.sync_all().unwrap();
+    drop(h);
+    let out = verify_run(d.path(), f, "read", "1s");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    // A random read pass may read block 7 more than once: each read of it
+    // fails, and no other block does.
+    let offsets = err.split("failed verification, at offset(s) ").nth(1).expect(&err);
+    let offsets: Vec<&str> = offsets.lines().next().unwrap().split(", ").collect();
+    assert!(!offsets.is_empty() && offsets.iter().all(|o| o.trim() == "28672"), "{err}");
+}
+
+/// Reads completed plus reads merged of a block device, from /proc/diskstats.
+fn disk_reads(dev: &str) -> u64 {
+    let name = dev.trim_start_matches("/dev/");
+    let stats = std::fs::read_to_string("/proc/diskstats").unwrap();
+    let f: Vec<&str> =
+        stats.lines().map(|l| l.split_whitespace().collect::<Vec<_>>()).find(|f| f[2] == name).unwrap();
+    f[3].parse::<u64>().unwrap() + f[4].parse::<u64>().unwrap()
+}
+
+#[test]
+fn completions_equal_the_devices_completed_reads() {
+    let d = tempfile::tempdir().unwrap();
+    let img = d.path().join("disk.img");
+    std::fs::File::create(&img).unwrap().set_len(64 << 20).unwrap();
+    let out = Command::new("losetup").args(["--find", "--show"]).arg(&img).output().unwrap();
+    assert!(out.status.success(), "losetup: {}", String::from_utf8_lossy(&out.stderr));
+    let dev = Loop(String::from_utf8(out.stdout).unwrap().trim().to_string());
+    // Let udev's probe of the new device finish before counting.
+    let _ = Command::new("udevadm").arg("settle").status();
+    std::thread::sleep(Duration::from_millis(200));
+    for (engine, qd, threads) in [("io_uring", "4", "2"), ("psync", "1", "3")] {
+        let before = disk_reads(&dev.0);
+        let out = sb(d.path())
+            .args(["--json", "io", "--target", &dev.0, "--rw", "randread", "--bs", "4k", "--engine", engine])
+            .args(["--qd", qd, "--threads", threads, "--duration", "1s", "--rampup", "500ms"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let after = disk_reads(&dev.0);
+        let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let m = &rec["steps"][0]["metrics"];
+        let completed = m["io.completed"]["value"].as_f64().unwrap() as u64;
+        assert!(completed > 100, "{engine}: {completed}");
+        assert_eq!(after - before, completed, "{engine}: the device served exactly what storbench counted");
+        let window = m["io.read.count"]["value"].as_f64().unwrap() as u64;
+        assert!(window < completed, "{engine}: ramp-up completions are kept out of the window");
+    }
+}
+
+#[test]
+fn results_go_to_stdout_and_quiet_hides_only_the_live_line() {
+    let d = tempfile::tempdir().unwrap();
+    let args = ["io", "--size", "8M", "--bs", "4k", "--duration", "1s", "--rampup", "0s", "--randommap"];
+    let out = sb(d.path()).args(args).output().unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("read IOPS") && stdout.contains("access random-map"), "{stdout}");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("read IOPS"));
+    // --json: the run record, and nothing else, on stdout.
+    let out = sb(d.path()).arg("--json").args(args).output().unwrap();
+    let rec: Value = serde_json::from_slice(&out.stdout).expect("stdout is the run record");
+    let params = &rec["steps"][0]["params"];
+    assert_eq!((params["random_map"].as_bool(), params["access"].as_str()), (Some(true), Some("random-map")));
+    let out = sb(d.path()).arg("--json").args(&args[..args.len() - 1]).output().unwrap();
+    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rec["steps"][0]["params"]["access"], "random", "independent draws by default");
 }

@@ -231,7 +231,7 @@ fn a_managed_postgres_keeps_its_wal_on_the_wal_medium() {
     let s = State::new();
     s.ok(&["media", "create", "pgdata", "--size", "512M", "--fs", "ext4"]);
     s.ok(&["media", "create", "pgwal", "--size", "320M", "--fs", "xfs", "--block-size", "4k"]);
-    s.ok(&["pg", "up", "t1", "--data", "pgdata", "--wal", "pgwal", "--set", "shared_buffers=32MB"]);
+    s.ok(&["pg", "up", "t1", "--data", "pgdata", "--wal", "pgwal", "-c", "shared_buffers=32MB"]);
     let media = s.media();
     let wal_mp =
         PathBuf::from(media.iter().find(|m| m["name"] == "pgwal").unwrap()["mount_point"].as_str().unwrap());
@@ -244,7 +244,10 @@ fn a_managed_postgres_keeps_its_wal_on_the_wal_medium() {
     assert_eq!(placement["wal"]["medium"]["name"], "pgwal", "{placement}");
     assert_eq!(placement["data"]["medium"]["name"], "pgdata");
 
-    let status: Value = serde_json::from_str(&s.ok(&["pg", "status", "t1"])).unwrap();
+    let status: Value = serde_json::from_str(&s.ok(&["--json", "pg", "status", "t1"])).unwrap();
+    assert_eq!(status["settings"], serde_json::json!([["shared_buffers", "32MB"]]));
+    let text = s.ok(&["pg", "status", "t1"]);
+    assert!(text.contains("(medium pgwal)") && text.contains("settings: shared_buffers=32MB"), "{text}");
     let data = PathBuf::from(status["placement"]["data"]["path"].as_str().unwrap());
     let link = std::fs::read_link(data.join("pg_wal")).expect("pg_wal is a link to the WAL medium");
     assert!(link.starts_with(&wal_mp), "pg_wal -> {}", link.display());
@@ -298,4 +301,77 @@ fn a_server_stopped_mid_run_fails_the_run_and_keeps_earlier_steps() {
     assert_eq!(steps[0]["params"]["partial"], false);
     assert!(steps[0]["metrics"]["tps"]["value"].as_f64().unwrap() > 0.0);
     s.ok(&["pg", "down", "t2", "--destroy"]);
+}
+
+fn show(port: u64, setting: &str) -> String {
+    let out = Command::new("psql")
+        .args([
+            "-X",
+            "-At",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-U",
+            "root",
+            "-d",
+            "storbench",
+            "-c",
+        ])
+        .arg(format!("SHOW {setting}"))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn pg_up_on_an_existing_instance_with_other_settings_names_them_and_changes_nothing() {
+    let s = State::new();
+    let dir = s.dir.path().join("pgdata");
+    let up = s.ok(&["pg", "up", "t3", "--data", dir.to_str().unwrap(), "-c", "shared_buffers=32MB"]);
+    assert!(up.starts_with("managed PostgreSQL t3 ") && up.contains("use --db managed:t3"), "{up}");
+    let status: Value = serde_json::from_str(&s.ok(&["--json", "pg", "status", "t3"])).unwrap();
+    let port = status["port"].as_u64().unwrap();
+    assert_eq!(show(port, "shared_buffers"), "32MB", "-c reaches the server");
+
+    let out = s.sb().args(["pg", "up", "t3", "-c", "shared_buffers=64MB", "--port", "1"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("-c shared_buffers=64MB (it has shared_buffers=32MB)"), "{err}");
+    assert!(err.contains(&format!("--port 1 (it has {port})")), "{err}");
+    assert_eq!(show(port, "shared_buffers"), "32MB", "the running server is untouched");
+
+    let down: Value = serde_json::from_str(&s.ok(&["--json", "pg", "down", "t3"])).unwrap();
+    assert_eq!(down, serde_json::json!({"stopped": ["t3"]}));
+    let out = s.sb().args(["pg", "up", "t3", "--data", "/elsewhere/pgdata"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--data /elsewhere/pgdata (it has "), "{err}");
+    // The same flags, or none, start it as it is.
+    s.ok(&["pg", "up", "t3", "--data", dir.to_str().unwrap(), "-c", "shared_buffers=32MB"]);
+    assert_eq!(show(port, "shared_buffers"), "32MB");
+    s.ok(&["pg", "down", "t3"]);
+    s.ok(&["pg", "up", "t3"]);
+    assert_eq!(show(port, "shared_buffers"), "32MB");
+    let gone: Value = serde_json::from_str(&s.ok(&["--json", "pg", "down", "t3", "--destroy"])).unwrap();
+    assert_eq!(gone, serde_json::json!({"removed": ["t3"]}));
+    assert!(!dir.exists());
+}
+
+#[test]
+fn media_results_go_to_stdout_and_quiet_keeps_them() {
+    let s = State::new();
+    // `s.sb()` passes --quiet: the medium made is a result, not progress.
+    let out = s.sb().args(["media", "create", "q", "--size", "64M", "--fs", "none"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("medium q: 64m on /dev/loop"), "{text}");
+    assert!(out.stderr.is_empty());
+    let classes: Value = serde_json::from_str(&s.ok(&["--json", "media", "classes"])).unwrap();
+    assert!(classes.as_array().unwrap().iter().any(|c| c["class"] == "hdd"));
+    assert!(s.ok(&["media", "classes"]).contains("hdd"));
+    let gone: Value = serde_json::from_str(&s.ok(&["--json", "media", "destroy", "q"])).unwrap();
+    assert_eq!(gone, serde_json::json!({"destroyed": ["q"]}));
+    assert!(s.media().is_empty());
 }

@@ -122,6 +122,13 @@ fn a_bad_plan_is_refused_before_anything_runs() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success());
     assert!(text.contains("2 cells") && text.contains("target=here/tpcb#r2"), "{text}");
+    // The estimate counts an io set's own profiles: quick has 4, each 1 s
+    // ramp-up + 3 s in the quick form.
+    let quick = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plans/quick.toml");
+    let out = sb(d.path()).args(["run", "--dry-run", "--quick"]).arg(&quick).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let io = text.lines().find(|l| l.contains("all/io#r1")).unwrap_or_else(|| panic!("{text}"));
+    assert!(io.contains("~   16s"), "{io}");
     assert!(!d.path().join("r.db").exists() && !d.path().join("data").exists());
 }
 
@@ -169,7 +176,20 @@ fn the_quick_plan_runs_end_to_end_and_ends_with_its_report() {
     let html = std::fs::read_to_string(d.path().join("q.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("quick"));
     assert!(se.contains("report: q.html"), "{se}");
-    assert!(so.contains("TPS") || so.contains("tps") || se.contains("tps"), "a text summary: {so}");
+    // The terminal summary leads with one sentence per workload, then the
+    // main tables; it names no environment key (that is the HTML's and
+    // `results show`'s) and fits a terminal.
+    let lines: Vec<&str> = so.lines().collect();
+    assert!(lines[0].starts_with("storbench report: quick"), "{so}");
+    assert!(lines[1].starts_with("I/O: read-random-8k ") && lines[1].contains(" IOPS (p99 "), "{so}");
+    assert!(lines[2].starts_with("TPC-B: ") && lines[2].contains(" TPS at 1 client, "), "{so}");
+    assert!(lines[3].starts_with("TPC-C: ") && lines[3].contains(" NOPM at 1 user, "), "{so}");
+    assert!(so.contains("plan quick · tpcb — TPS"), "{so}");
+    for key in ["db.url", "kernel", "What differs"] {
+        assert!(!so.contains(key), "the summary lists the environment ({key}): {so}");
+    }
+    let widest = so.lines().skip(4).map(|l| l.chars().count()).max().unwrap();
+    assert!(widest <= 120, "a summary line is {widest} columns wide: {so}");
     assert!(
         d.path().join("storbench-data/tpcc.db").exists() && d.path().join("storbench-data/io.dat").exists()
     );

@@ -18,6 +18,7 @@ struct Fixture {
     dir: tempfile::TempDir,
     tpcc: i64,
     tpcb: i64,
+    init: i64,
     io_first: i64,
 }
 
@@ -170,7 +171,14 @@ fn fixture() -> Fixture {
     let tpcb = add_run(&mut store, "tpcb", "sqlite tpcb", None, env("nvme", false), tpcb_steps);
     // Stopped by Ctrl-C after its two steps: reported, and flagged.
     store.finish_run(tpcb, Status::Interrupted).unwrap();
-    Fixture { dir, tpcc, tpcb, io_first }
+    // A setup run: timings and the system monitor's series, no workload series.
+    let mut load = StepReport::default();
+    load.figure("load.seconds", 2.5, Unit::S);
+    load.figure("rows", 200022.0, Unit::Count);
+    load.sample(0, "cpu.iowait", 3.0);
+    let init_steps = vec![("init".to_string(), json!({}), load)];
+    let init = add_run(&mut store, "tpcb-init", "tpcb init scale 2", None, env("nvme", false), init_steps);
+    Fixture { dir, tpcc, tpcb, init, io_first }
 }
 
 fn storbench(f: &Fixture, args: &[&str]) -> Output {
@@ -198,7 +206,7 @@ fn text_report_of_a_plan_shows_medians_spread_and_the_emulation_note() {
     assert!(out.contains("1050 (1000–1100, n=2)"), "{out}");
     assert!(out.contains("target=hdd") && out.contains("target=ssd"), "{out}");
     assert!(out.contains("Emulated media (hdd) are caps, not latency models"), "{out}");
-    assert!(out.contains("dev.loop0.w_await (ms)"), "{out}");
+    assert!(out.contains("w_await (ms)") && out.contains("┆ loop0 "), "{out}");
     assert!(out.contains("Environment shared by all 4 runs"), "{out}");
     // No argument: the latest plan, which is s5 (the tpcc/tpcb runs have none).
     let default = ok_stdout(&storbench(&f, &["report"]));
@@ -227,7 +235,10 @@ fn markdown_and_csv_give_the_same_figures() {
 fn mixed_kinds_get_separate_tables() {
     let f = fixture();
     let out = ok_stdout(&storbench(&f, &["report", &f.tpcc.to_string(), &f.tpcb.to_string()]));
-    assert!(out.contains("each kind has its own tables"), "{out}");
+    // Each kind has its own tables, and the report opens with a sentence each.
+    assert!(out.contains("TPC-C: 450 NOPM at 1 user, 1575 at 4 users (3.50×)."), "{out}");
+    assert!(out.contains("TPC-B: 300 TPS at 1 client, 1200 at 10 clients (4.00×)."), "{out}");
+    assert!(out.find("TPC-C: 450").unwrap() < out.find("runs · tpcc — NOPM").unwrap(), "{out}");
     assert!(out.contains("runs · tpcc — TPM") && out.contains("runs · tpcb — TPS"), "{out}");
     assert!(out.contains("clients=10"), "{out}");
     assert!(out.contains(&format!("Warning: Runs that did not complete (#{} interrupted)", f.tpcb)), "{out}");
@@ -264,7 +275,7 @@ fn compare_groups_gives_ratio_and_noise() {
     ));
     assert!(single.contains("no spread known"), "{single}");
     assert!(
-        single.contains("| oltp-read-8k | io.iops | per_s | 100 | 1000 | 10.000 | no spread known |"),
+        single.contains("| oltp-read-8k | io.iops | IOPS | 100 | 1000 | 10.000 | no spread known |"),
         "{single}"
     );
 }
@@ -318,15 +329,36 @@ fn headless(profile: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// A screenshot at `w`×`h` CSS pixels: its rows of RGB pixels.
+fn screenshot(profile: &Path, url: &str, png: &Path, w: u32, h: u32) -> Vec<Vec<[u8; 3]>> {
+    let o = headless(
+        profile,
+        &[&format!("--screenshot={}", png.display()), &format!("--window-size={w},{h}"), url],
+    );
+    assert!(png.exists(), "no screenshot: {}", String::from_utf8_lossy(&o.stderr));
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!((info.width, info.height), (w, h));
+    let bpp = info.line_size / info.width as usize;
+    buf[..info.buffer_size()]
+        .chunks(info.line_size)
+        .map(|row| row.chunks(bpp).map(|p| [p[0], p[1], p[2]]).collect())
+        .collect()
+}
+
+/// The findings box's background (`.findings` in the report's CSS).
+const FINDINGS_BG: [u8; 3] = [0xf3, 0xf7, 0xff];
+
 #[test]
 fn html_report_renders_in_chromium_with_charts_and_tables() {
     let f = fixture();
     let html = f.dir.path().join("report.html");
-    let out = ok_stdout(&storbench(
-        &f,
-        &["report", "s5", &f.tpcc.to_string(), &f.tpcb.to_string(), "--html", html.to_str().unwrap()],
-    ));
-    assert!(out.contains("wrote") && out.contains("6 runs"), "{out}");
+    let (tpcc, tpcb, init) = (f.tpcc.to_string(), f.tpcb.to_string(), f.init.to_string());
+    let out =
+        ok_stdout(&storbench(&f, &["report", "s5", &tpcc, &tpcb, &init, "--html", html.to_str().unwrap()]));
+    assert!(out.contains("wrote") && out.contains("7 runs"), "{out}");
     let text = std::fs::read_to_string(&html).unwrap();
     // Self-contained: no scripts, stylesheets, images or fonts from anywhere
     // (SVG's xmlns is a name, not a fetch).
@@ -340,38 +372,65 @@ fn html_report_renders_in_chromium_with_charts_and_tables() {
     let dom = headless(&profile, &["--dump-dom", &url]);
     let dom = String::from_utf8_lossy(&dom.stdout);
     // io: IOPS, MB/s and p99 bars, percentiles, 2 time series (one per target);
-    // tpcc: NOPM and TPM lines, percentiles, 1 time series; tpcb: TPS, percentiles, 1.
+    // tpcc: NOPM and TPM lines, percentiles, 1 time series; tpcb: TPS,
+    // percentiles, 1; the setup run: none (its table only).
     assert_eq!(dom.matches("<svg").count(), 13, "charts in the DOM");
     assert!(dom.matches("<table").count() >= 12, "tables missing from the DOM");
     for want in [
+        "What was found",
+        "I/O per profile — oltp-read-8k: hdd 110 IOPS, ssd 1050 — 9.55× (beyond noise)",
+        "TPC-B: 300 TPS at 1 client, 1200 at 10 clients (4.00×).",
         "plan s5 · io — IOPS",
         "runs · tpcc — NOPM",
         "runs · tpcb — TPS",
+        "Setup runs",
         "Environment",
         "110 (100–120, n=2)",
     ] {
         assert!(dom.contains(want), "DOM lacks {want}");
     }
-    assert!(dom.contains("dev.loop0.w_await") && dom.contains("cpu.iowait"));
+    // Human units; the per-second charts say which source they draw.
+    assert!(!dom.contains("per_s") && !dom.contains("[us]"), "raw units in the report");
+    assert!(dom.contains("TPS (client count)") && dom.contains("IOPS (completions)"));
+    assert!(dom.contains("<td>loop0</td>") && dom.contains("w_await (ms)") && dom.contains("cpu.iowait"));
+    // Findings, then charts, then tables, then the environment.
+    let at = |s: &str| dom.find(s).unwrap_or_else(|| panic!("DOM lacks {s}"));
+    assert!(
+        at("What was found") < at("<svg") && at("<svg") < at("<table") && at("<table") < at("Environment")
+    );
 
-    let png = f.dir.path().join("shot.png");
-    let o =
-        headless(&profile, &[&format!("--screenshot={}", png.display()), "--window-size=1280,2000", &url]);
-    assert!(png.exists(), "no screenshot: {}", String::from_utf8_lossy(&o.stderr));
-    // To look at what the test saw: STORBENCH_TEST_SHOT_DIR=/some/dir.
-    if let Some(keep) = std::env::var_os("STORBENCH_TEST_SHOT_DIR") {
-        std::fs::copy(&png, Path::new(&keep).join("report-test.png")).unwrap();
-        std::fs::copy(&html, Path::new(&keep).join("report-test.html")).unwrap();
+    // Desktop: the findings box is on the first screen.
+    let keep = std::env::var_os("STORBENCH_TEST_SHOT_DIR");
+    for (name, w, h) in [("desktop", 1280, 2000), ("phone", 390, 1600)] {
+        let png = f.dir.path().join(format!("{name}.png"));
+        let rows = screenshot(&profile, &url, &png, w, h);
+        // To look at what the test saw: STORBENCH_TEST_SHOT_DIR=/some/dir.
+        if let Some(keep) = &keep {
+            std::fs::copy(&png, Path::new(keep).join(format!("report-test-{name}.png"))).unwrap();
+            std::fs::copy(&html, Path::new(keep).join("report-test.html")).unwrap();
+        }
+        let pixels: Vec<[u8; 3]> = rows.iter().flatten().copied().collect();
+        let colours: HashSet<[u8; 3]> = pixels.iter().copied().collect();
+        let non_white = pixels.iter().filter(|p| p.iter().any(|c| *c < 240)).count();
+        assert!(colours.len() > 50, "{name}: only {} colours: blank screenshot?", colours.len());
+        assert!(
+            non_white * 100 > pixels.len(),
+            "{name}: {non_white} of {} pixels are not white",
+            pixels.len()
+        );
+        let first_screen = &rows[..700.min(rows.len())];
+        let boxed: Vec<(usize, usize)> = first_screen
+            .iter()
+            .enumerate()
+            .flat_map(|(y, r)| r.iter().enumerate().filter(|p| *p.1 == FINDINGS_BG).map(move |(x, _)| (x, y)))
+            .collect();
+        assert!(boxed.len() > 5000, "{name}: the findings are not on the first screen");
+        // The page fits the width: the box ends inside the window, so
+        // nothing (a wide table or chart) stretched the page past it.
+        let right = boxed.iter().map(|p| p.0).max().unwrap();
+        assert!(
+            right < w as usize - 4,
+            "{name}: the findings box runs to x={right} of {w}: the page is too wide"
+        );
     }
-    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap()));
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    assert_eq!((info.width, info.height), (1280, 2000));
-    let bpp = info.line_size / info.width as usize;
-    let pixels: Vec<&[u8]> = buf[..info.buffer_size()].chunks(bpp).collect();
-    let colours: HashSet<&[u8]> = pixels.iter().copied().collect();
-    let non_white = pixels.iter().filter(|p| p[..3].iter().any(|c| *c < 240)).count();
-    assert!(colours.len() > 50, "only {} colours: blank screenshot?", colours.len());
-    assert!(non_white * 100 > pixels.len(), "{non_white} of {} pixels are not white", pixels.len());
 }

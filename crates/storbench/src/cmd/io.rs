@@ -1,7 +1,11 @@
 //! `storbench io`: database-shaped I/O profiles against a file or a block
 //! device. Profiles come from a built-in set (`--set`), by name
 //! (`--profile`), or from fio-style flags; flags given with a set or a named
-//! profile override its values.
+//! profile override its values. A thin verb: flags are parsed here, the
+//! target, engine and profiles are checked by `storbench_io::prepare`, each
+//! profile runs in `storbench_io::run_profile`; this file records and
+//! prints. Results go to stdout (the run record with `--json`), the live
+//! line to stderr.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,11 +14,12 @@ use std::time::Duration;
 use anyhow::{anyhow, Result};
 use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use serde_json::json;
+use serde_json::{json, Value};
 use storbench_io::profile::{self, parse_dist, parse_rw};
 use storbench_io::target::{self, Plan};
-use storbench_io::{run_profile, uring_available, Engine, Profile, RunOptions, TargetError};
+use storbench_io::{run_profile, Overrides, PrepareError, Prepared, Profile, RunOptions, Verdict};
 use storbench_metrics::units::{format_size, parse_duration, parse_size};
+use storbench_metrics::StepReport;
 
 use crate::cli::Global;
 use crate::error::usage;
@@ -82,15 +87,63 @@ pub struct IoArgs {
     /// Use only this much of the target, from its start.
     #[arg(long)]
     pub span: Option<String>,
-    /// Engine: io_uring (default) or psync.
+    /// Engine: io_uring (default), psync, or null (no device: the runner's own cost).
     #[arg(long, default_value = "io_uring")]
     pub engine: String,
+    /// Uniform random offsets visit every block once per pass, per thread (fio's default random map).
+    #[arg(long, overrides_with = "norandommap")]
+    pub randommap: bool,
+    /// Uniform random offsets are independent draws (the default; fio's --norandommap).
+    #[arg(long, overrides_with = "randommap")]
+    pub norandommap: bool,
     /// Write verifiable blocks and check every block read; mismatches fail the run.
     #[arg(long)]
     pub verify: bool,
     /// Write to a block device even if it holds a filesystem or is mounted.
     #[arg(long)]
     pub force: bool,
+}
+
+/// Parses the profile flags into typed overrides; the error names the flag.
+fn overrides(a: &IoArgs) -> Result<Overrides> {
+    let size = |flag: &str, v: &Option<String>| -> Result<Option<u64>> {
+        v.as_ref().map(|s| parse_size(s).map_err(|e| usage(format!("{flag} {s}: {e}")))).transpose()
+    };
+    let dur = |flag: &str, v: &Option<String>| -> Result<Option<Duration>> {
+        v.as_ref().map(|s| parse_duration(s).map_err(|e| usage(format!("{flag} {s}: {e}")))).transpose()
+    };
+    let o = Overrides {
+        bs: size("--bs", &a.bs)?,
+        rw: a.rw.as_deref().map(parse_rw).transpose().map_err(|e| usage(format!("--rw: {e}")))?,
+        read_pct: a.read,
+        qd: a.qd,
+        threads: a.threads,
+        duration: dur("--duration", &a.duration)?,
+        rampup: dur("--rampup", &a.rampup)?,
+        buffered: a.buffered,
+        align: size("--align", &a.align)?,
+        fsync_every: a.fsync_every,
+        fdatasync: a.fdatasync,
+        dist: a.dist.as_deref().map(parse_dist).transpose().map_err(|e| usage(format!("--dist: {e}")))?,
+        rate: a.rate,
+        span: size("--span", &a.span)?,
+        random_map: if a.randommap {
+            Some(true)
+        } else if a.norandommap {
+            Some(false)
+        } else {
+            None
+        },
+    };
+    if let Some(r) = o.read_pct.filter(|r| *r > 100) {
+        return Err(usage(format!("--read {r}: must be 0 to 100")));
+    }
+    if let (Some(d), Some(s)) = (o.duration, &a.duration) {
+        if d.is_zero() {
+            return Err(usage(format!("--duration {s}: must be more than zero")));
+        }
+    }
+    Ok(o)
 }
 
 fn parse_profiles(a: &IoArgs) -> Result<Vec<Profile>> {
@@ -116,60 +169,9 @@ fn parse_profiles(a: &IoArgs) -> Result<Vec<Profile>> {
         vec![p]
     };
     let custom = a.set.is_none() && a.profile.is_none();
+    let o = overrides(a)?;
     for p in &mut profiles {
-        if let Some(bs) = &a.bs {
-            p.bs = parse_size(bs).map_err(|e| usage(format!("--bs {bs}: {e}")))?;
-        }
-        if let Some(rw) = &a.rw {
-            let (pattern, read) = parse_rw(rw).map_err(|e| usage(format!("--rw: {e}")))?;
-            p.pattern = pattern;
-            p.read_pct = read.unwrap_or(if custom { 50 } else { p.read_pct });
-        }
-        if let Some(r) = a.read {
-            if r > 100 {
-                return Err(usage(format!("--read {r}: must be 0 to 100")));
-            }
-            p.read_pct = r;
-        }
-        if let Some(q) = a.qd {
-            p.qd = q;
-        }
-        if let Some(t) = a.threads {
-            p.threads = t;
-        }
-        if let Some(d) = &a.duration {
-            p.duration = parse_duration(d).map_err(|e| usage(format!("--duration {d}: {e}")))?;
-            if p.duration.is_zero() {
-                return Err(usage(format!("--duration {d}: must be more than zero")));
-            }
-        }
-        if let Some(d) = &a.rampup {
-            p.rampup = parse_duration(d).map_err(|e| usage(format!("--rampup {d}: {e}")))?;
-        }
-        if a.buffered {
-            p.direct = false;
-        }
-        if let Some(al) = &a.align {
-            p.align = parse_size(al).map_err(|e| usage(format!("--align {al}: {e}")))?;
-        }
-        if let Some(n) = a.fsync_every {
-            p.fsync_every = n;
-        }
-        if a.fdatasync {
-            p.fdatasync = true;
-            if p.fsync_every == 0 {
-                p.fsync_every = 1;
-            }
-        }
-        if let Some(d) = &a.dist {
-            p.dist = parse_dist(d).map_err(|e| usage(format!("--dist: {e}")))?;
-        }
-        if let Some(r) = a.rate {
-            p.rate = Some(r);
-        }
-        if let Some(s) = &a.span {
-            p.span = Some(parse_size(s).map_err(|e| usage(format!("--span {s}: {e}")))?);
-        }
+        o.apply(p, custom);
     }
     Ok(profiles)
 }
@@ -177,45 +179,50 @@ fn parse_profiles(a: &IoArgs) -> Result<Vec<Profile>> {
 /// Runs `storbench io`.
 pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
     let profiles = parse_profiles(&a)?;
-    let mut engine = match a.engine.as_str() {
-        "io_uring" | "uring" | "io-uring" => Engine::Uring,
-        "psync" | "sync" => Engine::Psync,
-        e => return Err(usage(format!("--engine {e}: use io_uring or psync"))),
-    };
     let size = parse_size(&a.size).map_err(|e| usage(format!("--size {}: {e}", a.size)))?;
-    let writes = profiles.iter().any(Profile::writes);
-    let (tgt, plan) = target::inspect(&a.target, size, writes, a.force).map_err(|e| match e {
-        TargetError::Refused(m) => usage(m),
-        other => usage(other.to_string()),
-    })?;
-    for p in &profiles {
-        p.validate(tgt.logical_block).map_err(usage)?;
-    }
-    let mut notes = Vec::new();
-    if engine == Engine::Uring {
-        if let Err(why) = uring_available() {
-            notes.push(format!("{why}; using psync (one I/O in flight per thread)"));
-            engine = Engine::Psync;
-        }
-    }
-    if engine == Engine::Psync && profiles.iter().any(|p| p.qd > 1) {
-        notes.push("psync keeps one I/O in flight per thread: queue depths above 1 are not reached".into());
-    }
-    for n in &notes {
+    let prep =
+        storbench_io::prepare(&a.target, size, &profiles, a.force, &a.engine).map_err(|e| match e {
+            PrepareError::Refused(m) => usage(m),
+            other => usage(other.to_string()),
+        })?;
+    for n in &prep.notes {
         eprintln!("storbench: note: {n}");
     }
-
     // Prepare the file before the run is recorded: a failure here is the
     // target's, not a measurement's.
-    if let Plan::Fill { size } = plan {
+    if let Plan::Fill { size } = prep.plan {
         let bar =
             Live::bar(g.quiet, size, "preparing {msg} {bar:30} {bytes}/{total_bytes} ({bytes_per_sec})");
         bar.set(a.target.display().to_string());
         target::fill(&a.target, size, &mut |d| bar.pos(d)).map_err(|e| anyhow!("{e}"))?;
         bar.finish();
     }
+    let config = json!({
+        "target": prep.target.path, "size": prep.target.size, "engine": prep.engine.name(),
+        "verify": a.verify, "set": a.set, "profiles": profiles,
+    });
+    let label = a.set.clone().or(a.profile.clone()).unwrap_or_else(|| profiles[0].name.clone());
+    let mut rec = Recorder::begin(
+        g,
+        "io",
+        format!("io {label} on {}", a.target.display()),
+        config,
+        env(&prep, &profiles),
+        std::slice::from_ref(&prep.target.path),
+    )?;
+    let (rows, outcome) = run_profiles(g, &mut rec, &prep, &profiles, a.verify)?;
+    if !g.json && !rows.is_empty() {
+        print_results(rows, &prep, &profiles);
+    }
+    rec.finish(outcome)
+}
+
+/// What makes the run's numbers comparable: the target, its medium, the
+/// engine and its capabilities.
+fn env(prep: &Prepared, profiles: &[Profile]) -> Value {
+    let tgt = &prep.target;
     let info = storbench_sysmon::path_env(&tgt.path);
-    let env = json!({
+    json!({
         "target": {
             "path": tgt.path, "size": tgt.size, "block_device": tgt.is_block,
             "logical_block_size": tgt.logical_block, "fs_type": info.fs_type,
@@ -224,31 +231,29 @@ pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
         },
         "medium": storbench_media::describe_path(&tgt.path),
         "direct_io": profiles.iter().all(|p| p.direct),
-        "engine": engine.as_str(),
-        "notes": notes,
-    });
-    let config = json!({
-        "target": tgt.path, "size": tgt.size, "engine": engine.as_str(), "verify": a.verify,
-        "set": a.set, "profiles": profiles,
-    });
-    let label = a.set.clone().or(a.profile.clone()).unwrap_or_else(|| profiles[0].name.clone());
-    let mut rec = Recorder::begin(
-        g,
-        "io",
-        format!("io {label} on {}", a.target.display()),
-        config,
-        env,
-        std::slice::from_ref(&tgt.path),
-    )?;
+        "engine": prep.engine.name(),
+        "engine_caps": prep.engine.caps(),
+        "notes": prep.notes,
+    })
+}
 
-    let opts = RunOptions { engine, verify: a.verify };
+/// Runs each profile as a step and records it; stops at the first that
+/// fails or is interrupted. Returns the result rows and the run's outcome.
+fn run_profiles(
+    g: &Global,
+    rec: &mut Recorder,
+    prep: &Prepared,
+    profiles: &[Profile],
+    verify: bool,
+) -> Result<(Vec<Vec<String>>, Outcome)> {
+    let opts = RunOptions { engine: prep.engine.clone(), verify };
     let live = Live::line(g.quiet);
     let n = profiles.len();
     let mut rows = Vec::new();
     let mut outcome = Outcome::Complete;
     for (i, p) in profiles.iter().enumerate() {
         let mut clock = rec.clock();
-        let res = run_profile(p, &tgt, &opts, crate::interrupt::flag(), &mut |t| {
+        let res = run_profile(p, &prep.target, &opts, crate::interrupt::flag(), &mut |t| {
             live.set(format!(
                 "profile {}/{n} {}  {}{}s  {:.0} IOPS  {:.1} MB/s  p99 {:.0} µs",
                 i + 1,
@@ -269,95 +274,86 @@ pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
         };
         clock.start = r.started;
         clock.measure_from = r.measure_from;
-        let partial = r.stopped || !r.failures.is_empty();
-        let mut params = serde_json::to_value(p)?;
-        params["partial"] = json!(partial);
-        params["engine"] = json!(engine.as_str());
-        if !r.failures.is_empty() {
-            params["failures"] = serde_json::to_value(&r.failures)?;
-        }
-        if r.mismatch_count > 0 {
-            params["mismatch_offsets"] = json!(r.mismatches);
-        }
-        let get = |k: &str| r.report.get(k).unwrap_or(0.0);
-        rows.push(vec![
-            p.name.clone(),
-            fmt_num(get("io.read.iops")),
-            fmt_num(get("io.write.iops")),
-            format!("{:.1}", get("io.mbps")),
-            fmt_num(get("io.lat.mean")),
-            fmt_num(get("io.lat.p50")),
-            fmt_num(get("io.lat.p99")),
-            fmt_num(get("io.lat.p99.9")),
-            fmt_num(get("io.lat.max")),
-            format!("{:.2}", get("io.cpu.user_per_io") + get("io.cpu.sys_per_io")),
-            fmt_num(get("io.errors")),
-        ]);
-        let (failures, mismatches, count, stopped) =
-            (r.failures.clone(), r.mismatches.clone(), r.mismatch_count, r.stopped);
-        if r.report.get("io.window").unwrap_or(0.0) > 0.0 || !failures.is_empty() {
+        let mut row = row(&p.name, &r.report);
+        let verdict = r.verdict(p);
+        if r.worth_keeping() {
+            let params = r.params(p, prep.engine.as_ref());
             let figures = rec.write_step(clock, &p.name, params, r.report)?;
-            if let Some(row) = rows.last_mut() {
-                row.extend(crate::record::system_columns(&figures));
+            row.extend(crate::record::system_columns(&figures));
+        }
+        rows.push(row);
+        for f in &r.failures {
+            live.println(format!("storbench: I/O error: {} (errno {})", f.what, f.errno));
+        }
+        match verdict {
+            Verdict::Complete => {}
+            Verdict::Stopped => {
+                outcome = Outcome::Interrupted;
+                break;
             }
-        }
-        if !failures.is_empty() {
-            for f in &failures {
-                live.println(format!("storbench: I/O error: {} (errno {})", f.what, f.errno));
+            Verdict::Failed(why) => {
+                outcome = Outcome::Failed(anyhow!(why));
+                break;
             }
-            outcome = Outcome::Failed(anyhow!(
-                "profile {}: I/O error at offset {} (errno {})",
-                p.name,
-                failures[0].offset,
-                failures[0].errno
-            ));
-            break;
-        }
-        if count > 0 {
-            let offs: Vec<String> = mismatches.iter().map(u64::to_string).collect();
-            outcome = Outcome::Failed(anyhow!(
-                "profile {}: {count} block(s) failed verification, at offset(s) {}",
-                p.name,
-                offs.join(", ")
-            ));
-            break;
-        }
-        if stopped {
-            outcome = Outcome::Interrupted;
-            break;
         }
     }
     live.finish();
-    if !g.quiet && !rows.is_empty() {
-        let mut t = Table::new();
-        t.load_preset(UTF8_FULL_CONDENSED);
-        t.set_header(vec![
-            "profile",
-            "read IOPS",
-            "write IOPS",
-            "MB/s",
-            "lat mean µs",
-            "p50 µs",
-            "p99 µs",
-            "p99.9 µs",
-            "max µs",
-            "CPU µs/IO",
-            "errors",
-            "iowait %",
-            "dev r_await ms",
-            "dev w_await ms",
-        ]);
-        for r in rows {
-            t.add_row(r);
-        }
-        eprintln!("{t}");
-        eprintln!(
-            "target {} ({}), {} I/O, engine {}",
-            tgt.path.display(),
-            format_size(tgt.size),
-            if profiles.iter().all(|p| p.direct) { "direct" } else { "buffered" },
-            engine.as_str()
-        );
+    Ok((rows, outcome))
+}
+
+/// One row of the results table.
+fn row(name: &str, r: &StepReport) -> Vec<String> {
+    let get = |k: &str| r.get(k).unwrap_or(0.0);
+    vec![
+        name.to_string(),
+        fmt_num(get("io.read.iops")),
+        fmt_num(get("io.write.iops")),
+        format!("{:.1}", get("io.mbps")),
+        fmt_num(get("io.lat.mean")),
+        fmt_num(get("io.lat.p50")),
+        fmt_num(get("io.lat.p99")),
+        fmt_num(get("io.lat.p99.9")),
+        fmt_num(get("io.lat.max")),
+        format!("{:.2}", get("io.cpu.user_per_io") + get("io.cpu.sys_per_io")),
+        fmt_num(get("io.errors")),
+    ]
+}
+
+/// The results, on stdout: one row per profile, then the target line.
+fn print_results(rows: Vec<Vec<String>>, prep: &Prepared, profiles: &[Profile]) {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(vec![
+        "profile",
+        "read IOPS",
+        "write IOPS",
+        "MB/s",
+        "lat mean µs",
+        "p50 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "max µs",
+        "CPU µs/IO",
+        "errors",
+        "iowait %",
+        "dev r_await ms",
+        "dev w_await ms",
+    ]);
+    for r in rows {
+        t.add_row(r);
     }
-    rec.finish(outcome)
+    println!("{t}");
+    let access: Vec<String> = {
+        let mut v: Vec<String> = profiles.iter().map(storbench_io::session::access).collect();
+        v.dedup();
+        v
+    };
+    println!(
+        "target {} ({}), {} I/O, engine {}, access {}",
+        prep.target.path.display(),
+        format_size(prep.target.size),
+        if profiles.iter().all(|p| p.direct) { "direct" } else { "buffered" },
+        prep.engine.name(),
+        access.join(", ")
+    );
 }

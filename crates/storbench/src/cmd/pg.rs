@@ -1,17 +1,20 @@
 //! `storbench pg up | down | status | list`: managed PostgreSQL instances
 //! with data, WAL and temp files placed on chosen targets (media or
-//! directories). `managed:NAME` is then a database URL everywhere.
+//! directories). `managed:NAME` is then a database URL everywhere. What is
+//! started or shown goes to stdout (JSON with `--json`); `down` says what it
+//! stopped on stderr (hidden by `--quiet`), or on stdout as JSON with `--json`.
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use storbench_media::pg::{self, UpOptions};
+use storbench_media::pg::{self, StandbyPlace, UpOptions};
+use storbench_media::proxy::{self, Link};
 use storbench_media::MediaError;
 
 use crate::cli::Global;
-use crate::error::usage;
+use crate::error::{target_failed, usage};
 
 /// Options of `storbench pg`.
 #[derive(Debug, Args)]
@@ -21,6 +24,8 @@ pub struct PgArgs {
 }
 
 /// What to do.
+// Parsed once per process: the size of `Up` costs nothing worth a Box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum PgVerb {
     /// Create (initdb) and start an instance, or start a stopped one.
@@ -39,9 +44,62 @@ pub enum PgVerb {
         /// TCP port on 127.0.0.1 (default: the first free from 5433).
         #[arg(long)]
         port: Option<u16>,
-        /// A server setting, key=value (repeatable).
-        #[arg(long = "set", value_name = "KEY=VALUE")]
+        /// A server setting for postgresql.conf, as `postgres -c` takes it
+        /// (repeatable): `-c shared_buffers=1GB -c fsync=off`. On an instance
+        /// that exists, settings, placement and port given must match it.
+        #[arg(short = 'c', long = "conf", value_name = "KEY=VALUE")]
         settings: Vec<String>,
+        /// Streaming-replication standbys to make (base backup from the
+        /// primary): managed instances NAME-s1, NAME-s2, ... named s1, s2 on
+        /// the primary.
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        standby: u32,
+        /// The standbys' data target (default: beside --data). A medium gets
+        /// a directory per standby; a path gets PATH-s1, PATH-s2, ...
+        #[arg(long, value_name = "TARGET")]
+        standby_data: Option<String>,
+        /// The standbys' WAL on another target (as --standby-data).
+        #[arg(long, value_name = "TARGET")]
+        standby_wal: Option<String>,
+        /// synchronous_commit on the primary: off, local, remote_write, on,
+        /// remote_apply. With remote_write, on and remote_apply, commits wait
+        /// for the standbys --sync-names says.
+        #[arg(long, value_name = "LEVEL")]
+        sync: Option<String>,
+        /// Which standbys a commit waits for: "FIRST n" or "ANY n"
+        /// (default: FIRST all of them).
+        #[arg(long, value_name = "FORM")]
+        sync_names: Option<String>,
+        /// A delay proxy between each standby and the primary:
+        /// rtt=1ms[,bw=1gbit][,jitter=0.1ms] (one-way delay rtt/2 each way).
+        #[arg(long, value_name = "LINK")]
+        link: Option<String>,
+    },
+    /// Durability check: load the primary, kill -9 it, promote its first
+    /// standby, and count acknowledged commits missing there. Consumes the
+    /// instance (pg down NAME --destroy after).
+    FailoverCheck {
+        /// The primary (made with --standby).
+        name: String,
+        /// Writing clients, each inserting one row per commit.
+        #[arg(long, default_value_t = 4)]
+        clients: u32,
+        /// When to kill the primary after the load starts.
+        #[arg(long, default_value = "3s", value_parser = crate::cmd::pg::duration)]
+        kill_after: std::time::Duration,
+    },
+    /// The delay proxy daemon `up --link` starts (not for direct use).
+    #[command(hide = true)]
+    Proxy {
+        /// Port to listen on (127.0.0.1).
+        #[arg(long)]
+        listen_port: u16,
+        /// Port to forward to (127.0.0.1).
+        #[arg(long)]
+        to_port: u16,
+        /// The link, as `up --link` takes it.
+        #[arg(long)]
+        link: String,
     },
     /// Stop an instance cleanly.
     Down {
@@ -67,7 +125,7 @@ pub enum PgVerb {
 fn err(e: MediaError) -> anyhow::Error {
     match e {
         MediaError::Usage(m) => usage(m),
-        MediaError::Failed(m) => anyhow::anyhow!(m),
+        MediaError::Failed(m) => target_failed(m),
     }
 }
 
@@ -78,32 +136,150 @@ fn place(target: &str, name: &str, what: &str) -> Result<std::path::PathBuf> {
     Ok(if target.contains('/') { dir } else { dir.join(format!("pg-{name}-{what}")) })
 }
 
+/// A standby's directory: on a medium `MOUNT/pg-NAME-sI-what`, for a path
+/// `PATH-sI`.
+fn standby_place(target: &str, name: &str, i: u32, what: &str) -> Result<std::path::PathBuf> {
+    let dir = storbench_media::target_dir(target).map_err(err)?;
+    Ok(if target.contains('/') {
+        format!("{}-s{i}", dir.display()).into()
+    } else {
+        dir.join(format!("pg-{name}-s{i}-{what}"))
+    })
+}
+
+/// What `status` (and `up --json`) shows of an instance.
+fn status(i: &pg::Instance) -> serde_json::Value {
+    let up = pg::running(i);
+    let mut v = serde_json::json!({
+        "name": i.name, "version": i.version, "running": up, "port": i.port,
+        "url": format!("managed:{} = postgres://root@127.0.0.1:{}/storbench", i.name, i.port),
+        "settings": i.settings, "placement": pg::placement(i), "socket_dir": i.socket_dir,
+    });
+    if let Some(p) = &i.primary {
+        v["primary"] = p.clone().into();
+        v["standby_name"] = i.standby_name.clone().into();
+    }
+    if let Some(d) = &i.proxy {
+        v["proxy"] = serde_json::json!({
+            "pid": d.pid, "port": d.port, "running": pg::proxy_running(d), "link": d.link.to_arg(),
+            "rtt_us": d.link.rtt_us, "floor_us": d.floor_us,
+        });
+    }
+    if !i.standbys.is_empty() || i.sync.is_some() {
+        v["sync"] = i.sync.clone().into();
+        v["sync_names"] = i.sync_names.clone().into();
+        // As the primary sees them (pg_stat_replication), beside what each
+        // standby's own server and proxy are doing.
+        let seen = if up { pg::replication(i).unwrap_or_default() } else { Vec::new() };
+        let standbys: Vec<serde_json::Value> = i
+            .standbys
+            .iter()
+            .filter_map(|n| pg::get(n).ok().flatten())
+            .map(|s| {
+                let short = s.standby_name.clone().unwrap_or_default();
+                let r = seen.iter().find(|r| r.name == short);
+                serde_json::json!({
+                    "instance": s.name, "name": short, "port": s.port, "running": pg::running(&s),
+                    "placement": pg::placement(&s),
+                    "link": s.proxy.as_ref().map(|d| d.link.to_arg()),
+                    "proxy_floor_us": s.proxy.as_ref().map(|d| d.floor_us),
+                    "state": r.map(|r| r.state.clone()).unwrap_or_else(|| "not connected".into()),
+                    "sync_state": r.map(|r| r.sync_state.clone()),
+                    "sent_replay_bytes": r.map(|r| r.sent_replay_bytes),
+                    "write_lag_ms": r.and_then(|r| r.write_lag_ms),
+                    "flush_lag_ms": r.and_then(|r| r.flush_lag_ms),
+                    "replay_lag_ms": r.and_then(|r| r.replay_lag_ms),
+                })
+            })
+            .collect();
+        v["standbys"] = standbys.into();
+    }
+    v
+}
+
+/// Parses a duration flag (`3s`, `500ms`).
+pub fn duration(s: &str) -> std::result::Result<std::time::Duration, String> {
+    storbench_metrics::units::parse_duration(s)
+}
+
 /// Runs `storbench pg`.
 pub fn run(g: &Global, a: PgArgs) -> Result<ExitCode> {
     match a.verb {
-        PgVerb::Up { name, data, wal, temp, port, settings } => {
+        PgVerb::FailoverCheck { name, clients, kill_after } => {
+            crate::cmd::failover::run(g, &name, clients, kill_after)
+        }
+        PgVerb::Proxy { listen_port, to_port, link } => {
+            let link = Link::parse(&link).map_err(err)?;
+            // Sleeps end close to their due time: the default 50 µs timer
+            // slack would add to every chunk's delay.
+            // SAFETY: a prctl on this process with integer arguments.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1u64, 0, 0, 0) };
+            let l = std::net::TcpListener::bind(("127.0.0.1", listen_port))
+                .map_err(|e| target_failed(format!("proxy: listening on 127.0.0.1:{listen_port}: {e}")))?;
+            proxy::serve(l, ([127, 0, 0, 1], to_port).into(), link)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        PgVerb::Up {
+            name,
+            data,
+            wal,
+            temp,
+            port,
+            settings,
+            standby,
+            standby_data,
+            standby_wal,
+            sync,
+            sync_names,
+            link,
+        } => {
             let mut kv = Vec::new();
             for s in &settings {
-                let (k, v) = s.split_once('=').ok_or_else(|| usage(format!("--set {s}: use KEY=VALUE")))?;
+                let (k, v) = s.split_once('=').ok_or_else(|| usage(format!("-c {s}: use KEY=VALUE")))?;
                 kv.push((k.trim().to_string(), v.trim().to_string()));
             }
-            let existing = pg::get(&name).map_err(err)?;
-            let o = match (&existing, &data) {
-                (Some(_), _) => UpOptions::default(),
-                (None, None) => {
-                    return Err(usage(format!("pg up {name}: a new instance needs --data TARGET")))
-                }
-                (None, Some(d)) => UpOptions {
-                    data: place(d, &name, "data")?,
-                    wal: wal.as_deref().map(|w| place(w, &name, "wal")).transpose()?,
-                    temp: temp.as_deref().map(|t| place(t, &name, "temp")).transpose()?,
-                    port,
-                    settings: kv,
-                },
+            if data.is_none() && pg::get(&name).map_err(err)?.is_none() {
+                return Err(usage(format!("pg up {name}: a new instance needs --data TARGET")));
+            }
+            let sdata = standby_data.as_deref().or(data.as_deref());
+            if standby > 0 && sdata.is_none() {
+                return Err(usage(format!(
+                    "pg up {name} --standby {standby}: give --data or --standby-data"
+                )));
+            }
+            if standby == 0 && (standby_data.is_some() || standby_wal.is_some()) {
+                return Err(usage("--standby-data and --standby-wal need --standby N".to_string()));
+            }
+            let mut standbys = Vec::new();
+            for i in 1..=standby {
+                standbys.push(StandbyPlace {
+                    data: standby_place(sdata.expect("checked"), &name, i, "data")?,
+                    wal: standby_wal.as_deref().map(|w| standby_place(w, &name, i, "wal")).transpose()?,
+                });
+            }
+            // For an instance that exists, what is given is checked against
+            // what it has (pg::differences); what is not given is not.
+            let o = UpOptions {
+                data: data.as_deref().map(|d| place(d, &name, "data")).transpose()?.unwrap_or_default(),
+                wal: wal.as_deref().map(|w| place(w, &name, "wal")).transpose()?,
+                temp: temp.as_deref().map(|t| place(t, &name, "temp")).transpose()?,
+                port,
+                settings: kv,
+                standbys,
+                sync,
+                sync_names,
+                link: link.as_deref().map(Link::parse).transpose().map_err(err)?,
+                proxy_command: vec![
+                    std::env::current_exe()?.display().to_string(),
+                    "pg".into(),
+                    "proxy".into(),
+                ],
             };
             let i = pg::up(&name, &o).map_err(err)?;
-            if !g.quiet {
-                eprintln!(
+            if g.json {
+                println!("{}", serde_json::to_string_pretty(&status(&i))?);
+            } else {
+                println!(
                     "managed PostgreSQL {} ({}) up on 127.0.0.1:{}: use --db managed:{}",
                     i.name, i.version, i.port, i.name
                 );
@@ -112,18 +288,25 @@ pub fn run(g: &Global, a: PgArgs) -> Result<ExitCode> {
         }
         PgVerb::Down { name, all, destroy } => {
             let names: Vec<String> = if all {
-                pg::list().map_err(err)?.into_iter().map(|i| i.name).collect()
+                // Standbys go down with their primary.
+                pg::list().map_err(err)?.into_iter().filter(|i| i.primary.is_none()).map(|i| i.name).collect()
             } else {
                 vec![name.expect("required unless --all")]
             };
+            let mut done = Vec::new();
             for n in names {
                 pg::down(&n, destroy).map_err(err)?;
-                if !g.quiet {
+                if !g.quiet && !g.json {
                     eprintln!(
                         "managed PostgreSQL {n}: {}",
                         if destroy { "stopped and removed" } else { "stopped" }
                     );
                 }
+                done.push(n);
+            }
+            if g.json {
+                let key = if destroy { "removed" } else { "stopped" };
+                println!("{}", serde_json::to_string_pretty(&serde_json::json!({ key: done }))?);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -131,12 +314,82 @@ pub fn run(g: &Global, a: PgArgs) -> Result<ExitCode> {
             let i = pg::get(&name)
                 .map_err(err)?
                 .ok_or_else(|| usage(format!("no managed instance named '{name}' (storbench pg list)")))?;
-            let v = serde_json::json!({
-                "name": i.name, "version": i.version, "running": pg::running(&i), "port": i.port,
-                "url": format!("managed:{} = postgres://root@127.0.0.1:{}/storbench", i.name, i.port),
-                "settings": i.settings, "placement": pg::placement(&i), "socket_dir": i.socket_dir,
-            });
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            let v = status(&i);
+            if g.json {
+                println!("{}", serde_json::to_string_pretty(&v)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            let state = if v["running"] == true { "running" } else { "stopped" };
+            println!("managed PostgreSQL {} ({}), {state}, 127.0.0.1:{}", i.name, i.version, i.port);
+            println!("url:      {}", v["url"].as_str().unwrap_or_default());
+            for part in ["data", "wal", "temp"] {
+                let p = &v["placement"][part];
+                if p.is_null() {
+                    continue;
+                }
+                let medium =
+                    p["medium"]["name"].as_str().map(|m| format!(" (medium {m})")).unwrap_or_default();
+                println!("{part:<9} {}{medium}", p["path"].as_str().unwrap_or_default());
+            }
+            let settings: Vec<String> = i.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            println!(
+                "settings: {}",
+                if settings.is_empty() { "(defaults)".into() } else { settings.join(" ") }
+            );
+            if let Some(p) = &i.primary {
+                println!("standby:  {} of {p}", i.standby_name.as_deref().unwrap_or("?"));
+            }
+            if let Some(p) = v.get("proxy") {
+                println!(
+                    "link:     {} via proxy pid {} on port {} ({}, own floor {} us)",
+                    p["link"].as_str().unwrap_or_default(),
+                    p["pid"],
+                    p["port"],
+                    if p["running"] == true { "running" } else { "not running" },
+                    p["floor_us"]
+                );
+            }
+            if let Some(sb) = v.get("standbys").and_then(|s| s.as_array()) {
+                println!(
+                    "sync:     synchronous_commit={} synchronous_standby_names={}",
+                    i.sync.as_deref().unwrap_or("(default)"),
+                    i.sync_names.as_deref().unwrap_or("(none: async)")
+                );
+                let ms = |x: &serde_json::Value| {
+                    x.as_f64().map(|f| format!("{f:.2}")).unwrap_or_else(|| "-".into())
+                };
+                let mut t = Table::new();
+                t.load_preset(UTF8_FULL_CONDENSED);
+                t.set_header(vec![
+                    "standby",
+                    "instance",
+                    "port",
+                    "server",
+                    "state",
+                    "sync",
+                    "link",
+                    "sent-replay B",
+                    "write ms",
+                    "flush ms",
+                    "replay ms",
+                ]);
+                for s in sb {
+                    t.add_row(vec![
+                        s["name"].as_str().unwrap_or_default().to_string(),
+                        s["instance"].as_str().unwrap_or_default().to_string(),
+                        s["port"].to_string(),
+                        if s["running"] == true { "running".into() } else { "stopped".to_string() },
+                        s["state"].as_str().unwrap_or_default().to_string(),
+                        s["sync_state"].as_str().unwrap_or("-").to_string(),
+                        s["link"].as_str().unwrap_or("direct").to_string(),
+                        s["sent_replay_bytes"].as_i64().map(|b| b.to_string()).unwrap_or_else(|| "-".into()),
+                        ms(&s["write_lag_ms"]),
+                        ms(&s["flush_lag_ms"]),
+                        ms(&s["replay_lag_ms"]),
+                    ]);
+                }
+                println!("{t}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         PgVerb::List => {

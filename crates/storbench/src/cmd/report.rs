@@ -78,7 +78,7 @@ fn check_output(path: &Path) -> Result<()> {
 }
 
 /// Writes `content` to `path` whole: a temporary file beside it, then a rename.
-fn write_whole(path: &Path, content: &str) -> Result<()> {
+pub fn write_whole(path: &Path, content: &str) -> Result<()> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
     let result = (|| -> Result<()> {

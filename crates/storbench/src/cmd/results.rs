@@ -36,12 +36,12 @@ pub enum ResultsVerb {
     },
     /// Show one run: its settings, environment and every step's figures.
     Show {
-        /// Run id or a prefix of its uuid.
+        /// Run id (a number) or a prefix of its uuid (as `results list` shows it).
         run: String,
     },
     /// Export one run as JSON (the full record) or CSV (its figures).
     Export {
-        /// Run id or a prefix of its uuid.
+        /// Run id (a number) or a prefix of its uuid (as `results list` shows it).
         run: String,
         /// Export as JSON (default).
         #[arg(long, conflicts_with = "csv")]
@@ -97,7 +97,7 @@ pub fn run(g: &Global, a: ResultsArgs) -> Result<ExitCode> {
                 };
                 t.add_row([
                     r.id.to_string(),
-                    r.uuid[..8].to_string(),
+                    r.short().to_string(),
                     r.kind.clone(),
                     r.label.clone(),
                     r.status.as_str().to_string(),
@@ -138,7 +138,7 @@ pub fn run(g: &Global, a: ResultsArgs) -> Result<ExitCode> {
                     let value = v["value"].as_f64().unwrap_or(f64::NAN);
                     t.add_row([
                         name.clone(),
-                        format_value(value),
+                        storbench_metrics::units::format_figure(value),
                         v["unit"].as_str().unwrap_or("").to_string(),
                     ]);
                 }
@@ -160,19 +160,4 @@ pub fn run(g: &Global, a: ResultsArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Formats a figure with sensible precision for a table.
-pub fn format_value(v: f64) -> String {
-    if !v.is_finite() {
-        return "-".into();
-    }
-    let a = v.abs();
-    if a >= 1000.0 || v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
 }

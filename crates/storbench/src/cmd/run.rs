@@ -79,7 +79,7 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
     let exe = std::env::current_exe().context("finding the storbench executable")?;
     let mut env = Setup {
         plan: &plan,
-        exe: exe.clone(),
+        exe,
         results: g.results.clone(),
         made_media: Vec::new(),
         made_pg: Vec::new(),
@@ -154,17 +154,12 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
     }
     if !interrupted && !a.no_report && done + skipped > 0 {
         let html = a.report.clone().unwrap_or_else(|| PathBuf::from(format!("{name}-report.html")));
-        let st =
-            Command::new(&exe).arg("--results").arg(&g.results).args(["report", &name, "--text"]).status();
-        let st2 = Command::new(&exe)
-            .arg("--results")
-            .arg(&g.results)
-            .args(["report", &name, "--html"])
-            .arg(&html)
-            .status();
-        match (st, st2) {
-            (Ok(a), Ok(b)) if a.success() && b.success() => eprintln!("report: {}", html.display()),
-            _ => eprintln!("storbench: warning: the report of plan {name} could not be written"),
+        match end_report(&store, &name, &html) {
+            Ok(summary) => {
+                println!("{summary}");
+                eprintln!("report: {}", html.display());
+            }
+            Err(e) => eprintln!("storbench: warning: the report of plan {name} could not be written: {e:#}"),
         }
     }
     Ok(ExitCode::from(if interrupted {
@@ -174,6 +169,16 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
     } else {
         crate::error::EXIT_FAILED
     }))
+}
+
+/// The report a plan ends with: the HTML file, written whole, and the short
+/// summary for the terminal (findings, main tables, the configurations
+/// compared in a line; the full environment stays in the HTML and in
+/// `results show`).
+fn end_report(store: &Store, name: &str, html: &Path) -> Result<String> {
+    let report = storbench_report::Report::load(store, &[name.to_string()])?;
+    crate::cmd::report::write_whole(html, &report.to_html()?)?;
+    Ok(report.to_summary())
 }
 
 /// The cell's command as a user would type it (placeholders shown by name).
@@ -249,6 +254,26 @@ fn validate_targets(plan: &Plan) -> Result<()> {
             storbench_media::check_support(throttled).map_err(|e| {
                 usage(format!("{}: target '{name}' is a medium the plan creates: {e}", plan.file.display()))
             })?;
+            if let Some(m) = t.media.as_ref().filter(|m| m.model.is_some() || !m.set.is_empty()) {
+                let model = m.model.as_deref().ok_or_else(|| {
+                    usage(format!(
+                        "{}: target '{name}': set = {{ ... }} needs model = \"NAME\"",
+                        plan.file.display()
+                    ))
+                })?;
+                if m.emulate.is_some() {
+                    return Err(usage(format!(
+                        "{}: target '{name}': give emulate or model, not both (caps, or a per-I/O device model)",
+                        plan.file.display()
+                    )));
+                }
+                let sets: Vec<String> = m.set.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                storbench_emu::Spec::parse(model, &sets)
+                    .map_err(|e| usage(format!("{}: target '{name}': {e}", plan.file.display())))?;
+                storbench_media::emu::check_support().map_err(|e| {
+                    usage(format!("{}: target '{name}' is a modelled medium: {e}", plan.file.display()))
+                })?;
+            }
         }
     }
     Ok(())
@@ -268,7 +293,9 @@ struct Setup<'a> {
 impl Setup<'_> {
     fn child(&self) -> Command {
         let mut c = Command::new(&self.exe);
-        c.arg("--results").arg(&self.results).arg("--quiet");
+        // What a child prints on stdout (a medium made, a server up) is not
+        // the plan's result; its errors still reach stderr.
+        c.arg("--results").arg(&self.results).arg("--quiet").stdout(Stdio::null());
         c.env_remove("STORBENCH_PLAN").env_remove("STORBENCH_CELL").env_remove("STORBENCH_AXES");
         c
     }
@@ -302,6 +329,12 @@ impl Setup<'_> {
             if let Some(e) = &m.emulate {
                 c.args(["--emulate", e]);
             }
+            if let Some(model) = &m.model {
+                c.args(["--model", model]);
+            }
+            for (k, v) in &m.set {
+                c.arg("--set").arg(format!("{k}={v}"));
+            }
             let st = c.status().context("running storbench media create")?;
             if !st.success() {
                 return Err(anyhow!("creating medium '{mname}' for target '{name}' failed"));
@@ -322,7 +355,13 @@ impl Setup<'_> {
         let data = place(m.data.get_ref());
         let wal = m.wal.as_ref().map(|w| place(w.get_ref()));
         let temp = m.temp.as_ref().map(|t| place(t.get_ref()));
-        let inst = format!("{}-{name}-{data}", self.plan.def.name);
+        let mut inst = format!("{}-{name}-{data}", self.plan.def.name);
+        // A replicated instance differs by its sync level, link and standby
+        // placement too: each combination is an instance of its own.
+        for v in m.replication_flags(&cell.axes).iter().skip(1).step_by(2) {
+            inst.push('-');
+            inst.extend(v.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_'));
+        }
         Some((inst, data, wal, temp))
     }
 
@@ -347,9 +386,18 @@ impl Setup<'_> {
         if let Some(t) = &temp {
             c.arg("--temp").arg(self.target_path(t)?.join(&inst).join("temp"));
         }
-        for (k, v) in &m.set {
+        for (k, v) in &m.conf {
             let v = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
-            c.args(["--set", &format!("{k}={v}")]);
+            c.args(["-c", &format!("{k}={v}")]);
+        }
+        let repl = m.replication_flags(&cell.axes);
+        for pair in repl.chunks(2) {
+            let v = if pair[0].starts_with("--standby-") {
+                self.target_path(&pair[1])?.join(&inst).join(&pair[0][10..]).display().to_string()
+            } else {
+                pair[1].clone()
+            };
+            c.args([&pair[0], &v]);
         }
         let st = c.status().context("running storbench pg up")?;
         if !st.success() {

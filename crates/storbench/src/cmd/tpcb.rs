@@ -2,6 +2,10 @@
 //! engine, on pgbench's own tables, with pgbench's options and its
 //! definition of TPS (transactions over the run's time, connections
 //! excluded).
+//!
+//! pgbench's `-j` (threads driving the clients) has no counterpart: every
+//! client here has its own thread, as pgbench with `-j` equal to `-c`, so
+//! `tpcb run` does not take it rather than accept and ignore it.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -10,7 +14,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use serde_json::json;
 use storbench_metrics::units::parse_duration;
-use storbench_metrics::{StepReport, Unit};
+use storbench_metrics::{Sample, StepReport, Unit};
 use storbench_workloads::tpcb::{self, InitOptions, Tpcb};
 use storbench_workloads::StepSpec;
 
@@ -31,7 +35,7 @@ pub struct TpcbArgs {
 /// What to do.
 #[derive(Debug, Subcommand)]
 pub enum TpcbVerb {
-    /// Create and load pgbench's tables (drops existing ones).
+    /// Create and load pgbench's tables (existing ones only with --replace).
     Init(InitArgs),
     /// Run the TPC-B-like script at one or more client counts.
     Run(RunArgs),
@@ -59,6 +63,10 @@ pub struct InitArgs {
     /// Connections loading in parallel (default: the number of CPUs).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
+    /// Drop existing pgbench tables first (without it, `init` refuses them,
+    /// as `tpcc build` refuses an existing schema).
+    #[arg(long)]
+    pub replace: bool,
 }
 
 /// Options of `tpcb run`.
@@ -69,9 +77,6 @@ pub struct RunArgs {
     /// Clients per step: a list (1,4,16), a range (1..8) or fib:N.
     #[arg(long, short = 'c', default_value = "1")]
     pub clients: String,
-    /// Accepted for pgbench compatibility; storbench runs one thread per client.
-    #[arg(long, short = 'j')]
-    pub jobs: Option<usize>,
     /// The scale the tables must have (default: whatever they have).
     #[arg(long, short = 's')]
     pub scale: Option<i64>,
@@ -85,13 +90,15 @@ pub struct RunArgs {
     /// counts from the schedule).
     #[arg(long, short = 'R', allow_negative_numbers = true)]
     pub rate: Option<f64>,
-    /// Latency limit: with --rate, transactions this far behind schedule are
-    /// skipped; without, slower ones are counted as late.
+    /// Latency limit, a bare number in milliseconds as pgbench's -L reads
+    /// it (or a duration: 50ms, 0.1s): with --rate, transactions this far
+    /// behind schedule are skipped; without, slower ones are counted as late.
     #[arg(long, short = 'L')]
     pub latency_limit: Option<String>,
-    /// Print a progress line every N seconds.
+    /// Print a progress line this often (a duration: 5s, 1m; a bare number
+    /// is seconds, as pgbench's -P reads it).
     #[arg(long, short = 'P')]
-    pub progress: Option<u64>,
+    pub progress: Option<String>,
     /// Seed for key choice.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -126,6 +133,14 @@ fn init(g: &Global, a: InitArgs) -> Result<ExitCode> {
     let db = Db::parse(&a.db.db)?;
     oltp::make_sqlite_dir(&db)?;
     let mut conn = db.open()?;
+    if let Some(scale) = tpcb::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))? {
+        if !a.replace {
+            return Err(usage(format!(
+                "{} already holds pgbench tables at scale {scale}: add --replace to load them again",
+                db.shown
+            )));
+        }
+    }
     let env = json!({ "db": dbarg::env(&db, conn.as_mut()) });
     let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
     drop(conn);
@@ -146,15 +161,16 @@ fn init(g: &Global, a: InitArgs) -> Result<ExitCode> {
             r.figure("index.seconds", s.index_seconds, Unit::S);
             r.figure("rows.per_s", s.rows as f64 / s.load_seconds.max(1e-9), Unit::PerS);
             rec.write_step(clock, "init", json!({ "scale": a.scale }), r)?;
-            if !g.quiet {
-                eprintln!(
+            oltp::result(
+                g,
+                format!(
                     "tpcb init: {} rows in {:.1} s ({:.0} rows/s), keys and statistics {:.1} s",
                     s.rows,
                     s.load_seconds,
                     s.rows as f64 / s.load_seconds.max(1e-9),
                     s.index_seconds
-                );
-            }
+                ),
+            );
             rec.finish(Outcome::Complete)
         }
         Err(e) => rec.finish(Outcome::Failed(anyhow::anyhow!("loading {}: {e}", db.shown))),
@@ -170,11 +186,19 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
     let latency_limit = a
         .latency_limit
         .as_deref()
-        .map(|s| parse_duration(s).map_err(|e| usage(format!("--latency-limit {s}: {e}"))))
+        .map(|s| parse_latency_limit(s).map_err(|e| usage(format!("--latency-limit {s}: {e}"))))
         .transpose()?;
-    if a.progress == Some(0) {
-        return Err(usage("--progress 0: must be at least 1 second"));
-    }
+    let progress = a
+        .progress
+        .as_deref()
+        .map(|s| match parse_duration(s) {
+            Ok(d) if d >= Duration::from_secs(1) => Ok(d),
+            Ok(_) => {
+                Err(usage(format!("--progress {s}: must be at least 1s (figures are taken once a second)")))
+            }
+            Err(e) => Err(usage(format!("--progress {s}: {e}"))),
+        })
+        .transpose()?;
     let db = Db::parse(&a.db.db)?;
     oltp::require_sqlite_file(&db, "tpcb init")?;
     let mut conn = db.open()?;
@@ -190,16 +214,27 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
     if let Some(want) = a.scale.filter(|&w| w != scale) {
         return Err(usage(format!("--scale {want}: the tables in {} are at scale {scale}", db.shown)));
     }
-    let env = json!({ "db": dbarg::env(&db, conn.as_mut()), "scale": scale });
+    let env_db = dbarg::env(&db, conn.as_mut());
+    let (durability, warnings) =
+        oltp::durability(conn.as_mut(), &env_db, (rampup + duration) * clients.len() as u32);
+    let env = json!({
+        "db": env_db, "scale": scale, "durability": durability, "warnings": warnings,
+        "sources": {
+            "tps.client": "transactions the clients finished in the window over the window (pgbench's tps)",
+            "tps.server": "the server's commits + rollbacks over the window",
+        },
+    });
     let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
     drop(conn);
     let config = json!({
-        "db": db.shown, "scale": scale, "clients": clients, "jobs": a.jobs,
+        "db": db.shown, "scale": scale, "clients": clients,
         "duration_s": duration.as_secs_f64(), "rampup_s": rampup.as_secs_f64(),
-        "rate": a.rate, "latency_limit_ms": latency_limit.map(|d| d.as_secs_f64() * 1e3), "seed": a.seed,
+        "rate": a.rate, "latency_limit_ms": latency_limit.map(|d| d.as_secs_f64() * 1e3),
+        "progress_s": progress.map(|d| d.as_secs_f64()), "seed": a.seed,
     });
     let label = format!("tpcb scale {scale} clients {}", a.clients);
     let rec = Recorder::begin(g, "tpcb", label, config, env, &targets)?;
+    oltp::warn_line(&warnings);
     let specs = clients
         .iter()
         .map(|&c| StepSpec {
@@ -216,18 +251,66 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
     let steps = Steps {
         level: "clients",
         specs,
-        progress: a.progress.map(Duration::from_secs),
+        progress,
         columns: &[
-            ("tps", "TPS"),
+            ("tps.client", "TPS"),
+            ("tps.server", "TPS server"),
             ("lat.mean", "lat mean µs"),
             ("lat.p95", "p95 µs"),
             ("lat.p99", "p99 µs"),
             ("errors", "errors"),
             ("retries", "retries"),
         ],
-        decorate: &|_, _| {},
+        decorate: &decorate,
         live: None,
     };
     let connect = db.connector();
-    oltp::run_steps(rec, g.quiet, &workload, &connect, steps)
+    oltp::run_steps(rec, g, &workload, &connect, steps, &warnings)
+}
+
+/// `--latency-limit`: a bare number is milliseconds, as pgbench's `-L`
+/// reads it; a duration with a unit (`50ms`, `0.1s`) as written. Must be
+/// more than zero.
+fn parse_latency_limit(s: &str) -> Result<Duration, String> {
+    let d = match s.trim().parse::<f64>() {
+        Ok(ms) if ms.is_finite() && ms >= 0.0 => Duration::from_secs_f64(ms / 1e3),
+        Ok(_) => return Err("must be a positive number of milliseconds".into()),
+        Err(_) => parse_duration(s)?,
+    };
+    if d.is_zero() {
+        return Err("must be more than zero".into());
+    }
+    Ok(d)
+}
+
+/// Names the runner's client count by its source (`tps.client`, pgbench's
+/// definition), figure and per-second series, beside the server's
+/// `tps.server`.
+fn decorate(r: &mut StepReport, _window: Duration) {
+    if let Some(tps) = r.get("tps") {
+        r.figure("tps.client", tps, Unit::PerS);
+    }
+    let series: Vec<Sample> = r
+        .samples
+        .iter()
+        .filter(|s| s.name == "tps")
+        .map(|s| Sample { t_ms: s.t_ms, name: "tps.client".into(), value: s.value })
+        .collect();
+    r.samples.extend(series);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_latency_limit_is_milliseconds_as_in_pgbench() {
+        assert_eq!(parse_latency_limit("50"), Ok(Duration::from_millis(50)));
+        assert_eq!(parse_latency_limit("2.5"), Ok(Duration::from_micros(2500)));
+        assert_eq!(parse_latency_limit("50ms"), Ok(Duration::from_millis(50)));
+        assert_eq!(parse_latency_limit("1s"), Ok(Duration::from_secs(1)));
+        assert!(parse_latency_limit("0").is_err());
+        assert!(parse_latency_limit("-5").is_err());
+        assert!(parse_latency_limit("soon").is_err());
+    }
 }

@@ -1,7 +1,8 @@
 //! `storbench tpcc build | run | check | drop`: the TPC-C-like workload on
-//! any engine. `run` reports TPM as the database counts it and NOPM from the
-//! growth of the districts' next order ids (HammerDB's method), beside the
-//! client's own counts.
+//! any engine. `run` reports TPM as the database counts it (`tpm.server`)
+//! and NOPM from the growth of the districts' next order ids
+//! (`nopm.districts`, HammerDB's method), beside the client's own counts
+//! (`tpm.client`, `nopm.client`): every figure and series names its source.
 
 use std::process::ExitCode;
 
@@ -104,7 +105,7 @@ pub fn run(g: &Global, a: TpccArgs) -> Result<ExitCode> {
     match a.verb {
         TpccVerb::Build(b) => build(g, b),
         TpccVerb::Run(r) => run_steps(g, r),
-        TpccVerb::Check(d) => check(d),
+        TpccVerb::Check(d) => check(g, d),
         TpccVerb::Drop(d) => drop_schema(g, d),
     }
 }
@@ -160,8 +161,9 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
             r.figure("build.index_seconds", s.index_seconds, Unit::S);
             r.figure("build.analyze_seconds", s.analyze_seconds, Unit::S);
             rec.write_step(clock, "build", json!({ "warehouses": a.warehouses, "jobs": jobs }), r)?;
-            if !g.quiet {
-                eprintln!(
+            oltp::result(
+                g,
+                format!(
                     "tpcc build: {} warehouse(s), {} rows in {:.1} s ({:.0} rows/s, indexes and procedures included; \
                      load {:.1} s, keys and indexes {:.1} s, statistics {:.1} s)",
                     a.warehouses,
@@ -171,8 +173,8 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
                     s.load_seconds,
                     s.index_seconds,
                     s.analyze_seconds
-                );
-            }
+                ),
+            );
             rec.finish(Outcome::Complete)
         }
         Err(e) => rec.finish(Outcome::Failed(anyhow::anyhow!("building in {}: {e}", db.shown))),
@@ -209,11 +211,24 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
         Ok(Some(c)) => c.scope,
         _ => "client",
     };
+    let mut sources = json!({
+        "tpm.client": "transactions the users finished in the window (New-Orders rolled back by design included)",
+        "nopm.client": "New-Orders the users committed in the window (rollbacks excluded)",
+        "nopm.districts": "growth of SUM(d_next_o_id) over the measured window",
+    });
+    if server_counters {
+        sources["tpm.server"] =
+            json!(format!("the server's commits + rollbacks over the window, scope {scope}"));
+    }
+    let env_db = dbarg::env(&db, conn.as_mut());
+    let (durability, warnings) =
+        oltp::durability(conn.as_mut(), &env_db, (rampup + duration) * users.len() as u32);
     let env = json!({
-        "db": dbarg::env(&db, conn.as_mut()),
+        "db": env_db,
         "warehouses": info.warehouses,
-        "tpm_source": if server_counters { format!("server commits+rollbacks, scope {scope}") } else { "client count (engine has no counters)".into() },
-        "nopm_source": "growth of SUM(d_next_o_id) over the measured window",
+        "durability": durability,
+        "warnings": warnings,
+        "sources": sources,
         "driver": if procedures { "server-side procedures" } else { "client-side SQL" },
     });
     let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
@@ -225,6 +240,7 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
     });
     let label = format!("tpcc {}w users {}", info.warehouses, a.users);
     let rec = Recorder::begin(g, "tpcc", label, config, env, &targets)?;
+    oltp::warn_line(&warnings);
     let opts = Options {
         warehouses: info.warehouses,
         all_warehouses: a.all_warehouses,
@@ -242,8 +258,9 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
         specs,
         progress: None,
         columns: &[
-            ("nopm", "NOPM"),
-            ("tpm", "TPM"),
+            ("nopm.districts", "NOPM"),
+            ("nopm.client", "NOPM client"),
+            ("tpm.server", "TPM server"),
             ("tpm.client", "TPM client"),
             ("txn.new_order.lat.p95", "NO p95 µs"),
             ("lat.p99", "p99 µs"),
@@ -253,42 +270,37 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
         decorate: &decorate,
         live: Some(&|t| {
             let nopm = t.kind_tps.first().copied().unwrap_or(0.0) * 60.0;
-            format!("TPM {:.0}  NOPM {:.0}  lat {:.2} ms", t.tps * 60.0, nopm, t.lat_mean_us / 1e3)
+            format!("client TPM {:.0}  NOPM {:.0}  lat {:.2} ms", t.tps * 60.0, nopm, t.lat_mean_us / 1e3)
         }),
     };
     let connect = db.connector();
-    oltp::run_steps(rec, g.quiet, &workload, &connect, steps)
+    oltp::run_steps(rec, g, &workload, &connect, steps, &warnings)
 }
 
-/// Adds TPM where the engine has no counters, client NOPM, per-user TPM,
-/// and per-second TPM/NOPM samples (client counts).
+/// Adds the client's NOPM and the per-second client TPM and NOPM series.
+/// `txn.new_order.*` counts committed New-Orders only: the designed
+/// rollbacks are their own kind (`txn.new_order_rollback.*`).
 fn decorate(r: &mut StepReport, window: std::time::Duration) {
     let minutes = window.as_secs_f64() / 60.0;
-    let tpm_client = r.get("tpm.client").unwrap_or(0.0);
-    if r.get("tpm").is_none() {
-        r.figure("tpm", tpm_client, Unit::PerMin);
-    }
     let new_orders = r.get("txn.new_order.count").unwrap_or(0.0);
-    let rolled_back = r.get("rolled_back").unwrap_or(0.0);
     if minutes > 0.0 {
-        r.figure("nopm.client", (new_orders - rolled_back).max(0.0) / minutes, Unit::PerMin);
-    }
-    if let (Some(tpm), Some(users)) = (r.get("tpm"), r.get("users")) {
-        r.figure("tpm.per_user", tpm / users.max(1.0), Unit::PerMin);
+        r.figure("nopm.client", new_orders / minutes, Unit::PerMin);
     }
     let extra: Vec<Sample> = r
         .samples
         .iter()
         .filter_map(|s| match s.name.as_str() {
-            "tps" => Some(Sample { t_ms: s.t_ms, name: "tpm".into(), value: s.value * 60.0 }),
-            "txn.new_order.tps" => Some(Sample { t_ms: s.t_ms, name: "nopm".into(), value: s.value * 60.0 }),
+            "tps" => Some(Sample { t_ms: s.t_ms, name: "tpm.client".into(), value: s.value * 60.0 }),
+            "txn.new_order.tps" => {
+                Some(Sample { t_ms: s.t_ms, name: "nopm.client".into(), value: s.value * 60.0 })
+            }
             _ => None,
         })
         .collect();
     r.samples.extend(extra);
 }
 
-fn check(a: DbArg) -> Result<ExitCode> {
+fn check(g: &Global, a: DbArg) -> Result<ExitCode> {
     let db = Db::parse(&a.db)?;
     let mut conn = db.open()?;
     if tpcc::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))?.is_none() {
@@ -306,7 +318,11 @@ fn check(a: DbArg) -> Result<ExitCode> {
             c.detail.clone(),
         ]);
     }
-    println!("{t}");
+    if g.json {
+        println!("{}", serde_json::to_string_pretty(&results)?);
+    } else {
+        println!("{t}");
+    }
     let failed = results.iter().filter(|c| !c.passed).count();
     if failed > 0 {
         eprintln!("storbench: {failed} consistency condition(s) failed in {}", db.shown);

@@ -1,0 +1,410 @@
+//! `storbench cache mrc TRACE`: the what-if of a cache without re-running —
+//! miss-ratio curves from a block trace (storbench's own `sbtrace`, blkparse
+//! text or CSV), exact for LRU by stack distance or sampled by SHARDS, and
+//! per-policy simulation at chosen sizes. Prints a table (or CSV, JSON, an
+//! HTML page with the curve), the knee, and the size that reaches a target
+//! hit ratio. Reads the trace only; the HTML file is written last, whole.
+//!
+//! `storbench cache gen` (hidden) writes a synthetic Zipf trace for the
+//! benchmark script.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use storbench_cache::mrc::{self, MrcConfig, MrcResult, Sampling};
+use storbench_cache::synth::Zipf;
+use storbench_cache::trace::{self, Format, Lines, TraceWriter};
+use storbench_cache::PolicyKind;
+use storbench_metrics::units::{format_size, parse_size};
+
+use crate::cli::Global;
+use crate::error::{usage, EXIT_INTERRUPTED};
+use crate::live::Live;
+
+/// Options of `storbench cache`.
+#[derive(Debug, Args)]
+pub struct CacheArgs {
+    #[command(subcommand)]
+    pub cmd: CacheCmd,
+}
+
+/// The verbs of `storbench cache`.
+#[derive(Debug, Subcommand)]
+pub enum CacheCmd {
+    /// Miss-ratio curves of a block trace: exact LRU, SHARDS, per-policy simulation.
+    Mrc(MrcArgs),
+    /// Write a synthetic Zipf trace (sbtrace) for benchmarks.
+    #[command(hide = true)]
+    Gen(GenArgs),
+}
+
+/// Options of `storbench cache mrc`.
+#[derive(Debug, Args)]
+pub struct MrcArgs {
+    /// The trace file: sbtrace (the emulator's --trace), blkparse text output,
+    /// or CSV (timestamp,offset,size,op or MSR Cambridge); see docs/cache.md.
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+    /// Policies, comma-separated: lru, clock, arc, 2q, s3fifo, sieve. LRU's
+    /// curve comes from stack distances (every size in one pass), the others
+    /// from simulation at each size.
+    #[arg(long, default_value = "lru")]
+    pub policy: String,
+    /// Cache sizes: LO..HI (doubling from LO, HI included), a list 64M,1G,2G,
+    /// or one size. Default: ten doublings up to the trace's footprint.
+    #[arg(long)]
+    pub sizes: Option<String>,
+    /// SHARDS sampling rate in (0, 1]: 0.01 reads 1 % of the lines (chosen by
+    /// hash, the same every run). 1 or absent: exact.
+    #[arg(long)]
+    pub sample: Option<f64>,
+    /// Fixed-size SHARDS: keep at most this many sampled lines, lowering the
+    /// rate as more arrive (starts at --sample, else 1).
+    #[arg(long, value_name = "LINES")]
+    pub sample_max: Option<usize>,
+    /// Cache line: the unit of caching; a request spanning lines touches each.
+    #[arg(long, default_value = "64k")]
+    pub line: String,
+    /// Trace format: sbtrace, blkparse or csv (default: detected).
+    #[arg(long)]
+    pub format: Option<String>,
+    /// Report the cache size that reaches this hit ratio (0-1), e.g. 0.9.
+    #[arg(long)]
+    pub target: Option<f64>,
+    /// Print CSV (size_bytes, then one miss-ratio column per policy). JSON: the global --json.
+    #[arg(long)]
+    pub csv: bool,
+    /// Also write an HTML page with the curves (SVG) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+/// Options of `storbench cache gen`.
+#[derive(Debug, Args)]
+pub struct GenArgs {
+    /// Output file (sbtrace).
+    #[arg(value_name = "FILE")]
+    pub out: PathBuf,
+    /// Requests to write.
+    #[arg(long, default_value_t = 10_000_000)]
+    pub requests: u64,
+    /// Distinct lines drawn from.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub lines: u64,
+    /// Zipf exponent (0 is uniform).
+    #[arg(long, default_value_t = 0.8)]
+    pub zipf: f64,
+    /// Request size = line.
+    #[arg(long, default_value = "64k")]
+    pub line: String,
+    /// Share of writes, 0-1.
+    #[arg(long, default_value_t = 0.3)]
+    pub writes: f64,
+    /// Random seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// Runs `storbench cache`.
+pub fn run(g: &Global, a: CacheArgs) -> Result<ExitCode> {
+    match a.cmd {
+        CacheCmd::Mrc(m) => run_mrc(g, m),
+        CacheCmd::Gen(x) => run_gen(x),
+    }
+}
+
+/// Everything `mrc` was asked, checked.
+struct Checked {
+    cfg: MrcConfig,
+    format: Option<Format>,
+}
+
+fn parse_sizes(s: &str, line: u64) -> Result<Vec<u64>> {
+    let one = |x: &str| parse_size(x).map_err(usage);
+    let mut v = if let Some((lo, hi)) = s.split_once("..") {
+        let (lo, hi) = (one(lo)?, one(hi)?);
+        if lo == 0 || hi < lo {
+            return Err(usage(format!("--sizes '{s}': use LO..HI with 0 < LO <= HI, e.g. 64M..8G")));
+        }
+        mrc::doubling(lo, hi)
+    } else {
+        s.split(',').map(|x| one(x.trim())).collect::<Result<Vec<u64>>>()?
+    };
+    if let Some(&small) = v.iter().find(|&&x| x < line) {
+        return Err(usage(format!(
+            "--sizes: {} is smaller than one cache line ({}); sizes must be at least --line",
+            format_size(small),
+            format_size(line)
+        )));
+    }
+    v.sort_unstable();
+    v.dedup();
+    Ok(v)
+}
+
+fn check(a: &MrcArgs) -> Result<Checked> {
+    let line = parse_size(&a.line).map_err(|e| usage(format!("--line: {e}")))?;
+    if line == 0 || line > u32::MAX as u64 {
+        return Err(usage(format!("--line '{}': use a positive size up to 4g, e.g. 64k", a.line)));
+    }
+    let mut policies = Vec::new();
+    for p in a.policy.split(',').map(str::trim) {
+        let k: PolicyKind = p.parse().map_err(|e: String| usage(format!("--policy: {e}")))?;
+        if !policies.contains(&k) {
+            policies.push(k);
+        }
+    }
+    let sizes = match &a.sizes {
+        Some(s) => parse_sizes(s, line)?,
+        None => Vec::new(),
+    };
+    let rate = match a.sample {
+        Some(r) if !(r > 0.0 && r <= 1.0) => {
+            return Err(usage(format!("--sample {r}: use a rate in (0, 1], e.g. 0.01")));
+        }
+        Some(r) => r,
+        None => 1.0,
+    };
+    let sampling = match a.sample_max {
+        Some(0) => return Err(usage("--sample-max 0: keep at least one line, e.g. 8192")),
+        Some(m) => Sampling::FixedSize { rate, max_lines: m },
+        None if rate < 1.0 => Sampling::Rate(rate),
+        None => Sampling::Exact,
+    };
+    if let Some(t) = a.target {
+        if !(t > 0.0 && t <= 1.0) {
+            return Err(usage(format!("--target {t}: use a hit ratio in (0, 1], e.g. 0.9")));
+        }
+    }
+    let format = a
+        .format
+        .as_deref()
+        .map(str::parse::<Format>)
+        .transpose()
+        .map_err(|e| usage(format!("--format: {e}")))?;
+    if let Some(h) = &a.html {
+        if h.is_dir() {
+            return Err(usage(format!("--html {}: is a directory; name a file", h.display())));
+        }
+    }
+    Ok(Checked { cfg: MrcConfig { line, sizes, policies, sampling, target: a.target }, format })
+}
+
+fn run_mrc(g: &Global, a: MrcArgs) -> Result<ExitCode> {
+    let c = check(&a)?;
+    if !a.trace.is_file() {
+        return Err(usage(format!("{}: no such trace file", a.trace.display())));
+    }
+    let (format, records) = trace::open(&a.trace, c.format).map_err(|e| usage(e.to_string()))?;
+    let mut lines = Lines::new(records, c.cfg.line);
+    let live = Live::line(g.quiet);
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let t0 = std::time::Instant::now();
+    let res = mrc::analyze(&mut lines, &c.cfg, threads, &mut |p| {
+        live.set(format!("{} accesses read, {:.0} s", p.accesses, t0.elapsed().as_secs_f64()));
+        !crate::interrupt::requested()
+    })
+    .map_err(|e| usage(e.to_string()))?;
+    live.finish();
+    if res.accesses == 0 {
+        return Err(usage(format!(
+            "{}: no reads or writes in {} requests (read as {})",
+            a.trace.display(),
+            lines.requests,
+            format_name(format)
+        )));
+    }
+    let (requests, skipped) = (lines.requests, lines.skipped);
+    if g.json {
+        let mut v = serde_json::to_value(&res)?;
+        v["trace"] = serde_json::json!({
+            "path": a.trace.display().to_string(), "format": format_name(format),
+            "requests": requests, "skipped": skipped,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else if a.csv {
+        print!("{}", to_csv(&res));
+    } else {
+        print!("{}", to_text(&res, format, requests, skipped));
+    }
+    if let Some(h) = &a.html {
+        let title = format!("Miss-ratio curves: {}", a.trace.display());
+        let page = storbench_report::mrc::html(&title, &series(&res), &summary_lines(&res))?;
+        // Written whole through a temporary name, so a failure leaves nothing half-written.
+        let tmp = h.with_extension("html.tmp");
+        std::fs::write(&tmp, page).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, h).with_context(|| format!("writing {}", h.display()))?;
+    }
+    if res.interrupted {
+        eprintln!("storbench: interrupted: the curves cover the first {} accesses", res.accesses);
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn format_name(f: Format) -> &'static str {
+    match f {
+        Format::SbTrace => "sbtrace",
+        Format::Blkparse => "blkparse",
+        Format::Csv => "csv",
+    }
+}
+
+fn series(r: &MrcResult) -> Vec<storbench_report::mrc::Series> {
+    r.curves
+        .iter()
+        .map(|c| {
+            let points = if c.policy == PolicyKind::Lru {
+                r.lru_fine.clone()
+            } else {
+                r.sizes.iter().copied().zip(c.miss_ratio.iter().copied()).collect()
+            };
+            storbench_report::mrc::Series {
+                label: format!("{} ({})", c.policy, c.method),
+                points,
+                knee: c.knee,
+            }
+        })
+        .collect()
+}
+
+fn method_line(r: &MrcResult) -> String {
+    match r.method {
+        "exact" => "exact (every access)".to_string(),
+        m => format!(
+            "{m}, rate {:.4} ({} of {} accesses sampled)",
+            r.sample_rate, r.sampled_accesses, r.accesses
+        ),
+    }
+}
+
+fn summary_lines(r: &MrcResult) -> Vec<String> {
+    let mut out = vec![
+        format!(
+            "{} accesses of {} lines, footprint {} lines ({}){}",
+            r.accesses,
+            format_size(r.line),
+            r.footprint_lines,
+            human(r.footprint_lines * r.line),
+            if r.method == "exact" { "" } else { " (estimated)" }
+        ),
+        format!("method: {}", method_line(r)),
+    ];
+    for c in &r.curves {
+        if let Some(k) = c.knee {
+            out.push(format!("knee: {} at {}", c.policy, human(k)));
+        }
+    }
+    if let Some(t) = r.target {
+        for c in &r.curves {
+            let how = if c.policy == PolicyKind::Lru { "" } else { " (smallest of the sizes run)" };
+            out.push(match c.size_for_target {
+                Some(s) => format!("hit ratio {t}: {} needs {}{how}", c.policy, human(s)),
+                None if c.policy == PolicyKind::Lru => {
+                    format!("hit ratio {t}: {} never reaches it (cold misses alone prevent it)", c.policy)
+                }
+                None => format!("hit ratio {t}: {} does not reach it at any size run", c.policy),
+            });
+        }
+    }
+    if r.interrupted {
+        out.push("interrupted: the curves cover only the accesses read".into());
+    }
+    out
+}
+
+/// Bytes in binary units: whole where exact, else two decimals.
+fn human(b: u64) -> String {
+    for (u, m) in [("t", 1u64 << 40), ("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)] {
+        if b >= m {
+            return if b.is_multiple_of(m) {
+                format!("{}{u}", b / m)
+            } else {
+                format!("{:.2}{u}", b as f64 / m as f64)
+            };
+        }
+    }
+    b.to_string()
+}
+
+fn to_text(r: &MrcResult, f: Format, requests: u64, skipped: u64) -> String {
+    let mut out = format!(
+        "trace: {requests} requests ({}), {skipped} flushes/discards/empty skipped\n",
+        format_name(f)
+    );
+    for l in summary_lines(r) {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    let mut header = vec!["cache size".to_string()];
+    header.extend(r.curves.iter().map(|c| format!("{} miss", c.policy)));
+    t.set_header(header);
+    for (i, &s) in r.sizes.iter().enumerate() {
+        let mut row = vec![format_size(s)];
+        row.extend(r.curves.iter().map(|c| format!("{:.4}", c.miss_ratio[i])));
+        t.add_row(row);
+    }
+    out.push_str(&t.to_string());
+    out.push('\n');
+    out
+}
+
+fn to_csv(r: &MrcResult) -> String {
+    let mut out = String::from("size_bytes");
+    for c in &r.curves {
+        out.push(',');
+        out.push_str(c.policy.name());
+    }
+    out.push('\n');
+    for (i, s) in r.sizes.iter().enumerate() {
+        out.push_str(&s.to_string());
+        for c in &r.curves {
+            out.push_str(&format!(",{:.6}", c.miss_ratio[i]));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn run_gen(a: GenArgs) -> Result<ExitCode> {
+    let line = parse_size(&a.line).map_err(|e| usage(format!("--line: {e}")))?;
+    if line == 0 || line > u32::MAX as u64 || a.lines == 0 || !(0.0..=1.0).contains(&a.writes) || a.zipf < 0.0
+    {
+        return Err(usage("cache gen: --line in 1..4g, --lines > 0, --writes in [0, 1], --zipf >= 0"));
+    }
+    let f = File::create(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let mut w = TraceWriter::new(BufWriter::with_capacity(1 << 20, f))?;
+    for r in Zipf::new(a.lines, a.zipf, line, a.writes, a.seed).take(a.requests as usize) {
+        w.write(&r)?;
+    }
+    w.finish()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_as_ranges_and_lists() {
+        assert_eq!(parse_sizes("64M..256M", 65536).unwrap(), vec![64 << 20, 128 << 20, 256 << 20]);
+        assert_eq!(parse_sizes("1G,64M,64M", 65536).unwrap(), vec![64 << 20, 1 << 30]);
+        let e = parse_sizes("4k..1G", 65536).unwrap_err().to_string();
+        assert_eq!(e, "--sizes: 4k is smaller than one cache line (64k); sizes must be at least --line");
+        assert!(parse_sizes("1G..64M", 65536).is_err());
+    }
+
+    #[test]
+    fn human_sizes() {
+        assert_eq!(human(1 << 30), "1g");
+        assert_eq!(human(1536 << 20), "1.50g");
+        assert_eq!(human((1 << 30) + 1), "1.00g");
+    }
+}

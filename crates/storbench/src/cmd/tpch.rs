@@ -1,0 +1,660 @@
+//! `storbench tpch build | run | check | drop`: the TPC-H-like workload on
+//! any engine. `run --test power` records each refresh function and query
+//! as its own step (so the system monitor's read MB/s and iowait, and
+//! PostgreSQL's temp-file bytes, come per query), then a summary step with
+//! the geometric mean and Power@Size; `--test throughput` records one step
+//! for the concurrent streams with Throughput@Size; `--test both` runs the
+//! two and adds QphH@Size.
+
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::{Args, Subcommand, ValueEnum};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use serde_json::json;
+use storbench_db::Dialect;
+use storbench_metrics::{StepReport, Unit};
+use storbench_workloads::tpch::{self, Item, ItemResult, RunOptions, Status};
+
+use crate::cli::Global;
+use crate::dbarg::{self, Db};
+use crate::error::{usage, EXIT_FAILED};
+use crate::live::Live;
+use crate::oltp;
+use crate::record::{Outcome, Recorder};
+
+/// Options of `storbench tpch`.
+#[derive(Debug, Args)]
+pub struct TpchArgs {
+    #[command(subcommand)]
+    pub verb: TpchVerb,
+}
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub enum TpchVerb {
+    /// Create the eight tables, load them in parallel, add keys, indexes and statistics.
+    Build(BuildArgs),
+    /// Run the power test, the throughput test, both, or a chosen subset of queries.
+    Run(RunArgs),
+    /// Compare every query's answer (validation parameters) with the SF 1
+    /// reference answers or another engine's; exit 1 if one differs.
+    Check(CheckArgs),
+    /// Drop the schema.
+    Drop(DbArg),
+}
+
+/// The database to use.
+#[derive(Debug, Args)]
+pub struct DbArg {
+    /// Database URL: sqlite:PATH, postgres://user@host:port/db, mysql://user@host:port/db, managed:NAME.
+    #[arg(long, env = "STORBENCH_DB", default_value = "sqlite:storbench-data/tpch.db")]
+    pub db: String,
+}
+
+/// Options of `tpch build`.
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Scale factor, 0.01 to 100 (SF 1 is ~1 GB of rows; default 1 on servers, 0.1 on SQLite).
+    #[arg(long, short = 's', visible_alias = "sf")]
+    pub scale: Option<f64>,
+    /// Connections loading in parallel (default: the number of CPUs).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Drop an existing TPC-H schema first.
+    #[arg(long)]
+    pub replace: bool,
+}
+
+/// Which test `tpch run` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TestKind {
+    /// RF1, the 22 queries in stream 0's order, RF2 (clause 5.3.3).
+    Power,
+    /// S concurrent query streams and one refresh stream (clause 5.3.4).
+    Throughput,
+    /// The power test, then the throughput test, and QphH@Size.
+    Both,
+}
+
+/// Options of `tpch run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The test.
+    #[arg(long, value_enum, default_value = "power")]
+    pub test: TestKind,
+    /// Query streams of the throughput test (default: the specification's
+    /// minimum for the scale, 2 at SF 1 and below).
+    #[arg(long, short = 'S')]
+    pub streams: Option<usize>,
+    /// Only these queries (1-22, in the stream's order); a subset runs no
+    /// refresh functions and reports no Power@Size.
+    #[arg(long, value_delimiter = ',')]
+    pub queries: Vec<u8>,
+    /// Seed of the query parameters (each stream draws its own from it).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Use the specification's validation parameters instead of drawn ones.
+    #[arg(long)]
+    pub validation: bool,
+    /// Per-query limit; the server cancels a query that reaches it, and the
+    /// run records it as timed out (PostgreSQL, MySQL/MariaDB).
+    #[arg(long)]
+    pub timeout: Option<String>,
+}
+
+/// Options of `tpch check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Compare with the same queries on this database (any scale) instead of
+    /// the SF 1 reference answers.
+    #[arg(long)]
+    pub against: Option<String>,
+    /// Only these queries.
+    #[arg(long, value_delimiter = ',')]
+    pub queries: Vec<u8>,
+}
+
+/// Runs `storbench tpch`.
+pub fn run(g: &Global, a: TpchArgs) -> Result<ExitCode> {
+    match a.verb {
+        TpchVerb::Build(b) => build(g, b),
+        TpchVerb::Run(r) => run_test(g, r),
+        TpchVerb::Check(c) => check(c),
+        TpchVerb::Drop(d) => drop_schema(g, d),
+    }
+}
+
+fn validate_queries(q: &[u8]) -> Result<()> {
+    if let Some(bad) = q.iter().find(|&&q| !(1..=22).contains(&q)) {
+        return Err(usage(format!("--queries: {bad} is not a TPC-H query (1 to 22)")));
+    }
+    Ok(())
+}
+
+fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
+    let db = Db::parse(&a.db.db)?;
+    let scale = a.scale.unwrap_or(if db.sqlite_path().is_some() { 0.1 } else { 1.0 });
+    if !(0.01..=100.0).contains(&scale) {
+        return Err(usage(format!("--scale {scale}: must be 0.01 to 100")));
+    }
+    let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
+    if jobs == 0 || jobs > 256 {
+        return Err(usage(format!("--jobs {jobs}: must be 1 to 256")));
+    }
+    oltp::make_sqlite_dir(&db)?;
+    let mut conn = db.open()?;
+    if let Some(info) = tpch::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))? {
+        if !a.replace {
+            return Err(usage(format!(
+                "{} already holds a TPC-H schema of scale {}: add --replace to rebuild it, or `storbench tpch drop`",
+                db.shown, info.scale
+            )));
+        }
+    }
+    if let Some(t) = tpch::foreign_table(conn.as_mut()).map_err(|e| db.usage_error(e))? {
+        return Err(usage(format!(
+            "{} holds a table '{t}' that is not TPC-H's (TPC-C's?): build TPC-H in another database",
+            db.shown
+        )));
+    }
+    if a.replace {
+        tpch::drop(conn.as_mut()).map_err(|e| db.usage_error(e))?;
+    }
+    let env = json!({ "db": dbarg::env(&db, conn.as_mut()) });
+    let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
+    std::mem::drop(conn);
+    let config = json!({ "db": db.shown, "scale": scale, "jobs": jobs, "indexes": tpch::schema::INDEXES });
+    let mut rec = Recorder::begin(g, "tpch-build", format!("tpch build SF {scale}"), config, env, &targets)?;
+    let bar = Live::bar(g.quiet, 100, "building {bar:40} {pos}% {msg} (eta {eta})");
+    let clock = rec.clock();
+    let stop = crate::interrupt::flag();
+    let res = tpch::build_until(&db.connector(), scale, jobs, stop, &|p| {
+        if let Some(pct) = (p.rows_done * 100).checked_div(p.rows_total) {
+            bar.pos(pct.min(100));
+        }
+        bar.set(p.table.to_string());
+    });
+    bar.finish();
+    match res {
+        Ok(s) => {
+            let mut r = StepReport::default();
+            r.figure("rows", s.rows as f64, Unit::Count);
+            r.figure("build.seconds", s.seconds, Unit::S);
+            r.figure("rows.per_s", s.rows as f64 / s.load_seconds.max(1e-9), Unit::PerS);
+            r.figure("build.load_seconds", s.load_seconds, Unit::S);
+            r.figure("build.index_seconds", s.index_seconds, Unit::S);
+            r.figure("build.analyze_seconds", s.analyze_seconds, Unit::S);
+            for (t, n) in &s.per_table {
+                r.figure(format!("rows.{t}"), *n as f64, Unit::Count);
+            }
+            rec.write_step(clock, "build", json!({ "scale": scale, "jobs": jobs }), r)?;
+            if !g.quiet {
+                eprintln!(
+                    "tpch build: SF {scale}, {} rows in {:.1} s (load {:.1} s at {:.0} rows/s, keys and indexes {:.1} s, statistics {:.1} s)",
+                    s.rows,
+                    s.seconds,
+                    s.load_seconds,
+                    s.rows as f64 / s.load_seconds.max(1e-9),
+                    s.index_seconds,
+                    s.analyze_seconds
+                );
+            }
+            rec.finish(Outcome::Complete)
+        }
+        Err(_) if stop.load(Ordering::Relaxed) => {
+            eprintln!("tpch build: interrupted; the half-loaded schema stays until `--replace` or `storbench tpch drop`");
+            rec.finish(Outcome::Interrupted)
+        }
+        Err(e) => rec.finish(Outcome::Failed(anyhow::anyhow!("building in {}: {e}", db.shown))),
+    }
+}
+
+/// The specification's minimum stream count for a scale (clause 5.3.4.1).
+fn min_streams(sf: f64) -> usize {
+    match sf {
+        s if s < 10.0 => 2,
+        s if s < 30.0 => 3,
+        s if s < 100.0 => 4,
+        s if s < 300.0 => 5,
+        s if s < 1000.0 => 6,
+        _ => 7,
+    }
+}
+
+fn status_text(s: &Status) -> String {
+    match s {
+        Status::Ok => "ok".into(),
+        Status::TimedOut => "timed out".into(),
+        Status::Cancelled => "cancelled".into(),
+        Status::Failed(m) => format!("failed: {m}"),
+    }
+}
+
+fn item_figures(r: &mut StepReport, prefix: &str, it: &ItemResult) {
+    r.figure(format!("{prefix}seconds"), it.seconds, Unit::S);
+    r.figure(format!("{prefix}rows"), it.rows as f64, Unit::Count);
+    r.figure(format!("{prefix}timed_out"), (it.status == Status::TimedOut) as u8 as f64, Unit::Count);
+    r.figure(format!("{prefix}failed"), matches!(it.status, Status::Failed(_)) as u8 as f64, Unit::Count);
+    if let Some(b) = it.temp_bytes {
+        r.figure(format!("{prefix}temp_bytes"), b as f64, Unit::Bytes);
+    }
+}
+
+fn params_json(it: &ItemResult) -> serde_json::Value {
+    let p: serde_json::Map<String, serde_json::Value> =
+        it.params.iter().map(|(k, v)| (k.to_string(), json!(v.display()))).collect();
+    json!({ "stream": it.stream, "item": it.item.label(), "params": p })
+}
+
+struct Printer {
+    quiet: bool,
+}
+
+impl Printer {
+    fn item(&self, it: &ItemResult) {
+        if !self.quiet {
+            eprintln!(
+                "  stream {:>2}  {:<4} {:>10.3} s  {:>7} rows  {}",
+                it.stream,
+                it.item.label(),
+                it.seconds,
+                it.rows,
+                status_text(&it.status)
+            );
+        }
+    }
+}
+
+/// What the power test gave: per-query seconds of the completed queries,
+/// the refresh seconds, and whether all ran.
+struct PowerOutcome {
+    query_s: Vec<(u8, f64)>,
+    refresh_s: Vec<f64>,
+    failures: Vec<String>,
+    interrupted: bool,
+}
+
+fn power(rec: &mut Recorder, db: &Db, opts: &RunOptions, refresh: bool, p: &Printer) -> Result<PowerOutcome> {
+    let stop = crate::interrupt::flag();
+    let connect = db.connector();
+    let mut conn = db.open()?;
+    let pg = conn.dialect() == Dialect::Postgres;
+    if refresh {
+        tpch::refresh::clean(conn.as_mut(), 1, opts.scale)?;
+    }
+    let canceller = tpch::Canceller::new(stop);
+    canceller.register(conn.as_mut());
+    let mut out =
+        PowerOutcome { query_s: Vec::new(), refresh_s: Vec::new(), failures: Vec::new(), interrupted: false };
+    let mut items: Vec<Item> = Vec::new();
+    if refresh {
+        items.push(Item::Rf1(1));
+    }
+    items.extend(opts.order(0).into_iter().map(Item::Query));
+    if refresh {
+        items.push(Item::Rf2(1));
+    }
+    let res = std::thread::scope(|s| -> Result<()> {
+        s.spawn(|| canceller.watch(&connect));
+        let r = (|| -> Result<()> {
+            for item in items {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let before = if pg { tpch::temp_bytes(conn.as_mut()) } else { None };
+                let clock = rec.clock();
+                let mut it = match item {
+                    Item::Query(q) => {
+                        tpch::set_timeout(conn.as_mut(), opts.timeout)?;
+                        let (qt, params) = opts.query(q, 0, conn.dialect());
+                        tpch::run_query(conn.as_mut(), 0, &qt, params)
+                    }
+                    rf => {
+                        if opts.timeout.is_some() {
+                            tpch::set_timeout(conn.as_mut(), None)?;
+                        }
+                        tpch::run_refresh(conn.as_mut(), 0, rf, opts.scale)
+                    }
+                };
+                if stop.load(Ordering::Relaxed) && it.status != Status::Ok {
+                    it.status = Status::Cancelled;
+                }
+                if let (Some(b), Some(a)) = (before, if pg { tpch::temp_bytes(conn.as_mut()) } else { None })
+                {
+                    it.temp_bytes = Some(a.saturating_sub(b));
+                }
+                p.item(&it);
+                if it.status == Status::Cancelled {
+                    break;
+                }
+                let mut r = StepReport::default();
+                item_figures(&mut r, "", &it);
+                rec.write_step(clock, &format!("power {}", it.item.label()), params_json(&it), r)?;
+                match (&it.status, it.item) {
+                    (Status::Ok, Item::Query(q)) => out.query_s.push((q, it.seconds)),
+                    (Status::Ok, _) => out.refresh_s.push(it.seconds),
+                    (Status::TimedOut, _) => {}
+                    (Status::Failed(m), i) => out.failures.push(format!("{}: {m}", i.label())),
+                    (Status::Cancelled, _) => {}
+                }
+            }
+            Ok(())
+        })();
+        canceller.finish();
+        r
+    });
+    res?;
+    out.interrupted = stop.load(Ordering::Relaxed);
+    Ok(out)
+}
+
+fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
+    validate_queries(&a.queries)?;
+    let timeout = match &a.timeout {
+        Some(t) => {
+            let d = storbench_metrics::units::parse_duration(t)
+                .map_err(|e| usage(format!("--timeout {t}: {e}")))?;
+            if d < Duration::from_millis(1) {
+                return Err(usage(format!("--timeout {t}: must be at least 1ms")));
+            }
+            Some(d)
+        }
+        None => None,
+    };
+    if let Some(s) = a.streams {
+        if !(1..=40).contains(&s) {
+            return Err(usage(format!("--streams {s}: must be 1 to 40 (the specification's ordered sets)")));
+        }
+        if a.test == TestKind::Power {
+            return Err(usage("--streams: only the throughput test has streams (--test throughput or both)"));
+        }
+    }
+    let db = Db::parse(&a.db.db)?;
+    oltp::require_sqlite_file(&db, "tpch build")?;
+    if timeout.is_some() && db.sqlite_path().is_some() {
+        return Err(usage(
+            "--timeout: SQLite statements cannot be cancelled through storbench's connection; run without --timeout",
+        ));
+    }
+    let mut conn = db.open()?;
+    let Some(info) = tpch::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))? else {
+        return Err(usage(format!(
+            "no TPC-H schema in {}: run `storbench tpch build --db {}` first",
+            db.shown, db.shown
+        )));
+    };
+    let sf = info.scale;
+    let streams = a.streams.unwrap_or_else(|| min_streams(sf));
+    let subset = !a.queries.is_empty() && {
+        let mut q = a.queries.clone();
+        q.sort();
+        q.dedup();
+        q.len() < 22
+    };
+    let env = json!({
+        "db": dbarg::env(&db, conn.as_mut()),
+        "scale": sf,
+        "refresh": "RF2 deletes the orders RF1 inserted (the database ends as built)",
+        "parameters": if a.validation { "validation (clause 2.4.N.4)" } else { "drawn per stream as qgen does, from --seed" },
+        "streams_minimum": min_streams(sf),
+    });
+    let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
+    std::mem::drop(conn);
+    let test = format!("{:?}", a.test).to_lowercase();
+    let config = json!({
+        "db": db.shown, "scale": sf, "test": test, "streams": streams, "queries": a.queries,
+        "seed": a.seed, "validation": a.validation, "timeout_s": timeout.map(|t| t.as_secs_f64()),
+    });
+    let label = match a.test {
+        TestKind::Power => format!("tpch power SF {sf}"),
+        _ => format!("tpch {test} SF {sf} streams {streams}"),
+    };
+    let mut rec = Recorder::begin(g, "tpch", label, config, env, &targets)?;
+    let opts =
+        RunOptions { scale: sf, seed: a.seed, validation: a.validation, only: a.queries.clone(), timeout };
+    let printer = Printer { quiet: g.quiet };
+    let mut summary = StepReport::default();
+    let clock = rec.clock();
+    let mut failures = Vec::new();
+    let mut power_size = None;
+    let mut interrupted = false;
+
+    if matches!(a.test, TestKind::Power | TestKind::Both) {
+        if !g.quiet {
+            eprintln!(
+                "tpch power test, SF {sf}{}",
+                if subset { " (subset: no refresh functions)" } else { "" }
+            );
+        }
+        let out = match power(&mut rec, &db, &opts, !subset, &printer) {
+            Ok(o) => o,
+            Err(e) => return rec.finish(Outcome::Failed(e)),
+        };
+        interrupted |= out.interrupted;
+        failures.extend(out.failures.iter().cloned());
+        let qs: Vec<f64> = out.query_s.iter().map(|x| x.1).collect();
+        for (q, s) in &out.query_s {
+            summary.figure(format!("q{q}.seconds"), *s, Unit::S);
+        }
+        for (i, s) in out.refresh_s.iter().enumerate() {
+            summary.figure(format!("rf{}.seconds", i + 1), *s, Unit::S);
+        }
+        summary.figure("power.queries_done", qs.len() as f64, Unit::Count);
+        if !qs.is_empty() {
+            summary.figure("power.geomean", tpch::geomean(&qs), Unit::S);
+            summary.figure("power.seconds", qs.iter().sum::<f64>(), Unit::S);
+        }
+        if !subset && qs.len() == 22 && out.refresh_s.len() == 2 {
+            let p = tpch::power_size(sf, &qs, &out.refresh_s);
+            summary.figure("tpch.power", p, Unit::Ratio);
+            power_size = Some(p);
+        }
+    }
+    if !interrupted && matches!(a.test, TestKind::Throughput | TestKind::Both) {
+        if !g.quiet {
+            eprintln!("tpch throughput test, SF {sf}, {streams} query streams + 1 refresh stream");
+        }
+        // Temp-file bytes of the whole test: the server counts them per
+        // database, so concurrent streams cannot be told apart.
+        let mut watch = db.open()?;
+        let temp_before = tpch::temp_bytes(watch.as_mut());
+        let tclock = rec.clock();
+        let connect = db.connector();
+        let stop = crate::interrupt::flag();
+        let res = tpch::throughput(&connect, streams, &opts, stop, &|it| printer.item(it));
+        let run = match res {
+            Ok(r) => r,
+            Err(e) => {
+                return rec.finish(Outcome::Failed(anyhow::anyhow!("throughput test on {}: {e}", db.shown)))
+            }
+        };
+        interrupted |= run.interrupted;
+        let mut r = StepReport::default();
+        let mut all_ok = true;
+        // A query Ctrl-C cancelled measured nothing: it is left out.
+        for it in run.items.iter().filter(|i| i.status != Status::Cancelled) {
+            let prefix = match it.item {
+                Item::Query(q) => format!("s{}.q{q}.", it.stream),
+                Item::Rf1(p) => format!("rf.{p}.rf1."),
+                Item::Rf2(p) => format!("rf.{p}.rf2."),
+            };
+            item_figures(&mut r, &prefix, it);
+            match &it.status {
+                Status::Ok => {}
+                Status::Failed(m) => {
+                    all_ok = false;
+                    failures.push(format!("stream {} {}: {m}", it.stream, it.item.label()));
+                }
+                _ => all_ok = false,
+            }
+        }
+        let per_stream = opts.order(0).len();
+        let qs: Vec<f64> = run
+            .items
+            .iter()
+            .filter(|i| matches!(i.item, Item::Query(_)) && i.status == Status::Ok)
+            .map(|i| i.seconds)
+            .collect();
+        r.figure("throughput.seconds", run.seconds, Unit::S);
+        if let (Some(b), Some(a)) = (temp_before, tpch::temp_bytes(watch.as_mut())) {
+            r.figure("temp_bytes", a.saturating_sub(b) as f64, Unit::Bytes);
+        }
+        r.figure("throughput.streams", streams as f64, Unit::Count);
+        if !qs.is_empty() {
+            r.figure("throughput.geomean", tpch::geomean(&qs), Unit::S);
+        }
+        let complete = all_ok && !run.interrupted && qs.len() == streams * per_stream;
+        if complete && !subset {
+            let t = tpch::throughput_size(sf, streams, 22, run.seconds);
+            r.figure("tpch.throughput", t, Unit::Ratio);
+            summary.figure("tpch.throughput", t, Unit::Ratio);
+            if let Some(p) = power_size {
+                summary.figure("tpch.qphh", tpch::qphh(p, t), Unit::Ratio);
+            }
+        }
+        summary.figure("throughput.seconds", run.seconds, Unit::S);
+        rec.write_step(tclock, "throughput", json!({ "streams": streams }), r)?;
+    }
+    let shown = rec.write_step(clock, "summary", json!({ "test": test }), summary)?;
+    if !g.quiet {
+        let mut t = Table::new();
+        t.load_preset(UTF8_FULL_CONDENSED);
+        t.set_header(vec!["figure", "value"]);
+        for f in &shown.figures {
+            if f.name.starts_with("tpch.")
+                || f.name.ends_with("geomean")
+                || f.name.ends_with(".seconds") && !f.name.starts_with('q')
+            {
+                t.add_row(vec![f.name.clone(), format!("{:.3}", f.value)]);
+            }
+        }
+        println!("{t}");
+        if power_size.is_none() && matches!(a.test, TestKind::Power | TestKind::Both) {
+            eprintln!("tpch: no Power@Size: it needs all 22 queries and both refresh functions to complete");
+        }
+    }
+    if interrupted {
+        return rec.finish(Outcome::Interrupted);
+    }
+    if let Some(f) = failures.first() {
+        return rec.finish(Outcome::Failed(anyhow::anyhow!("{} item(s) failed; first: {f}", failures.len())));
+    }
+    rec.finish(Outcome::Complete)
+}
+
+fn check(a: CheckArgs) -> Result<ExitCode> {
+    validate_queries(&a.queries)?;
+    let db = Db::parse(&a.db.db)?;
+    oltp::require_sqlite_file(&db, "tpch build")?;
+    let mut conn = db.open()?;
+    let Some(info) = tpch::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))? else {
+        return Err(usage(format!("no TPC-H schema in {}", db.shown)));
+    };
+    let mut other = match &a.against {
+        Some(url) => {
+            let o = Db::parse(url)?;
+            oltp::require_sqlite_file(&o, "tpch build")?;
+            let mut c = o.open()?;
+            match tpch::inspect(c.as_mut()).map_err(|e| o.usage_error(e))? {
+                Some(i) if i.scale == info.scale => Some((o, c)),
+                Some(i) => {
+                    return Err(usage(format!(
+                        "--against {}: scale {} differs from {}'s {}",
+                        o.shown, i.scale, db.shown, info.scale
+                    )))
+                }
+                None => return Err(usage(format!("--against {}: no TPC-H schema there", o.shown))),
+            }
+        }
+        None if info.scale != 1.0 => {
+            return Err(usage(format!(
+                "{} is at scale {}: reference answers exist for SF 1 only; compare with another engine with --against URL",
+                db.shown, info.scale
+            )))
+        }
+        None => None,
+    };
+    let against_shown = other.as_ref().map(|(o, _)| o.shown.clone());
+    let against: Option<&mut dyn storbench_db::Connection> = match other.as_mut() {
+        Some((_, c)) => Some(c.as_mut()),
+        None => None,
+    };
+    let results = tpch::check(conn.as_mut(), against, info.scale, &a.queries, &|_| {})
+        .map_err(|e| anyhow::anyhow!("checking {}: {e}", db.shown))?;
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(vec!["query", "rows", "result", "first difference"]);
+    for r in &results {
+        t.add_row(vec![
+            format!("Q{}", r.query),
+            r.rows.to_string(),
+            if r.passed() { "pass".into() } else { "FAIL".to_string() },
+            r.error.clone().or_else(|| r.mismatch.as_ref().map(|m| m.detail.clone())).unwrap_or_default(),
+        ]);
+    }
+    println!("{t}");
+    let failed: Vec<String> =
+        results.iter().filter(|r| !r.passed()).map(|r| format!("Q{}", r.query)).collect();
+    let reference = against_shown.unwrap_or_else(|| "the SF 1 reference answers".into());
+    if !failed.is_empty() {
+        eprintln!("storbench: {} differ from {reference}: {}", db.shown, failed.join(", "));
+        return Ok(ExitCode::from(EXIT_FAILED));
+    }
+    eprintln!("tpch check: {} queries of {} agree with {reference}", results.len(), db.shown);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn drop_schema(g: &Global, a: DbArg) -> Result<ExitCode> {
+    let db = Db::parse(&a.db)?;
+    let mut conn = db.open()?;
+    tpch::drop(conn.as_mut())
+        .map_err(|e| anyhow::anyhow!("dropping the TPC-H schema in {}: {e}", db.shown))?;
+    if !g.quiet {
+        eprintln!("tpch: schema dropped from {}", db.shown);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn parse(args: &[&str]) -> RunArgs {
+        let mut v = vec!["storbench", "tpch", "run"];
+        v.extend(args);
+        match Cli::try_parse_from(v).unwrap().command {
+            Command::Tpch(TpchArgs { verb: TpchVerb::Run(r) }) => r,
+            _ => panic!("not tpch run"),
+        }
+    }
+
+    #[test]
+    fn run_flags_parse() {
+        let r = parse(&["--test", "throughput", "--streams", "3", "--queries", "1,6,14", "--timeout", "30s"]);
+        assert_eq!(r.test, TestKind::Throughput);
+        assert_eq!(r.streams, Some(3));
+        assert_eq!(r.queries, vec![1, 6, 14]);
+        assert_eq!(r.timeout.as_deref(), Some("30s"));
+        assert_eq!(parse(&[]).test, TestKind::Power);
+    }
+
+    #[test]
+    fn minimum_streams_follow_the_specification() {
+        assert_eq!(min_streams(0.1), 2);
+        assert_eq!(min_streams(1.0), 2);
+        assert_eq!(min_streams(10.0), 3);
+        assert_eq!(min_streams(100.0), 5);
+    }
+}

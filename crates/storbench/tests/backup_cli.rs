@@ -1,0 +1,437 @@
+//! `storbench backup` and `storbench restore` through the binary: a small
+//! TPC-C database backed up and restored round-trips (`tpcc check` passes on
+//! the copy, every table's rows and checksum match the source) on SQLite,
+//! PostgreSQL and MariaDB; a restore that lost rows fails; a backup to a
+//! target too small fails with one line and leaves nothing behind; bad input
+//! and a missing tool exit 2 before anything is recorded.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+const PG: &str = "postgres://root@127.0.0.1:5432";
+const MY: &str = "mysql://root@127.0.0.1:3306";
+
+fn sb(dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("storbench").unwrap();
+    c.current_dir(dir).env("STORBENCH_RESULTS", dir.join("r.db")).env_remove("STORBENCH_DB").arg("--quiet");
+    c
+}
+
+fn ok(out: Output) -> Output {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// Runs with `--json` and returns the run record.
+fn record(dir: &Path, args: &[&str]) -> Value {
+    let out = ok(sb(dir).arg("--json").args(args).output().unwrap());
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn metric(rec: &Value, name: &str) -> f64 {
+    rec["steps"][0]["metrics"][name]["value"].as_f64().unwrap_or_else(|| panic!("no {name} in {rec}"))
+}
+
+fn runs(dir: &Path) -> usize {
+    if !dir.join("r.db").exists() {
+        return 0;
+    }
+    let out = sb(dir).args(["--json", "results", "list"]).output().unwrap();
+    serde_json::from_slice::<Value>(&out.stdout).map(|v| v.as_array().map_or(0, Vec::len)).unwrap_or(0)
+}
+
+fn unique(prefix: &str) -> String {
+    let n = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("{prefix}_{}_{n}", std::process::id())
+}
+
+fn size(p: &Path) -> u64 {
+    if p.is_dir() {
+        std::fs::read_dir(p).unwrap().flatten().map(|e| size(&e.path())).sum()
+    } else {
+        std::fs::metadata(p).unwrap().len()
+    }
+}
+
+/// Drops the named server databases when the test ends, passed or not.
+struct DropDbs(&'static str, Vec<String>);
+
+impl Drop for DropDbs {
+    fn drop(&mut self) {
+        for db in &self.1 {
+            let _ = if self.0 == "pg" {
+                Command::new("psql")
+                    .args(["-h", "127.0.0.1", "-U", "root", "-d", "postgres", "-qc"])
+                    .arg(format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+                    .output()
+            } else {
+                Command::new("mariadb")
+                    .args(["-uroot", "-h127.0.0.1", "-e"])
+                    .arg(format!("DROP DATABASE IF EXISTS {db}"))
+                    .output()
+            };
+        }
+    }
+}
+
+/// Backs `src` up with `backup_args`, restores into `copy` with `--compare`,
+/// and checks the figures and the copy.
+fn round_trip(dir: &Path, src: &str, copy: &str, out: &Path, backup_args: &[&str]) {
+    let out_s = out.to_str().unwrap();
+    let mut args = vec!["backup", "--db", src, "--to", out_s];
+    args.extend_from_slice(backup_args);
+    let b = record(dir, &args);
+    assert_eq!(b["run"]["status"], "complete");
+    assert_eq!(b["run"]["kind"], "backup");
+    // The backup's size is exactly what is on disk.
+    assert_eq!(metric(&b, "backup.bytes"), size(out) as f64);
+    assert!(metric(&b, "backup.seconds") > 0.0);
+    assert!(metric(&b, "backup.mb_per_s") > 0.0);
+    assert!(metric(&b, "db.bytes") > 0.0);
+    assert!(metric(&b, "tool.write_bytes") >= 0.0);
+    let r = record(dir, &["restore", "--from", out_s, "--to", copy, "--compare", src]);
+    assert_eq!(r["run"]["status"], "complete");
+    if !copy.starts_with("sqlite:") {
+        assert_eq!(r["run"]["env"]["db"]["url"], copy);
+        assert!(r["run"]["env"]["db"]["version"].is_string(), "{}", r["run"]["env"]);
+    }
+    assert_eq!(metric(&r, "restore.tpcc_check_failed"), 0.0);
+    // 1 warehouse: 100,000 items and 100,000 stock rows at least.
+    assert!(metric(&r, "restore.rows") > 200_000.0, "{r}");
+    let (open, ready) = (metric(&r, "restore.open_seconds"), metric(&r, "restore.ready_seconds"));
+    assert!(open >= 0.0 && ready >= open, "open {open} ready {ready}");
+    ok(sb(dir).args(["tpcc", "check", "--db", copy]).output().unwrap());
+}
+
+#[test]
+fn sqlite_backup_then_restore_round_trips_by_both_methods() {
+    let d = tempfile::tempdir().unwrap();
+    ok(sb(d.path()).args(["tpcc", "build", "--db", "sqlite:src.db"]).output().unwrap());
+    round_trip(d.path(), "sqlite:src.db", "sqlite:copy1.db", &d.path().join("b1.db"), &[]);
+    round_trip(
+        d.path(),
+        "sqlite:src.db",
+        "sqlite:copy2.db",
+        &d.path().join("b2.db"),
+        &["--method", "vacuum-into"],
+    );
+}
+
+#[test]
+fn postgres_dump_then_restore_round_trips() {
+    let d = tempfile::tempdir().unwrap();
+    let (src, copy, copy2) = (unique("sb_bk_src"), unique("sb_bk_copy"), unique("sb_bk_copy2"));
+    let _guard = DropDbs("pg", vec![src.clone(), copy.clone(), copy2.clone()]);
+    let made = Command::new("psql")
+        .args(["-h", "127.0.0.1", "-U", "root", "-d", "postgres", "-qc"])
+        .arg(format!("CREATE DATABASE {src}"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let (src_url, copy_url) = (format!("{PG}/{src}"), format!("{PG}/{copy}"));
+    ok(sb(d.path()).args(["tpcc", "build", "--db", &src_url]).output().unwrap());
+    round_trip(d.path(), &src_url, &copy_url, &d.path().join("dump"), &["--jobs", "2"]);
+    // A fresh database only: restoring over an existing one is refused.
+    let again = sb(d.path())
+        .args(["restore", "--from", d.path().join("dump").to_str().unwrap(), "--to", &copy_url])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+    // Same row count, one value changed in the source since the backup:
+    // the checksums tell the copy apart.
+    let changed = Command::new("psql")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "root",
+            "-d",
+            &src,
+            "-qc",
+            "UPDATE item SET i_price = i_price + 1 WHERE i_id = 7",
+        ])
+        .status()
+        .unwrap();
+    assert!(changed.success());
+    let out = sb(d.path())
+        .args([
+            "restore",
+            "--from",
+            d.path().join("dump").to_str().unwrap(),
+            "--to",
+            &format!("{PG}/{copy2}"),
+        ])
+        .args(["--compare", &src_url])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("item checksum differs"), "{err}");
+}
+
+#[test]
+fn mariadb_dump_then_restore_round_trips_where_mariadb_dump_is_present() {
+    if Command::new("mariadb-dump").arg("--version").output().is_err() {
+        eprintln!("mariadb-dump not installed: skipped");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (src, copy) = (unique("sb_bk_src"), unique("sb_bk_copy"));
+    let _guard = DropDbs("my", vec![src.clone(), copy.clone()]);
+    let made = Command::new("mariadb")
+        .args(["-uroot", "-h127.0.0.1", "-e"])
+        .arg(format!("CREATE DATABASE {src}"))
+        .status();
+    assert!(made.unwrap().success());
+    let (src_url, copy_url) = (format!("{MY}/{src}"), format!("{MY}/{copy}"));
+    ok(sb(d.path()).args(["tpcc", "build", "--db", &src_url]).output().unwrap());
+    round_trip(d.path(), &src_url, &copy_url, &d.path().join("dump.sql"), &[]);
+}
+
+#[test]
+fn a_restore_that_lost_rows_fails() {
+    let d = tempfile::tempdir().unwrap();
+    let src = d.path().join("src.db");
+    {
+        let c = rusqlite::Connection::open(&src).unwrap();
+        c.execute_batch("CREATE TABLE t(a INTEGER); INSERT INTO t VALUES (1), (2), (3);").unwrap();
+    }
+    ok(sb(d.path()).args(["backup", "--db", "sqlite:src.db", "--to", "b.db"]).output().unwrap());
+    // The source gains a row the backup does not have.
+    rusqlite::Connection::open(&src).unwrap().execute("INSERT INTO t VALUES (4)", []).unwrap();
+    let out = sb(d.path())
+        .args(["restore", "--from", "b.db", "--to", "sqlite:copy.db", "--compare", "sqlite:src.db"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("t has 3 rows, source 4"), "{err}");
+}
+
+/// A small ext4 filesystem on a loop device, mounted in a temporary
+/// directory; unmounted and detached on drop.
+struct TinyFs {
+    dir: PathBuf,
+    dev: String,
+}
+
+impl TinyFs {
+    fn new(under: &Path) -> TinyFs {
+        let img = under.join("tiny.img");
+        std::fs::File::create(&img).unwrap().set_len(4 << 20).unwrap();
+        let out = Command::new("losetup").args(["--find", "--show"]).arg(&img).output().unwrap();
+        assert!(out.status.success(), "losetup: {}", String::from_utf8_lossy(&out.stderr));
+        let dev = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        let dir = under.join("mnt");
+        std::fs::create_dir(&dir).unwrap();
+        let fs = TinyFs { dir, dev };
+        assert!(Command::new("mkfs.ext4").args(["-q", "-F", &fs.dev]).status().unwrap().success());
+        assert!(Command::new("mount").arg(&fs.dev).arg(&fs.dir).status().unwrap().success());
+        fs
+    }
+}
+
+impl Drop for TinyFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.dir).status();
+        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+    }
+}
+
+#[test]
+fn a_backup_to_a_target_too_small_fails_with_one_line_and_leaves_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    ok(sb(d.path()).args(["tpcc", "build", "--db", "sqlite:src.db"]).output().unwrap());
+    let fs = TinyFs::new(d.path());
+    for method in ["online", "vacuum-into"] {
+        let to = fs.dir.join(format!("{method}.db"));
+        let out = sb(d.path())
+            .args(["backup", "--db", "sqlite:src.db", "--method", method, "--to", to.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
+        let err = String::from_utf8_lossy(&out.stderr);
+        let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("storbench: error:")).collect();
+        assert_eq!(errors.len(), 1, "{err}");
+        assert!(errors[0].contains("full"), "{err}");
+        assert!(!to.exists(), "the partial backup {} was left behind", to.display());
+    }
+    // pg_dump's directory on the full disk goes too (pgbench's tables at
+    // scale 1 dump to about 10 MB; the filesystem has 4 MiB).
+    let src = unique("sb_bk_full");
+    let _guard = DropDbs("pg", vec![src.clone()]);
+    let made = Command::new("psql")
+        .args(["-h", "127.0.0.1", "-U", "root", "-d", "postgres", "-qc"])
+        .arg(format!("CREATE DATABASE {src}"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let url = format!("{PG}/{src}");
+    ok(sb(d.path()).args(["tpcb", "init", "--db", &url, "--scale", "1"]).output().unwrap());
+    let to = fs.dir.join("dump");
+    let out = sb(d.path()).args(["backup", "--db", &url, "--to", to.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("pg_dump failed") && err.contains("No space left on device"), "{err}");
+    assert!(!to.exists());
+    let listing: Vec<_> = std::fs::read_dir(&fs.dir).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(listing, vec![std::ffi::OsString::from("lost+found")]);
+    // Both are recorded as failed runs (beside the build).
+    let out = sb(d.path()).args(["--json", "results", "list"]).output().unwrap();
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let failed =
+        list.as_array().unwrap().iter().filter(|r| r["kind"] == "backup" && r["status"] == "failed").count();
+    assert_eq!(failed, 3);
+}
+
+#[test]
+fn bad_input_and_a_missing_tool_exit_2_and_record_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("exists"), b"x").unwrap();
+    rusqlite::Connection::open(d.path().join("s.db")).unwrap().execute_batch("CREATE TABLE t(a)").unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["backup", "--db", "sqlite:s.db", "--to", "exists"], "already exists"),
+        (&["backup", "--db", "sqlite:s.db", "--to", "no/such/dir/b"], "does not exist"),
+        (&["backup", "--db", "sqlite:s.db", "--to", "b", "--method", "basebackup"], "online or vacuum-into"),
+        (&["backup", "--db", "sqlite:s.db", "--to", "b", "--jobs", "0"], "--jobs 0"),
+        (&["backup", "--db", "sqlite:s.db", "--to", "b", "--compress", "zstd"], "--compress zstd"),
+        (
+            &["backup", "--db", "sqlite:s.db", "--to", "b", "--method", "online", "--format", "tar"],
+            "--format",
+        ),
+        (&["backup", "--db", "sqlite:missing.db", "--to", "b"], "no such SQLite file"),
+        (
+            &["backup", "--db", "mysql://root@127.0.0.1:3306/test", "--to", "b", "--compress", "gzip"],
+            "--compress gzip",
+        ),
+        (&["restore", "--from", "exists", "--to", "sqlite:c.db"], "not a backup"),
+        (&["restore", "--from", "s.db", "--to", "sqlite:s.db"], "already exists"),
+        (&["restore", "--from", "s.db", "--to", "postgres://root@127.0.0.1:5432/x"], "is for Sqlite"),
+    ];
+    for (args, says) in cases {
+        let out = sb(d.path()).args(*args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    // No tool on PATH: one line naming the Debian package.
+    let out = sb(d.path())
+        .env("PATH", d.path())
+        .args(["backup", "--db", &format!("{MY}/test"), "--to", "b.sql"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("mariadb-dump not found") && err.contains("mariadb-client"), "{err}");
+    assert_eq!(runs(d.path()), 0);
+    assert!(!d.path().join("b").exists() && !d.path().join("c.db").exists());
+}
+
+#[test]
+fn a_failed_restore_is_a_failed_run_and_drops_the_half_made_database() {
+    let d = tempfile::tempdir().unwrap();
+    let copy = unique("sb_bk_bad");
+    let _guard = DropDbs("pg", vec![copy.clone()]);
+    let dump = d.path().join("dump");
+    std::fs::create_dir(&dump).unwrap();
+    std::fs::write(dump.join("toc.dat"), b"not an archive").unwrap();
+    let out = sb(d.path())
+        .args(["restore", "--from", dump.to_str().unwrap(), "--to", &format!("{PG}/{copy}")])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("pg_restore failed"), "{err}");
+    let left = Command::new("psql")
+        .args(["-h", "127.0.0.1", "-U", "root", "-d", "postgres", "-Atc"])
+        .arg(format!("SELECT count(*) FROM pg_database WHERE datname = '{copy}'"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&left.stdout).trim(), "0");
+    assert_eq!(runs(d.path()), 1);
+}
+
+/// A managed PostgreSQL (its own state directory), destroyed on drop: the
+/// shared server has no replication entry for pg_basebackup.
+struct Managed(PathBuf);
+
+impl Drop for Managed {
+    fn drop(&mut self) {
+        let _ = sb(&self.0)
+            .env("STORBENCH_STATE", self.0.join("state"))
+            .args(["pg", "down", "--all", "--destroy"])
+            .output();
+    }
+}
+
+#[test]
+fn a_managed_instance_backs_up_by_basebackup_and_dump_and_restores_into_a_fresh_database() {
+    let d = tempfile::tempdir().unwrap();
+    // The managed server's OS user must be able to traverse it.
+    Command::new("chmod").arg("755").arg(d.path()).status().unwrap();
+    let m = Managed(d.path().to_path_buf());
+    let run = |args: &[&str]| sb(&m.0).env("STORBENCH_STATE", m.0.join("state")).args(args).output().unwrap();
+    let data = m.0.join("data");
+    ok(run(&["pg", "up", "bk", "--data", data.to_str().unwrap(), "-c", "shared_buffers=32MB"]));
+    ok(run(&["tpcb", "init", "--db", "managed:bk", "--scale", "1"]));
+    let plain = m.0.join("plain");
+    let out = ok(run(&[
+        "--json",
+        "backup",
+        "--db",
+        "managed:bk",
+        "--method",
+        "basebackup",
+        "--to",
+        plain.to_str().unwrap(),
+    ]));
+    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(plain.join("PG_VERSION").is_file(), "a plain base backup is a data directory");
+    assert_eq!(metric(&rec, "backup.bytes"), size(&plain) as f64);
+    assert_eq!(rec["run"]["config"]["checkpoint"], "fast");
+    let tar = m.0.join("tar");
+    let args = [
+        "--json",
+        "backup",
+        "--db",
+        "managed:bk",
+        "--method",
+        "basebackup",
+        "--format",
+        "tar",
+        "--compress",
+        "lz4",
+    ];
+    let out = ok(run(&[&args[..], &["--to", tar.to_str().unwrap()]].concat()));
+    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(tar.join("base.tar.lz4").is_file(), "client-side lz4 on tar output");
+    assert_eq!(metric(&rec, "backup.bytes"), size(&tar) as f64);
+    assert!(metric(&rec, "backup.bytes") < metric(&rec, "db.bytes") * 2.0);
+    // A dump of the managed instance restores into a fresh database in it.
+    let dump = m.0.join("dump");
+    ok(run(&["backup", "--db", "managed:bk", "--to", dump.to_str().unwrap()]));
+    let out = ok(run(&[
+        "--json",
+        "restore",
+        "--from",
+        dump.to_str().unwrap(),
+        "--to",
+        "managed:bk/copy",
+        "--compare",
+        "managed:bk",
+    ]));
+    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rec["run"]["config"]["to"], "managed:bk/copy");
+    // pgbench's four tables, 100,000 accounts + 10 tellers + 1 branch at scale 1.
+    assert_eq!(metric(&rec, "restore.tables"), 4.0);
+    assert_eq!(metric(&rec, "restore.rows"), 100_011.0);
+    // A base backup is restored by starting a server on it, not by restore.
+    let out = run(&["restore", "--from", plain.to_str().unwrap(), "--to", &format!("{PG}/x")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pg_ctl -D"));
+}

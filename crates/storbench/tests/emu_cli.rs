@@ -1,0 +1,536 @@
+//! Modelled media (`storbench media create --model`) end to end: the real
+//! FUSE daemon under a real loop device, driven by `storbench io`,
+//! `fsync`, a managed PostgreSQL and `kill -9`. Every test has its own
+//! state directory and a guard that destroys what it made and then checks
+//! that no mount, loop device or daemon is left, even when the test fails.
+
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+/// Loop device numbers are reused at once, and the tests measure latency:
+/// they take turns.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+struct State {
+    dir: tempfile::TempDir,
+    _turn: std::sync::MutexGuard<'static, ()>,
+}
+
+impl State {
+    fn new() -> State {
+        let turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        Command::new("chmod").arg("755").arg(dir.path()).status().unwrap();
+        State { dir, _turn: turn }
+    }
+
+    fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    fn sb(&self) -> Command {
+        let mut c = Command::cargo_bin("storbench").unwrap();
+        c.current_dir(self.dir.path())
+            .env("STORBENCH_STATE", self.state())
+            .env("STORBENCH_RESULTS", self.dir.path().join("r.db"))
+            .arg("--quiet");
+        c
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.sb().args(args).output().unwrap();
+        assert!(out.status.success(), "storbench {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn medium(&self, name: &str) -> Value {
+        let all: Vec<Value> = serde_json::from_str(&self.ok(&["--json", "media", "list"])).unwrap();
+        all.into_iter().find(|m| m["name"] == name).unwrap()
+    }
+
+    fn io(&self, dev: &str, extra: &[&str]) -> Value {
+        let mut args = vec!["--json", "io", "--target", dev, "--bs", "4k", "--rampup", "0s"];
+        args.extend_from_slice(extra);
+        let rec: Value = serde_json::from_str(&self.ok(&args)).unwrap();
+        rec["steps"][0]["metrics"].clone()
+    }
+}
+
+impl Drop for State {
+    fn drop(&mut self) {
+        let _ = self.sb().args(["pg", "down", "--all", "--destroy"]).output();
+        let _ = self.sb().args(["media", "destroy", "--all"]).output();
+        let state = self.state();
+        let s = state.to_string_lossy().to_string();
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+        let loops =
+            String::from_utf8_lossy(&Command::new("losetup").arg("-a").output().unwrap().stdout).to_string();
+        let procs =
+            String::from_utf8_lossy(&Command::new("pgrep").args(["-af", &s]).output().unwrap().stdout)
+                .to_string();
+        if !std::thread::panicking() {
+            assert!(!mounts.contains(&s), "a mount is left: {mounts}");
+            assert!(!loops.contains(&s), "a loop device is left: {loops}");
+            assert!(procs.trim().is_empty(), "a daemon is left: {procs}");
+        }
+    }
+}
+
+fn v(m: &Value, k: &str) -> f64 {
+    m[k]["value"].as_f64().unwrap_or_else(|| panic!("{k} in {m}"))
+}
+
+#[test]
+fn hdd_at_qd1_has_a_disks_latency_with_no_throttle_batching() {
+    let s = State::new();
+    s.ok(&["media", "create", "d", "--size", "2G", "--fs", "none", "--model", "hdd"]);
+    let m = s.medium("d");
+    assert_eq!(m["state"], "ready");
+    assert_eq!(m["model"]["base"], "hdd");
+    let dev = m["device"].as_str().unwrap().to_string();
+    let r = s.io(&dev, &["--rw", "randread", "--qd", "1", "--duration", "4s"]);
+    let (mean, p50, iops) = (v(&r, "io.read.lat.mean"), v(&r, "io.read.lat.p50"), v(&r, "io.read.iops"));
+    // The model: 0.1 ms + a seek over a random distance (~7.5 ms mean) +
+    // half a revolution (4.17 ms) + transfer: about 12.5 ms, 80 IOPS. The
+    // throttle gave p50 80 µs and p95 99 ms; a disk gives every read its ms.
+    assert!((10_000.0..17_000.0).contains(&mean), "mean {mean} µs");
+    assert!(p50 > mean / 2.0 && p50 < mean * 2.0, "p50 {p50} vs mean {mean}");
+    assert!((55.0..95.0).contains(&iops), "{iops} IOPS");
+    // The run stored the device's own view beside its own: the daemon's
+    // latency is the model's (how much the host adds on top depends on how
+    // busy it is, so only the order is asserted).
+    let dev_lat = v(&r, "emu.d.read.lat.mean");
+    assert!(dev_lat < mean && (10_000.0..15_000.0).contains(&dev_lat), "daemon {dev_lat} µs vs io {mean} µs");
+    assert!((v(&r, "emu.d.read.iops") / iops - 1.0).abs() < 0.15, "{r}");
+    // QD32: NCQ reorders by positioning time, so IOPS more than double.
+    let r32 = s.io(&dev, &["--rw", "randread", "--qd", "32", "--duration", "4s"]);
+    let iops32 = v(&r32, "io.read.iops");
+    assert!(iops32 > 2.0 * iops, "QD32 {iops32} vs QD1 {iops}");
+    // The daemon saw them too, and wrote its counters.
+    let counters = PathBuf::from(m["daemon"]["counters"].as_str().unwrap());
+    let text = std::fs::read_to_string(&counters).unwrap();
+    let reads: u64 = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|l| l["ops"]["read"]["n"].as_u64())
+        .sum();
+    assert!(reads > 250, "counters saw {reads} reads");
+    s.ok(&["media", "destroy", "d"]);
+}
+
+#[test]
+fn throughput_under_queue_depth_is_the_models() {
+    let s = State::new();
+    // 4 units of 2 ms: 2,000 IOPS once at least 4 are outstanding; 500 at QD1.
+    let trace = s.dir.path().join("c.sbtrace");
+    s.ok(&[
+        "media",
+        "create",
+        "c",
+        "--size",
+        "256M",
+        "--fs",
+        "none",
+        "--model",
+        "constant",
+        "--set",
+        "read=2ms",
+        "--set",
+        "units=4",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    let dev = s.medium("c")["device"].as_str().unwrap().to_string();
+    let r1 = s.io(&dev, &["--rw", "randread", "--qd", "1", "--duration", "2s"]);
+    let q16 = v(&s.io(&dev, &["--rw", "randread", "--qd", "16", "--duration", "3s"]), "io.read.iops");
+    // QD1 pays the model's 2 ms plus the round trip through loop and FUSE
+    // (bench/emu-floor.sh measures that); never less than the model.
+    let p50 = v(&r1, "io.read.lat.p50");
+    assert!((2_000.0..3_000.0).contains(&p50), "QD1 p50 {p50} µs, model 2,000");
+    // With requests queued for every unit (12 waiting) the round trip and a
+    // busy host's delays in resubmitting are hidden.
+    assert!((q16 / 2000.0 - 1.0).abs() < 0.1, "QD16: {q16} IOPS, model 2000");
+    // The trace holds every request, in format v1.
+    let q1 = v(&r1, "io.read.iops");
+    s.ok(&["media", "destroy", "c"]);
+    // Raw header bytes first (the format's layout), then every record
+    // through the cache crate's reader, which owns the format.
+    let t = std::fs::read(&trace).unwrap();
+    assert_eq!(&t[..8], b"SBTRACE1");
+    assert_eq!(u32::from_le_bytes(t[8..12].try_into().unwrap()), 32);
+    assert_eq!((t.len() - 16) % 32, 0);
+    let (fmt, recs) = storbench_cache::trace::open(&trace, None).unwrap();
+    assert_eq!(fmt, storbench_cache::Format::SbTrace);
+    let recs: Vec<storbench_cache::Record> = recs.map(|r| r.unwrap()).collect();
+    assert_eq!(recs.len(), (t.len() - 16) / 32);
+    let reads: Vec<&storbench_cache::Record> =
+        recs.iter().filter(|r| r.op == storbench_cache::Op::Read).collect();
+    let expect = (q1 * 2.0 + q16 * 3.0) as usize;
+    assert!(reads.len() >= expect, "{} reads traced, {expect} measured", reads.len());
+    let lat = reads[reads.len() / 2].lat_ns;
+    assert!(lat >= 2_000_000, "a traced read took {lat} ns, the model says 2 ms");
+}
+
+#[test]
+fn a_flush_costs_what_the_model_says() {
+    let s = State::new();
+    s.ok(&[
+        "media",
+        "create",
+        "f",
+        "--size",
+        "256M",
+        "--fs",
+        "none",
+        "--model",
+        "constant",
+        "--set",
+        "flush=20ms",
+    ]);
+    let m = s.medium("f");
+    let dev = m["device"].as_str().unwrap().to_string();
+    let f = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_DIRECT).open(&dev).unwrap();
+    // O_DIRECT needs an aligned buffer: a 4 KiB-aligned slice of a larger one.
+    let raw = vec![7u8; 8192];
+    let at = raw.as_ptr().align_offset(4096);
+    let buf = &raw[at..at + 4096];
+    let mut took = Vec::new();
+    for i in 0..10u64 {
+        std::os::unix::fs::FileExt::write_all_at(&f, buf, i * 4096).unwrap();
+        let t = Instant::now();
+        f.sync_data().unwrap();
+        took.push(t.elapsed());
+    }
+    took.sort();
+    let median = took[5];
+    assert!(
+        median >= Duration::from_millis(20) && median < Duration::from_millis(26),
+        "fdatasync took {took:?}, the model says 20 ms"
+    );
+    drop(f);
+    std::thread::sleep(Duration::from_millis(1200));
+    let counters = PathBuf::from(m["daemon"]["counters"].as_str().unwrap());
+    let flushes: Vec<Value> = std::fs::read_to_string(counters)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|l| l["ops"].get("flush").cloned())
+        .collect();
+    let n: u64 = flushes.iter().map(|f| f["n"].as_u64().unwrap()).sum();
+    assert!(n >= 10, "{flushes:?}");
+    for f in &flushes {
+        let svc = f["svc_mean_us"].as_f64().unwrap();
+        assert!((svc - 20_000.0).abs() < 50.0, "flush service {svc} µs");
+    }
+}
+
+#[test]
+fn a_killed_daemon_fails_the_run_cleanly_and_destroy_still_cleans_up() {
+    let s = State::new();
+    s.ok(&[
+        "media", "create", "k", "--size", "256M", "--fs", "none", "--model", "constant", "--set", "read=1ms",
+    ]);
+    let m = s.medium("k");
+    let dev = m["device"].as_str().unwrap().to_string();
+    let pid = m["daemon"]["pid"].as_u64().unwrap() as i32;
+    let mut run = s
+        .sb()
+        .args([
+            "io",
+            "--target",
+            &dev,
+            "--bs",
+            "4k",
+            "--rw",
+            "randread",
+            "--qd",
+            "4",
+            "--duration",
+            "20s",
+            "--rampup",
+            "0s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: killing the daemon this test made.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = run.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(15), "the run hung after its daemon died");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!status.success(), "the run went on without its device");
+    assert_eq!(s.medium("k")["state"], "model daemon gone");
+    s.ok(&["media", "destroy", "k"]);
+}
+
+#[test]
+fn bad_model_input_is_one_line_and_exit_2_leaving_nothing() {
+    let s = State::new();
+    let cases: &[(&[&str], &str)] = &[
+        (&["media", "create", "x", "--size", "64M", "--model", "floppy"], "--model floppy"),
+        (&["media", "create", "x", "--size", "64M", "--model", "hdd", "--set", "rpm=fast"], "--set rpm=fast"),
+        (
+            &["media", "create", "x", "--size", "64M", "--model", "hdd", "--set", "rtt=1ms"],
+            "no parameter rtt",
+        ),
+        (
+            &["media", "create", "x", "--size", "64M", "--model", "hdd", "--emulate", "hdd"],
+            "cannot be used with",
+        ),
+        (
+            &["media", "create", "x", "--size", "64M", "--set", "rpm=5400"],
+            "required arguments were not provided",
+        ),
+        (&["media", "create", "x", "--size", "64M", "--model", "./nope.toml"], "nope.toml"),
+        (&["media", "powercut", "x"], "no medium named 'x'"),
+    ];
+    for (args, want) in cases {
+        let out = s.sb().args(*args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: wanted '{want}' in {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+    assert!(
+        !s.state().join("emu").exists() || std::fs::read_dir(s.state().join("emu")).unwrap().next().is_none()
+    );
+    // Unprivileged: one line, exit 2.
+    let exe = assert_cmd::cargo::cargo_bin("storbench");
+    let out = Command::new("runuser")
+        .args(["-u", "nobody", "--"])
+        .arg(&exe)
+        .args(["media", "create", "x", "--size", "64M", "--model", "hdd"])
+        .env("STORBENCH_STATE", s.dir.path().join("nobody"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("needs root") && err.trim().lines().count() == 1, "{err}");
+    let models = s.ok(&["media", "models"]);
+    for name in ["hdd:", "sata-ssd:", "nvme:", "gbe-nas:", "fc-san:", "avg_seek", "lie_on_flush", "backing"] {
+        assert!(models.contains(name), "{name} in {models}");
+    }
+}
+
+#[test]
+fn a_power_cut_keeps_what_was_flushed_and_a_lying_drive_loses_it() {
+    let s = State::new();
+    for (lie, survives) in [("false", true), ("true", false)] {
+        let name = format!("p-{lie}");
+        s.ok(&[
+            "media",
+            "create",
+            &name,
+            "--size",
+            "256M",
+            "--fs",
+            "ext4",
+            "--model",
+            "hdd",
+            "--set",
+            &format!("lie_on_flush={lie}"),
+        ]);
+        // Let the background destage write mkfs's blocks back.
+        std::thread::sleep(Duration::from_millis(2500));
+        let mp = PathBuf::from(s.medium(&name)["mount_point"].as_str().unwrap());
+        let f = mp.join("acknowledged");
+        std::fs::write(&f, b"committed").unwrap();
+        std::fs::File::open(&f).unwrap().sync_all().unwrap();
+        std::fs::File::open(&mp).unwrap().sync_all().unwrap();
+        s.ok(&["media", "powercut", &name]);
+        assert_eq!(s.medium(&name)["state"], "power cut");
+        assert!(std::fs::write(mp.join("later"), b"x")
+            .and_then(|_| std::fs::File::open(mp.join("later"))?.sync_all())
+            .is_err());
+        s.ok(&["media", "recover", &name]);
+        assert_eq!(s.medium(&name)["state"], "ready");
+        let back = std::fs::read(&f).ok();
+        assert_eq!(
+            back.as_deref() == Some(b"committed".as_slice()),
+            survives,
+            "lie_on_flush={lie}: {back:?}"
+        );
+        s.ok(&["media", "destroy", &name]);
+    }
+    // A clean restart is not a power cut: the daemon writes its cache back,
+    // even on a drive that ignores flushes.
+    s.ok(&[
+        "media",
+        "create",
+        "clean",
+        "--size",
+        "256M",
+        "--fs",
+        "ext4",
+        "--model",
+        "hdd",
+        "--set",
+        "lie_on_flush=true",
+    ]);
+    std::thread::sleep(Duration::from_millis(2500));
+    let mp = PathBuf::from(s.medium("clean")["mount_point"].as_str().unwrap());
+    std::fs::write(mp.join("kept"), b"kept").unwrap();
+    s.ok(&["media", "recover", "clean"]);
+    assert_eq!(std::fs::read(mp.join("kept")).unwrap(), b"kept");
+    s.ok(&["media", "destroy", "clean"]);
+}
+
+#[test]
+fn a_modelled_medium_carries_postgres_through_tpcb() {
+    if !Path::new("/usr/lib/postgresql").exists() {
+        eprintln!("PostgreSQL server binaries are not installed; skipped");
+        return;
+    }
+    let s = State::new();
+    s.ok(&["media", "create", "pgm", "--size", "1G", "--fs", "ext4", "--model", "sata-ssd"]);
+    s.ok(&["pg", "up", "pgm-pg", "--data", "pgm"]);
+    s.ok(&["tpcb", "init", "--db", "managed:pgm-pg", "--scale", "1"]);
+    let rec: Value = serde_json::from_str(&s.ok(&[
+        "--json",
+        "tpcb",
+        "run",
+        "--db",
+        "managed:pgm-pg",
+        "--clients",
+        "2",
+        "--duration",
+        "3s",
+        "--rampup",
+        "0s",
+    ]))
+    .unwrap();
+    let tps = rec["steps"][0]["metrics"]["tps"]["value"].as_f64().unwrap();
+    assert!(tps > 0.0, "{rec}");
+    // Every commit's WAL flush reached the model as a device flush.
+    let counters = PathBuf::from(s.medium("pgm")["daemon"]["counters"].as_str().unwrap());
+    std::thread::sleep(Duration::from_millis(1200));
+    let flushes: u64 = std::fs::read_to_string(counters)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|l| l["ops"]["flush"]["n"].as_u64())
+        .sum();
+    assert!(flushes as f64 > tps, "{flushes} flushes for {tps} TPS over 3 s");
+    s.ok(&["pg", "down", "pgm-pg", "--destroy"]);
+    s.ok(&["media", "destroy", "pgm"]);
+}
+
+#[test]
+fn durability_counts_no_lost_commit_on_an_honest_disk_and_names_the_losses_of_a_lying_one() {
+    if !Path::new("/usr/lib/postgresql").exists() {
+        eprintln!("PostgreSQL server binaries are not installed; skipped");
+        return;
+    }
+    let s = State::new();
+    for lie in ["false", "true"] {
+        let (m, pg) = (format!("dur-{lie}"), format!("dpg-{lie}"));
+        s.ok(&[
+            "media",
+            "create",
+            &m,
+            "--size",
+            "1G",
+            "--fs",
+            "ext4",
+            "--model",
+            "hdd",
+            "--set",
+            &format!("lie_on_flush={lie}"),
+        ]);
+        s.ok(&["pg", "up", &pg, "--data", &m]);
+        // Let the background destage write the server's start-up back.
+        std::thread::sleep(Duration::from_millis(2500));
+        let out = s
+            .sb()
+            .args([
+                "--json",
+                "durability",
+                "--db",
+                &format!("managed:{pg}"),
+                "--medium",
+                &m,
+                "--cut-after",
+                "3s",
+            ])
+            .output()
+            .unwrap();
+        let rec: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        let (acked, missing) = (rec["acknowledged"].as_i64().unwrap(), rec["missing"].as_i64().unwrap());
+        assert!(acked > 50, "{rec}");
+        if lie == "false" {
+            assert_eq!(missing, 0, "an honest disk lost commits: {rec}");
+            assert_eq!(out.status.code(), Some(0));
+        } else {
+            assert!(missing > 0, "a drive ignoring flushes lost nothing: {rec}");
+            assert_eq!(out.status.code(), Some(1), "a failed check exits 1");
+            let per: i64 =
+                rec["per_client"].as_array().unwrap().iter().map(|c| c["missing"].as_i64().unwrap()).sum();
+            assert_eq!(per, missing);
+        }
+        s.ok(&["pg", "down", &pg, "--destroy"]);
+        s.ok(&["media", "destroy", &m]);
+    }
+}
+
+#[test]
+fn a_plan_makes_a_modelled_medium_runs_on_it_and_tears_it_down() {
+    let s = State::new();
+    std::fs::write(
+        s.dir.path().join("p.toml"),
+        r#"
+name = "emu-plan"
+[target.m]
+media = { size = "256M", fs = "ext4", model = "constant", set = { read = "1ms", write = "1ms" } }
+[[workload]]
+kind = "io"
+run = { target = "{target}/io.dat", size = "32M", bs = "4k", rw = "randread", qd = "1", duration = "2s", rampup = "0s" }
+"#,
+    )
+    .unwrap();
+    let out = s.sb().args(["run", "p.toml", "--no-report"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs: Value = serde_json::from_str(&s.ok(&["--json", "results", "list"])).unwrap();
+    let io = runs.as_array().unwrap().iter().find(|r| r["kind"] == "io").expect("an io run").clone();
+    let id = io["id"].to_string();
+    let rec: Value = serde_json::from_str(&s.ok(&["--json", "results", "show", &id])).unwrap();
+    let m = &rec["steps"][0]["metrics"];
+    let lat = m["io.read.lat.p50"]["value"].as_f64().unwrap();
+    // Reads of a file on the medium reach the model (O_DIRECT): at least 1 ms.
+    assert!(lat >= 1000.0, "p50 {lat} µs on a 1 ms model: {m}");
+    assert!(
+        rec["env"]["medium"]["model"]["base"] == "constant" || rec.to_string().contains("constant"),
+        "{rec}"
+    );
+    // The plan destroyed its medium.
+    let media: Vec<Value> = serde_json::from_str(&s.ok(&["--json", "media", "list"])).unwrap();
+    assert!(media.is_empty(), "{media:?}");
+    // A bad model in a plan is refused up front.
+    std::fs::write(
+        s.dir.path().join("bad.toml"),
+        r#"
+name = "bad"
+[target.m]
+media = { size = "256M", model = "hdd", set = { rpm = "fast" } }
+[[workload]]
+kind = "io"
+run = { target = "{target}/io.dat", size = "32M" }
+"#,
+    )
+    .unwrap();
+    let out = s.sb().args(["run", "bad.toml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("rpm=fast"));
+}
