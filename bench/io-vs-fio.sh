@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
-# storbench io versus fio, alternately on the same file with the same profile:
-# each of the sqlserver-six profiles, plus 4 KiB random reads at QD1 and at
-# QD128 on one thread. Prints per profile the median over the rounds of the
-# ratio storbench/fio of IOPS, of p99 latency (submission to completion, fio's
-# lat percentiles) and of CPU time per I/O (user + system of the whole process).
+# storbench io versus fio, alternately on the same file with the same profile,
+# comparing like with like and against fio as most people run it:
+#
+#   norandommap  storbench (independent random draws, its default)  vs  fio --norandommap
+#                (both: threads, io_uring, registered file, fixed buffers)
+#   randommap    storbench --randommap (each block once per pass, per thread)  vs  fio's
+#                default random map, same engine options
+#   fio-default  storbench --randommap  vs  fio with its default options: processes, no
+#                registered file or fixed buffers, random map (what "fio --rw=randread" runs)
+#
+# Sequential profiles have no random map: they run the norandommap pair and fio-default.
+# Prints per profile and pair the median over the rounds of the ratio storbench/fio
+# of IOPS and of p99 latency (submission to completion, fio's lat percentiles), and
+# for the norandommap pair of CPU time per I/O (user + system of the whole process).
 #
 #   bench/io-vs-fio.sh [--file PATH] [--size 2G] [--duration 10] [--rounds 3] [--profiles "read-random-8k qd1 qd128"]
 #
-# Both use io_uring with direct I/O, registered files and fixed buffers.
+# Run it under `flock /tmp/storbench-measure.lock` on a shared machine.
 set -euo pipefail
 file=./storbench-data/bench-io.dat; size=2G; duration=10; rounds=3; only=""
 while [ $# -gt 0 ]; do
@@ -20,7 +29,7 @@ done
 command -v fio >/dev/null || { echo "fio is not installed (apt-get install fio)" >&2; exit 2; }
 here=$(cd "$(dirname "$0")/.." && pwd)
 cargo build --release -q -p storbench --manifest-path "$here/Cargo.toml"
-export SB="$here/target/release/storbench" FILE="$file" SIZE="$size" DURATION="$duration" ROUNDS="$rounds" ONLY="$only"
+export SB="${CARGO_TARGET_DIR:-$here/target}/release/storbench" FILE="$file" SIZE="$size" DURATION="$duration" ROUNDS="$rounds" ONLY="$only"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 export STORBENCH_RESULTS="$work/results.db" WORK="$work"
 # Create and fill the file once (storbench fills it with incompressible data).
@@ -28,7 +37,7 @@ export STORBENCH_RESULTS="$work/results.db" WORK="$work"
 python3 - <<'PY'
 import json, os, statistics, subprocess, datetime
 
-sb, f, size, dur, rounds = os.environ["SB"], os.environ["FILE"], os.environ["SIZE"], int(os.environ["DURATION"]), int(os.environ["ROUNDS"])
+sb, f, dur, rounds = os.environ["SB"], os.environ["FILE"], int(os.environ["DURATION"]), int(os.environ["ROUNDS"])
 only = os.environ["ONLY"].split()
 K = 1024
 # name: (bs, rw, qd, threads, storbench args)
@@ -43,12 +52,13 @@ profiles = {
     "qd128": (4 * K, "randread", 128, 1, ["--bs", "4k", "--rw", "randread", "--qd", "128", "--threads", "1"]),
 }
 fsize = os.path.getsize(f)
+TUNED = ["--thread", "--registerfiles", "--fixedbufs"]
 
-def run_fio(bs, rw, qd, threads):
+def run_fio(bs, rw, qd, threads, opts):
     args = ["fio", "--name=bench", f"--filename={f}", "--ioengine=io_uring", "--direct=1", f"--bs={bs}",
-            f"--rw={rw}", f"--iodepth={qd}", f"--numjobs={threads}", "--thread", "--group_reporting",
-            "--time_based", f"--runtime={dur}", "--ramp_time=0", "--registerfiles", "--fixedbufs",
-            "--lat_percentiles=1", "--norandommap", "--randrepeat=0", "--output-format=json"]
+            f"--rw={rw}", f"--iodepth={qd}", f"--numjobs={threads}", "--group_reporting",
+            "--time_based", f"--runtime={dur}", "--ramp_time=0", "--lat_percentiles=1",
+            "--randrepeat=0", "--output-format=json"] + opts
     if rw in ("read", "write"):
         # One stripe per thread, as storbench does.
         per = fsize // threads // bs * bs
@@ -71,22 +81,34 @@ def run_sb(extra):
     v = lambda k: m[k]["value"]
     return v("io.iops"), v("io.lat.p99"), v("io.cpu.user_per_io") + v("io.cpu.sys_per_io")
 
+med = statistics.median
 print(f"{datetime.date.today()}, {os.cpu_count()} CPUs, {f} ({fsize >> 20} MiB), {dur}s per run, {rounds} rounds, "
       f"{subprocess.run(['fio', '--version'], capture_output=True, text=True).stdout.strip()}")
-print(f"{'profile':<16} {'fio IOPS':>10} {'sb IOPS':>10} {'IOPS':>6} {'fio p99':>9} {'sb p99':>9} {'p99':>6} {'fio CPU':>8} {'sb CPU':>8} {'CPU':>6}")
+print(f"{'profile':<16} {'pair':<12} {'fio IOPS':>10} {'sb IOPS':>10} {'IOPS':>6} {'fio p99':>9} {'sb p99':>9} {'p99':>6} {'fio CPU':>8} {'sb CPU':>8} {'CPU':>6}")
 for name, (bs, rw, qd, threads, extra) in profiles.items():
     if only and name not in only:
         continue
-    r = []
-    for _ in range(rounds):
-        fi = run_fio(bs, rw, qd, threads)
-        s = run_sb(extra)
-        r.append((fi, s))
-    med = lambda xs: statistics.median(xs)
-    fi_iops, sb_iops = med([a[0] for a, _ in r]), med([b[0] for _, b in r])
-    fi_p99, sb_p99 = med([a[1] for a, _ in r]), med([b[1] for _, b in r])
-    fi_cpu, sb_cpu = med([a[2] for a, _ in r]), med([b[2] for _, b in r])
-    ratio = lambda i: med([b[i] / a[i] if a[i] else float("nan") for a, b in r])
-    print(f"{name:<16} {fi_iops:>10.0f} {sb_iops:>10.0f} {ratio(0):>6.3f} {fi_p99:>8.0f}u {sb_p99:>8.0f}u {ratio(1):>6.3f} "
-          f"{fi_cpu:>7.2f}u {sb_cpu:>7.2f}u {ratio(2):>6.3f}")
+    rand = rw.startswith("rand")
+    # pair: (fio options, storbench extra args)
+    pairs = {"norandommap": (TUNED + ["--norandommap"], extra + ["--norandommap"])}
+    if rand:
+        pairs["randommap"] = (TUNED, extra + ["--randommap"])
+    pairs["fio-default"] = ([], extra + (["--randommap"] if rand else []))
+    r = {k: [] for k in pairs}
+    for n in range(rounds):
+        # Alternate: every pair once per round, and who goes first swaps
+        # every round (on this VM's disk the second of two back-to-back runs
+        # is measurably slower, which a fixed order charges to one tool).
+        for k, (fo, so) in pairs.items():
+            if n % 2 == 0:
+                a = run_fio(bs, rw, qd, threads, fo); b = run_sb(so)
+            else:
+                b = run_sb(so); a = run_fio(bs, rw, qd, threads, fo)
+            r[k].append((a, b))
+    for k, xs in r.items():
+        ratio = lambda i: med([b[i] / a[i] if a[i] else float("nan") for a, b in xs])
+        cell = lambda i: (med([a[i] for a, _ in xs]), med([b[i] for _, b in xs]), ratio(i))
+        (fi, si, ri), (fp, sp, rp), (fc, sc, rc) = cell(0), cell(1), cell(2)
+        print(f"{name:<16} {k:<12} {fi:>10.0f} {si:>10.0f} {ri:>6.3f} {fp:>8.0f}u {sp:>8.0f}u {rp:>6.3f} "
+              f"{fc:>7.2f}u {sc:>7.2f}u {rc:>6.3f}")
 PY

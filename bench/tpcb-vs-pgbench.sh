@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
 # TPC-B-like: pgbench and storbench alternately against one PostgreSQL, same
-# tables (pgbench's), same scale and client counts; prints the median TPS of
-# each and the median ratio storbench/pgbench per client count.
+# tables (pgbench's), same scale and client counts; prints, per client
+# count, the median TPS of each as the tool counts it (client) and as the
+# server counts it (xact_commit of the database over the run, read once
+# every session of the run has ended and so flushed its statistics), the
+# median ratios storbench/pgbench of both, and the highest CPU steal seen
+# in a run. Equal client and server counts show a ratio above 1 to be the
+# driver's efficiency, not a different count; steal marks a round the
+# hypervisor disturbed.
 #
-#   bench/tpcb-vs-pgbench.sh [--scale 10] [--clients "1 4 16"] [--duration 20] [--rounds 3]
-#                            [--db postgres://root@127.0.0.1:5432/storbench_bench] [--mode simple|prepared]
+#   flock /tmp/storbench-measure.lock bench/tpcb-vs-pgbench.sh [--scale 10] [--clients "1 4 16"]
+#       [--duration 20] [--rounds 3] [--db postgres://root@127.0.0.1:5432/storbench_bench]
+#       [--mode simple|prepared]
 #
-# The database is created if missing and initialised once by storbench (the
-# tables are pgbench's own, so both tools run on the same data).
+# The database is created if missing and initialised by storbench unless it
+# already holds pgbench's tables at the scale asked (the tables are
+# pgbench's own, so both tools run on the same data). The server count
+# takes in each tool's few bookkeeping transactions (logins, pgbench's
+# scale query, storbench's probes): a handful against thousands.
 set -euo pipefail
 scale=10; clients="1 4 16"; duration=20; rounds=3; mode=simple
 db=postgres://root@127.0.0.1:5432/storbench_bench
@@ -22,21 +32,50 @@ done
 . "$(dirname "$0")/common.sh"
 pg_parts "$db"
 ensure_db
-"$sb" -q tpcb init --db "$db" --scale "$scale"
+q() { psql -qAt -h "$host" -p "$port" -U "$user" -d "$1" -c "$2"; }
+have=$(q "$dbname" "SELECT count(*) FROM pgbench_branches" 2>/dev/null || echo 0)
+if [ "$have" != "$scale" ]; then
+  "$sb" -q tpcb init --db "$db" --scale "$scale" --replace
+fi
+
+# commits: the database's committed transactions once none of its sessions
+# is left (a backend flushes its statistics as it exits).
+commits() {
+  while [ "$(q postgres "SELECT count(*) FROM pg_stat_activity WHERE datname = '$dbname'")" != 0 ]; do
+    sleep 0.05
+  done
+  q postgres "SELECT xact_commit FROM pg_stat_database WHERE datname = '$dbname'"
+}
+# cpu: /proc/stat's total and steal ticks.
+cpu() { awk '/^cpu / {t=0; for (i=2; i<=NF; i++) t+=$i; print t, $9}' /proc/stat; }
+steal() { python3 -c "a,b='$1'.split(),'$2'.split(); print(100*(int(b[1])-int(a[1]))/max(1,int(b[0])-int(a[0])))"; }
+
 echo "scale $scale, ${duration}s per run, $rounds rounds, pgbench -M $mode, $(nproc) CPUs, $(date -u +%F)"
-printf "%8s %12s %12s %8s\n" clients pgbench storbench ratio
+printf "%8s %12s %12s %12s %12s %8s %8s %8s\n" clients pgbench pg.server storbench sb.server ratio r.server steal%
 for c in $clients; do
-  : > "$work/pg.$c"; : > "$work/sb.$c"; : > "$work/ratio.$c"
+  for f in pg pgs sb sbs ratio ratios steal; do : > "$work/$f.$c"; done
   for r in $(seq "$rounds"); do
     # Same starting point for both: vacuum the history growth away.
-    psql -q -h "$host" -p "$port" -U "$user" -d "$dbname" -c "VACUUM pgbench_history" >/dev/null
+    q "$dbname" "VACUUM pgbench_history" >/dev/null
+    x0=$(commits); s0=$(cpu)
     pg=$(pgbench -n -M "$mode" -h "$host" -p "$port" -U "$user" -c "$c" -j "$c" -T "$duration" "$dbname" 2>/dev/null \
          | awk '/^tps/ {print $3}')
-    psql -q -h "$host" -p "$port" -U "$user" -d "$dbname" -c "VACUUM pgbench_history" >/dev/null
-    sb_tps=$("$sb" -q --json tpcb run --db "$db" --clients "$c" --duration "${duration}s" \
-         | python3 -c 'import json,sys; print(json.load(sys.stdin)["steps"][0]["metrics"]["tps"]["value"])')
-    echo "$pg" >> "$work/pg.$c"; echo "$sb_tps" >> "$work/sb.$c"
+    x1=$(commits); s1=$(cpu)
+    q "$dbname" "VACUUM pgbench_history" >/dev/null
+    y0=$(commits); t0=$(cpu)
+    sb_tps=$("$sb" -q --json tpcb run --db "$db" --clients "$c" --duration "${duration}s" 2>/dev/null \
+         | python3 -c 'import json,sys; print(json.load(sys.stdin)["steps"][0]["metrics"]["tps.client"]["value"])')
+    y1=$(commits); t1=$(cpu)
+    pgs=$(python3 -c "print(($x1 - $x0) / $duration)")
+    sbs=$(python3 -c "print(($y1 - $y0) / $duration)")
+    echo "$pg" >> "$work/pg.$c"; echo "$pgs" >> "$work/pgs.$c"
+    echo "$sb_tps" >> "$work/sb.$c"; echo "$sbs" >> "$work/sbs.$c"
     python3 -c "print($sb_tps / $pg)" >> "$work/ratio.$c"
+    python3 -c "print($sbs / $pgs)" >> "$work/ratios.$c"
+    steal "$s0" "$s1" >> "$work/steal.$c"; steal "$t0" "$t1" >> "$work/steal.$c"
   done
-  printf "%8s %12.1f %12.1f %8.3f\n" "$c" "$(median < "$work/pg.$c")" "$(median < "$work/sb.$c")" "$(median < "$work/ratio.$c")"
+  printf "%8s %12.1f %12.1f %12.1f %12.1f %8.3f %8.3f %8.1f\n" "$c" \
+    "$(median < "$work/pg.$c")" "$(median < "$work/pgs.$c")" \
+    "$(median < "$work/sb.$c")" "$(median < "$work/sbs.$c")" \
+    "$(median < "$work/ratio.$c")" "$(median < "$work/ratios.$c")" "$(sort -g "$work/steal.$c" | tail -1)"
 done

@@ -46,8 +46,8 @@ for r in $(seq "$rounds"); do
   for u in $users; do
     psql -qAt -h "$host" -p "$port" -U "$user" -d "$dbname" -c "VACUUM"
     "$sb" -q --json tpcc run --db "$db" --users "$u" --rampup "${rampup}s" --duration "${duration}s" > "$work/run.json"
-    field nopm < "$work/run.json" >> "$work/nopm.$u"
-    field tpm < "$work/run.json" >> "$work/tpm.$u"
+    field nopm.districts < "$work/run.json" >> "$work/nopm.$u"
+    field tpm.server < "$work/run.json" >> "$work/tpm.$u"
     # Driver CPU: storbench's own user and system time over the measured
     # window, per transaction of the window (recorded by the run itself).
     field driver.cpu.user_per_txn < "$work/run.json" >> "$work/cpuu.$u"

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The daemon's floor: a modelled medium whose model adds nothing
+# (--model constant, every time 0) against a plain loop device on the same
+# image file, alternately: 4 KiB random reads at QD1, QD16 and QD32, and
+# 8 KiB writes with fdatasync at QD1. Prints per workload the medians over
+# the rounds of p50 latency (and what the daemon adds), IOPS and their
+# ratio, and the daemon's CPU time per I/O (user + system of its process,
+# from /proc). Goals (issue 12): added p50 under 30 µs at QD1; QD16 IOPS at
+# least 0.7× the plain loop device's.
+#
+#   bench/emu-floor.sh [--size 2G] [--duration 10] [--rounds 3]
+#
+# Runs under flock /tmp/storbench-measure.lock.
+set -euo pipefail
+if [ -z "${SB_MEASURE_LOCKED:-}" ]; then
+  exec env SB_MEASURE_LOCKED=1 flock /tmp/storbench-measure.lock "$0" "$@"
+fi
+size=2G; duration=10; rounds=3
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --size) size=$2; shift 2;; --duration) duration=$2; shift 2;; --rounds) rounds=$2; shift 2;;
+    *) echo "unknown option $1" >&2; exit 2;;
+  esac
+done
+command -v fio >/dev/null || { echo "fio is not installed (apt-get install fio)" >&2; exit 2; }
+here=$(cd "$(dirname "$0")/.." && pwd)
+if [ -z "${SB:-}" ]; then
+  cargo build --release -q -p storbench --manifest-path "$here/Cargo.toml"
+  SB="$here/target/release/storbench"
+fi
+work=$(mktemp -d)
+export STORBENCH_STATE="$work/state" STORBENCH_RESULTS="$work/results.db"
+plain=""
+cleanup() {
+  [ -n "$plain" ] && losetup -d "$plain" 2>/dev/null || true
+  "$SB" -q media destroy --all >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+"$SB" -q media create floor --size "$size" --fs none --model constant
+read -r dev img pid < <("$SB" --json media list | python3 -c 'import json,sys; m=json.load(sys.stdin)[0]; print(m["device"], m["backing_file"], m["daemon"]["pid"])')
+# Fill the image once (through the modelled device), so reads are of real data.
+fio --name=fill --filename="$dev" --direct=1 --ioengine=libaio --rw=write --bs=1m --iodepth=8 --size="$size" >/dev/null
+# The daemon reads and writes the image through the host's page cache (and
+# never syncs it: durability is the model's), so the plain loop device does
+# too (--direct-io=off); with direct I/O it would pay the host disk and the
+# comparison would flatter the daemon. fdatasync still reaches the host
+# disk on the plain loop only, so the write row shows what the daemon does
+# not do rather than what it costs.
+plain=$(losetup --find --show --direct-io=off "$img")
+export DEV="$dev" PLAIN="$plain" PID="$pid" DURATION="$duration" ROUNDS="$rounds"
+python3 - <<'PY'
+import json, os, statistics, subprocess, datetime
+
+dev, plain, pid = os.environ["DEV"], os.environ["PLAIN"], int(os.environ["PID"])
+dur, rounds = int(os.environ["DURATION"]), int(os.environ["ROUNDS"])
+tick = os.sysconf("SC_CLK_TCK")
+
+def daemon_cpu():
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / tick
+
+jobs = {
+    "randread 4k QD1": ["--rw=randread", "--bs=4k", "--iodepth=1"],
+    "randread 4k QD16": ["--rw=randread", "--bs=4k", "--iodepth=16"],
+    "randread 4k QD32": ["--rw=randread", "--bs=4k", "--iodepth=32"],
+    "write 8k fdatasync QD1": ["--rw=randwrite", "--bs=8k", "--iodepth=1", "--fdatasync=1"],
+}
+
+def fio(target, args):
+    c0 = daemon_cpu()
+    out = subprocess.run(["fio", "--name=floor", f"--filename={target}", "--direct=1", "--ioengine=libaio",
+                          f"--runtime={dur}", "--time_based", "--ramp_time=2", "--norandommap", "--randrepeat=0",
+                          "--lat_percentiles=1", "--output-format=json"] + args,
+                         check=True, capture_output=True, text=True).stdout
+    cpu = daemon_cpu() - c0
+    j = json.loads(out)["jobs"][0]
+    d = j["write"] if "randwrite" in args[0] else j["read"]
+    n = d["total_ios"] or 1
+    return d["iops"], d["lat_ns"]["percentile"]["50.000000"] / 1e3, cpu / n * 1e6
+
+res = {(k, w): [] for k in jobs for w in ("plain", "model")}
+for _ in range(rounds):
+    for k, args in jobs.items():
+        for w, t in (("plain", plain), ("model", dev)):
+            res[(k, w)].append(fio(t, args))
+
+med = statistics.median
+print(f"emu floor, {datetime.date.today()}, {rounds} alternating rounds of {dur} s, medians (fio libaio, direct)")
+print(f"{'workload':<24}{'plain p50 µs':>13}{'model p50 µs':>13}{'added µs':>10}{'plain IOPS':>12}{'model IOPS':>12}{'ratio':>7}{'daemon CPU µs/IO':>18}")
+for k in jobs:
+    p, m = res[(k, "plain")], res[(k, "model")]
+    pp, mp = med([x[1] for x in p]), med([x[1] for x in m])
+    pi, mi = med([x[0] for x in p]), med([x[0] for x in m])
+    cpu = med([x[2] for x in m])
+    print(f"{k:<24}{pp:>13.1f}{mp:>13.1f}{mp - pp:>10.1f}{pi:>12.0f}{mi:>12.0f}{mi / pi:>7.2f}{cpu:>18.1f}")
+print("goals: added p50 < 30 µs at QD1; QD16 IOPS ratio >= 0.7")
+PY
