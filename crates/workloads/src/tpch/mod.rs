@@ -715,18 +715,18 @@ pub fn geomean(v: &[f64]) -> f64 {
     (v.iter().map(|x| x.max(1e-9).ln()).sum::<f64>() / v.len() as f64).exp()
 }
 
-/// Power@Size (clause 5.4.1): 3600 × SF / (Π QI × Π RI)^(1/24), with each
-/// interval floored so that no query counts below 1/1000 of the longest
-/// (clause 5.4.1.4). Over fewer than 24 intervals (a subset), the root is
-/// their count's.
+/// Power@Size (clause 5.4.1): 3600 × SF / (Π QI × Π RI)^(1/24). Clause
+/// 5.4.1.4 raises a *query* interval below 1/1000 of the longest query's
+/// to that 1/1000; refresh intervals are used as measured. Over fewer than
+/// 24 intervals (a subset), the root is their count's.
 pub fn power_size(sf: f64, query_s: &[f64], refresh_s: &[f64]) -> f64 {
-    let all: Vec<f64> = query_s.iter().chain(refresh_s).copied().collect();
-    if all.is_empty() {
+    if query_s.is_empty() && refresh_s.is_empty() {
         return 0.0;
     }
     let longest = query_s.iter().copied().fold(0.0, f64::max);
-    let floored: Vec<f64> = all.iter().map(|&x| x.max(longest / 1000.0)).collect();
-    3600.0 * sf / geomean(&floored)
+    let all: Vec<f64> =
+        query_s.iter().map(|&x| x.max(longest / 1000.0)).chain(refresh_s.iter().copied()).collect();
+    3600.0 * sf / geomean(&all)
 }
 
 /// Throughput@Size (clause 5.4.2): S × 22 × 3600 / Ts × SF.
@@ -835,5 +835,22 @@ mod tests {
         assert!((throughput_size(1.0, 2, 22, 3600.0) - 44.0).abs() < 1e-9);
         assert!((qphh(100.0, 25.0) - 50.0).abs() < 1e-9);
         assert!((geomean(&[1.0, 4.0]) - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn power_size_floors_query_intervals_but_not_refresh_intervals() {
+        // Clause 5.4.1.4 adjusts query timing intervals only. Longest query
+        // 1000 s: a 0.1 s query counts as 1 s, a 0.1 s refresh as 0.1 s.
+        let mut q = [1.0; 22];
+        q[0] = 1000.0;
+        q[1] = 0.1;
+        let rf = [0.1, 1.0];
+        // Π = 1000 × 1 (Q2 floored) × 1^20 × 0.1 × 1 = 100, so the mean is 100^(1/24).
+        let want = 3600.0 / 100f64.powf(1.0 / 24.0);
+        let got = power_size(1.0, &q, &rf);
+        assert!((got - want).abs() < 1e-9 * want, "{got} vs {want}");
+        // Had the refresh interval been floored too, Π would be 1000.
+        let floored_too = 3600.0 / 1000f64.powf(1.0 / 24.0);
+        assert!((got - floored_too).abs() > 1.0, "{got} vs {floored_too}");
     }
 }
