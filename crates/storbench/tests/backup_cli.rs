@@ -435,3 +435,57 @@ fn a_managed_instance_backs_up_by_basebackup_and_dump_and_restores_into_a_fresh_
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("pg_ctl -D"));
 }
+
+#[test]
+fn results_go_to_stdout_and_quiet_hides_only_the_live_line() {
+    // Regression: backup and restore printed their result on stderr, and
+    // not at all under --quiet.
+    let d = tempfile::tempdir().unwrap();
+    rusqlite::Connection::open(d.path().join("src.db"))
+        .unwrap()
+        .execute_batch("CREATE TABLE t(a INTEGER); INSERT INTO t VALUES (1), (2), (3);")
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    // sb() passes --quiet; this one does not.
+    let cmd = |quiet: bool| {
+        if quiet {
+            return sb(d.path());
+        }
+        let mut c = Command::cargo_bin("storbench").unwrap();
+        c.current_dir(d.path()).env("STORBENCH_RESULTS", d.path().join("r.db")).env_remove("STORBENCH_DB");
+        c
+    };
+    // The one result line is on stdout and only there, --quiet or not.
+    for (quiet, to, copy) in [(true, "b1.db", "sqlite:c1.db"), (false, "b2.db", "sqlite:c2.db")] {
+        let runs = [
+            (vec!["backup", "--db", "sqlite:src.db", "--to", to], "backup: online of ", "MB/s written"),
+            (
+                vec!["restore", "--from", to, "--to", copy, "--compare", "sqlite:src.db"],
+                "restore: ",
+                "open after",
+            ),
+        ];
+        for (args, starts, has) in runs {
+            let out = ok(cmd(quiet).args(&args).output().unwrap());
+            let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+            let lines: Vec<&str> = stdout.lines().collect();
+            assert_eq!(lines.len(), 1, "{args:?} quiet {quiet}: {stdout}");
+            assert!(lines[0].starts_with(starts) && lines[0].contains(has), "{args:?}: {stdout}");
+            assert!(!stderr.contains(starts), "{args:?} quiet {quiet}: the result on stderr: {stderr}");
+            // The run's closing line is progress: --quiet hides it.
+            assert_eq!(stderr.contains("saved in"), !quiet, "{args:?} quiet {quiet}: {stderr}");
+        }
+    }
+    // With --json stdout holds the run record alone; the line goes to stderr.
+    for (args, kind) in [
+        (vec!["backup", "--db", "sqlite:src.db", "--to", "b3.db"], "backup"),
+        (vec!["restore", "--from", "b3.db", "--to", "sqlite:c3.db", "--compare", "sqlite:src.db"], "restore"),
+    ] {
+        let out = ok(sb(d.path()).arg("--json").args(&args).output().unwrap());
+        let rec: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{kind}: stdout is not one JSON record ({e}): {}", text(&out.stdout)));
+        assert_eq!(rec["run"]["kind"], kind);
+        assert_eq!(rec["run"]["status"], "complete");
+        assert!(text(&out.stderr).contains(&format!("{kind}: ")), "{}", text(&out.stderr));
+    }
+}

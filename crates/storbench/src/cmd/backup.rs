@@ -495,15 +495,17 @@ pub fn backup(g: &Global, a: BackupArgs) -> Result<ExitCode> {
     }
     tool_figures(&mut r, used);
     rec.write_step(clock, "backup", json!({ "method": method_name }), r)?;
-    if !g.quiet {
-        eprintln!(
+    // The result: on stdout (stderr with --json), whatever --quiet says.
+    crate::oltp::result(
+        g,
+        format!(
             "backup: {method_name} of {} to {}: {:.1} MB in {elapsed:.2} s ({:.1} MB/s written)",
             db.shown,
             out.display(),
             bytes / 1e6,
             bytes / 1e6 / elapsed.max(1e-9)
-        );
-    }
+        ),
+    );
     rec.finish(Outcome::Complete)
 }
 
@@ -767,15 +769,16 @@ pub fn restore(g: &Global, a: RestoreArgs) -> Result<ExitCode> {
     if let Err(e) = verdict {
         return rec.finish(Outcome::Failed(e));
     }
-    if !g.quiet {
-        eprintln!(
+    crate::oltp::result(
+        g,
+        format!(
             "restore: {} into {}: open after {:.2} s, ready (indexes, ANALYZE) after {:.2} s",
             from.display(),
             db.shown,
             r.get("restore.open_seconds").unwrap_or(0.0),
             r.get("restore.ready_seconds").unwrap_or(0.0)
-        );
-    }
+        ),
+    );
     rec.finish(Outcome::Complete)
 }
 

@@ -185,13 +185,16 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
     });
     if g.json {
         println!("{}", serde_json::to_string_pretty(&record)?);
-    } else if !g.quiet {
-        eprintln!(
+    }
+    // The result: on stdout (stderr with --json), whatever --quiet says.
+    crate::oltp::result(
+        g,
+        format!(
             "durability on {} ({model}): {total_acked} commits acknowledged by {} clients before the power cut; {total_missing} missing after recovery: {}",
             a.medium,
             a.clients,
             if total_missing == 0 { "pass" } else { "FAIL" }
-        );
-    }
+        ),
+    );
     Ok(if total_missing == 0 { ExitCode::SUCCESS } else { ExitCode::from(crate::error::EXIT_FAILED) })
 }
