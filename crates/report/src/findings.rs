@@ -3,7 +3,9 @@
 //! 1 client: hdd 74 TPS, nvme 951 — 12.9×" — and the warnings its runs
 //! recorded (settings that make a figure meaningless, flagged steps) beside
 //! it. Built from the same medians the tables show; nothing is computed
-//! here that a table does not also show.
+//! here that a table does not also show. A replication study (`repl.rs`)
+//! gets one sentence per RTT and placement instead: each sync level
+//! relative to `local`, and the one-client model.
 
 use crate::compare::Noise;
 use crate::kinds::with_unit;
@@ -23,7 +25,7 @@ pub struct Finding {
 }
 
 /// How a load level reads: `1 client`, `4 users`; a profile as its name.
-fn level_words(axis: &str, label: &str, level: Option<f64>) -> String {
+pub(crate) fn level_words(axis: &str, label: &str, level: Option<f64>) -> String {
     match (axis, level) {
         ("users" | "clients", Some(v)) => {
             let one = axis.trim_end_matches('s');
@@ -125,7 +127,7 @@ fn scale(metric: &str, unit: &str, first: f64) -> f64 {
 }
 
 /// A ratio with three significant digits: `12.9`, `1.09`, `150`.
-fn ratio(r: f64) -> String {
+pub(crate) fn ratio(r: f64) -> String {
     if r >= 100.0 {
         format!("{r:.0}")
     } else if r >= 10.0 {
@@ -135,7 +137,7 @@ fn ratio(r: f64) -> String {
     }
 }
 
-fn spec_name(s: &Section<'_>, spec: &crate::kinds::KindSpec) -> String {
+pub(crate) fn spec_name(s: &Section<'_>, spec: &crate::kinds::KindSpec) -> String {
     if spec.name.is_empty() {
         s.kind.to_string()
     } else {
@@ -236,16 +238,23 @@ pub(crate) fn findings(report: &Report) -> Vec<Finding> {
         if figs.is_empty() || s.groups.is_empty() {
             continue;
         }
-        let text = if s.groups.len() > 1 { across_groups(&s, &figs) } else { one_group(&s, &figs) };
-        if text.is_empty() {
-            continue;
+        // A replication study leads with each sync level against `local`
+        // per RTT (one sentence per RTT and placement), not the generic
+        // comparison of its cells.
+        let texts = match crate::repl::study(&s) {
+            Some(st) => crate::repl::sentences(&s, &st),
+            None if s.groups.len() > 1 => vec![across_groups(&s, &figs)],
+            None => vec![one_group(&s, &figs)],
+        };
+        let mut warnings = section_warnings(&s);
+        for text in texts.into_iter().filter(|t| !t.is_empty()) {
+            out.push(Finding {
+                plan: s.plan.map(str::to_string),
+                section: s.title(),
+                text,
+                warnings: std::mem::take(&mut warnings),
+            });
         }
-        out.push(Finding {
-            plan: s.plan.map(str::to_string),
-            section: s.title(),
-            text,
-            warnings: section_warnings(&s),
-        });
     }
     out
 }

@@ -424,6 +424,124 @@ fn main_charts(out: &mut String, s: &Section<'_>) -> Result<(), ReportError> {
     Ok(())
 }
 
+/// The replication headline's chart: transactions per second of one client
+/// against the link's RTT, one marker series per sync level (and
+/// placement), and per placement the model `1 / (t_local + RTT +
+/// t_standby_flush)` as a dashed curve (its terms from the `on` rows, else
+/// the first level that waits).
+fn repl_chart(out: &mut String, s: &Section<'_>) -> Result<(), ReportError> {
+    let Some(st) = crate::repl::study(s) else { return Ok(()) };
+    // (rest, sync) -> points (rtt ms, tps)
+    let mut measured: Vec<((String, String), Vec<Point>)> = Vec::new();
+    let mut models: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for b in &st.blocks {
+        let rtt = b.rtt_us as f64 / 1000.0;
+        for r in &b.rows {
+            let Some(tps) = r.one_client_tps else { continue };
+            let key = (b.rest.clone(), r.sync.clone());
+            match measured.iter_mut().find(|m| m.0 == key) {
+                Some(m) => m.1.push((rtt, tps)),
+                None => measured.push((key, vec![(rtt, tps)])),
+            }
+        }
+        let m = b.rows.iter().filter(|r| r.model.is_some()).min_by_key(|r| r.sync != "on");
+        if let Some(m) = m.and_then(|r| r.model.as_ref()) {
+            let terms = (m.t_local_us, m.t_standby_us);
+            match models.iter_mut().find(|x| x.0 == b.rest) {
+                Some(x) => x.1.push(terms),
+                None => models.push((b.rest.clone(), vec![terms])),
+            }
+        }
+    }
+    if measured.is_empty() {
+        return Ok(());
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let x1 = measured.iter().flat_map(|m| m.1.iter().map(|p| p.0)).fold(0.0, f64::max).max(0.5) * 1.15;
+    let curves: Vec<(String, Vec<Point>)> = models
+        .into_iter()
+        .map(|(rest, terms)| {
+            let t_local = median(terms.iter().map(|t| t.0).collect());
+            let t_standby = median(terms.iter().map(|t| t.1).collect());
+            let pts = (0..=60).map(|i| {
+                let rtt_ms = x1 * i as f64 / 60.0;
+                (rtt_ms, 1e6 / (t_local + rtt_ms * 1000.0 + t_standby))
+            });
+            let name = if rest.is_empty() { "model".to_string() } else { format!("model, {rest}") };
+            (name, pts.collect())
+        })
+        .collect();
+    let y1 = measured
+        .iter()
+        .flat_map(|m| m.1.iter().map(|p| p.1))
+        .chain(curves.iter().map(|c| c.1[0].1))
+        .fold(f64::NEG_INFINITY, f64::max);
+    // Headroom above the highest point for the legend.
+    let (y0, y1) = pad_range(0.0, y1 * 1.3, true);
+    let title = format!("{} — one client against the link's RTT, with the model", s.title());
+    let e = chart_err(&title);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(&title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..x1, y0..y1)
+            .map_err(|x| e(x.to_string()))?;
+        chart
+            .configure_mesh()
+            .x_desc("RTT, ms (asked of the delay proxy)")
+            .y_desc("transactions/s, 1 client")
+            .x_label_formatter(&|v| fmt_num(*v))
+            .y_label_formatter(&|v| fmt_num(*v))
+            .draw()
+            .map_err(|x| e(x.to_string()))?;
+        for (i, (name, pts)) in curves.iter().enumerate() {
+            let c = RGBColor(90, 90, 90).mix(1.0 - 0.3 * i as f64);
+            chart
+                .draw_series(DashedLineSeries::new(pts.clone(), 6, 4, c.stroke_width(2)))
+                .map_err(|x| e(x.to_string()))?
+                .label(format!("{name}: 1/(t_local + RTT + t_standby_flush)"))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        }
+        let many = measured.iter().any(|m| !m.0 .0.is_empty());
+        for (i, ((rest, sync), pts)) in measured.iter().enumerate() {
+            let c = color(i);
+            let mut pts = pts.clone();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let name = if many && !rest.is_empty() { format!("{sync}, {rest}") } else { sync.clone() };
+            chart
+                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(1)))
+                .map_err(|x| e(x.to_string()))?;
+            chart
+                .draw_series(pts.iter().map(|p| Circle::new(*p, 5, c.filled())))
+                .map_err(|x| e(x.to_string()))?
+                .label(name)
+                .legend(move |(x, y)| Circle::new((x + 9, y), 5, c.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(|x| e(x.to_string()))?;
+        root.present().map_err(|x| e(x.to_string()))?;
+    }
+    figure(
+        out,
+        "Measured transactions per second of one client (median) per sync level and RTT; dashed: the model for one client, its terms from the local run (mean latency, standby lag less the RTT)",
+        &svg,
+    );
+    Ok(())
+}
+
 /// Latency percentiles: one line per (group, step) across p50…p99.9.
 fn percentile_chart(out: &mut String, s: &Section<'_>) -> Result<(), ReportError> {
     let p = s.spec().latency_prefix;
@@ -639,6 +757,10 @@ impl Report {
                 esc_html(s.kind),
                 esc_html(&s.title())
             );
+            // A replication study leads with its headline: the model chart
+            // and the table of each sync level relative to `local`.
+            repl_chart(&mut out, s)?;
+            tables_html(&mut out, crate::tables::repl_table(s));
             main_charts(&mut out, s)?;
             if let Some(charts) = s.spec().extra_charts {
                 out.push_str(&charts(s)?);

@@ -6,7 +6,9 @@
 //! The model is built once ([`Report::load`]) and every renderer reads it:
 //! summary tables are [`Table`]s that render to text, Markdown and HTML alike.
 //! A report leads with its findings (one sentence per workload, with the
-//! numbers), then the charts, the tables and the environment. What each
+//! numbers; a replication study leads with each sync level relative to
+//! `local` and the one-client model, `repl.rs`), then the charts, the
+//! tables and the environment. What each
 //! workload kind shows is data in `kinds.rs`; a new kind adds a row there.
 //! This crate never prints and never writes files; the binary does.
 
@@ -18,6 +20,7 @@ mod html;
 mod kinds;
 mod model;
 pub mod mrc;
+mod repl;
 mod tables;
 mod tpch;
 
@@ -25,6 +28,7 @@ pub use compare::{CompareRow, Comparison, Noise, Side};
 pub use findings::Finding;
 pub use kinds::{ChartsFn, FigureSpec, KindSpec};
 pub use model::{FigureCol, Group, Report, RunData, Section, Stat, StepData};
+pub use repl::{ReplBlock, ReplLevel, ReplModel, ReplRow, ReplStudy};
 pub use tables::Table;
 
 use storbench_results::StoreError;

@@ -399,14 +399,22 @@ pub(crate) fn runs_table(report: &Report) -> Table {
     Table { title: "Runs".into(), header, rows, notes: Vec::new() }
 }
 
-/// The tables of one section, in order: its summaries, the kind's own,
-/// latency and system; a setup section has its one table.
+/// The replication headline's table of a section, if it is a study of
+/// sync levels (`repl.rs`).
+pub(crate) fn repl_table(s: &Section<'_>) -> Option<Table> {
+    crate::repl::study(s).map(|st| crate::repl::table(s, &st))
+}
+
+/// The tables of one section, in order: the replication headline's (if
+/// any), its summaries, the kind's own, latency and system; a setup
+/// section has its one table.
 pub(crate) fn section_tables(s: &Section<'_>) -> Vec<Table> {
     let spec = s.spec();
     if spec.setup {
         return setup_table(s).into_iter().collect();
     }
-    let mut out = summary_tables(s);
+    let mut out: Vec<Table> = repl_table(s).into_iter().collect();
+    out.extend(summary_tables(s));
     if let Some(extra) = spec.extra {
         out.extend(extra(s));
     }
@@ -506,7 +514,7 @@ impl Report {
         let mut out = preamble(self).join("\n");
         out.push_str("\n\n");
         for s in self.sections().iter().filter(|s| !s.spec().setup) {
-            for t in summary_tables(s) {
+            for t in repl_table(s).into_iter().chain(summary_tables(s)) {
                 out.push_str(&t.to_text());
                 out.push('\n');
             }
