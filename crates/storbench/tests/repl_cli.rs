@@ -178,6 +178,65 @@ fn local_leaves_the_standby_async_and_a_link_puts_the_proxy_in_its_path() {
     nothing_left(&s, "lo", Some(proxy_port));
 }
 
+/// Polls `f` every 200 ms for up to 20 s until it holds; the last value
+/// it saw when it never does.
+fn eventually<T: std::fmt::Debug>(what: &str, mut f: impl FnMut() -> (bool, T)) -> T {
+    let t0 = Instant::now();
+    loop {
+        let (ok, v) = f();
+        if ok {
+            return v;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "{what}: still {v:?} after 20 s");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Each standby's `pg_stat_replication.sync_state` as the primary's
+/// `pg status` reports it, by name.
+fn sync_states(s: &State, name: &str) -> Vec<(String, String)> {
+    let st = s.status(name);
+    st["standbys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (x["name"].as_str().unwrap().to_string(), x["sync_state"].as_str().unwrap_or("").to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn two_standbys_under_any_1_are_a_quorum_and_under_first_1_one_is_sync_and_one_potential() {
+    let s = State::new();
+    let pair = |x: &str, y: &str| vec![("s1".to_string(), x.to_string()), ("s2".to_string(), y.to_string())];
+    for (name, form, names, states) in [
+        ("qa", "ANY 1", "ANY 1 (s1, s2)", pair("quorum", "quorum")),
+        ("qf", "first 1", "FIRST 1 (s1, s2)", pair("sync", "potential")),
+    ] {
+        let data = s.path(&format!("{name}-pd"));
+        s.ok(&["pg", "up", name, "--data", &data, "--standby", "2", "--sync", "on", "--sync-names", form]);
+        let st = s.status(name);
+        let port = st["port"].as_u64().unwrap();
+        assert_eq!(psql(port, "SHOW synchronous_commit"), "on");
+        assert_eq!(psql(port, "SHOW synchronous_standby_names"), names, "--sync-names '{form}'");
+        assert_eq!(st["sync_names"], names);
+        // The primary assigns sync states once both stream under the new
+        // names; both `pg status` and the server itself say the same.
+        let got = eventually(&format!("{form}: sync states"), || {
+            let v = sync_states(&s, name);
+            (v == states, v)
+        });
+        assert_eq!(got, states);
+        let direct =
+            psql(port, "SELECT string_agg(application_name || '=' || sync_state, ',' ORDER BY application_name) FROM pg_stat_replication");
+        assert_eq!(direct, format!("s1={},s2={}", states[0].1, states[1].1));
+        // A commit waits for (one of) them and returns.
+        psql(port, "CREATE TABLE t (a int); INSERT INTO t VALUES (1)");
+        nothing_left(&s, name, None);
+    }
+}
+
 #[test]
 fn bad_replication_flags_are_one_line_exit_2_and_make_nothing() {
     let s = State::new();
