@@ -255,6 +255,12 @@ fn bad_replication_flags_are_one_line_exit_2_and_make_nothing() {
             vec!["--standby", "1", "--link", "rtt=1ms,bw=fast"],
             "--link rtt=1ms,bw=fast: 'fast' is not a bandwidth",
         ),
+        // 1 µs is below any proxy's own round trip (tens of µs): refused
+        // after measuring the floor, before anything is made.
+        (
+            vec!["--standby", "1", "--sync", "on", "--link", "rtt=0.001ms"],
+            "--link rtt=0.001ms: below the delay proxy's own floor of ",
+        ),
     ] {
         let out = s.sb().args(["pg", "up", "bad", "--data", &data]).args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
@@ -262,6 +268,11 @@ fn bad_replication_flags_are_one_line_exit_2_and_make_nothing() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(!Path::new(&data).exists());
+        if let Some(rest) = err.split_once("own floor of ").map(|x| x.1) {
+            // The line names the floor it measured, in ms, above the value.
+            let floor: f64 = rest.split("ms").next().unwrap().parse().unwrap_or_else(|_| panic!("{err}"));
+            assert!(floor > 0.001, "{err}");
+        }
     }
     let list: Value = serde_json::from_str(&s.ok(&["--json", "pg", "list"])).unwrap();
     assert_eq!(list, serde_json::json!([]));
