@@ -311,26 +311,16 @@ fn sample_loop(devices: &[String], history: &Mutex<VecDeque<Snapshot>>, stop: &A
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    use std::process::Command;
 
     #[test]
-    fn live_samples_are_sane_and_see_the_device_work() {
+    fn live_samples_are_sane() {
         let dir = tempfile::tempdir().unwrap();
         let m = Monitor::start(&[dir.path().to_path_buf()]);
         assert!(!m.devices().is_empty(), "a temporary directory lives on some device");
         let start = Instant::now();
-        // Write and sync for a few seconds so the device has work to show.
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .custom_flags(libc::O_DSYNC)
-            .open(dir.path().join("w"))
-            .unwrap();
-        let block = vec![7u8; 64 * 1024];
-        while start.elapsed() < Duration::from_millis(3300) {
-            f.write_all(&block).unwrap();
-        }
+        std::thread::sleep(Duration::from_millis(3300));
         let end = Instant::now();
         let r = m.window(start, start, end);
         let users: Vec<f64> = r.samples.iter().filter(|s| s.name == "cpu.user").map(|s| s.value).collect();
@@ -347,8 +337,99 @@ mod tests {
         for s in &r.samples {
             assert!(s.value >= 0.0 && s.value.is_finite(), "{} = {}", s.name, s.value);
         }
-        let writes: f64 = m.devices().iter().filter_map(|d| r.get(&format!("dev.{d}.w_iops"))).sum();
-        assert!(writes > 0.0, "the synchronous writes show on {:?}: {:?}", m.devices(), r.figures);
+    }
+
+    /// A loop device over a file in a temporary directory; detached when
+    /// dropped, so also when the test fails.
+    struct Loop {
+        dev: String,
+        _dir: tempfile::TempDir,
+    }
+
+    impl Loop {
+        fn new(size: u64) -> Loop {
+            let dir = tempfile::tempdir().unwrap();
+            let img = dir.path().join("disk.img");
+            std::fs::File::create(&img).unwrap().set_len(size).unwrap();
+            let out = Command::new("losetup").args(["--find", "--show"]).arg(&img).output().expect("losetup");
+            assert!(out.status.success(), "losetup: {}", String::from_utf8_lossy(&out.stderr));
+            Loop { dev: String::from_utf8(out.stdout).unwrap().trim().to_string(), _dir: dir }
+        }
+    }
+
+    impl Drop for Loop {
+        fn drop(&mut self) {
+            let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+        }
+    }
+
+    fn diskstats(name: &str) -> crate::procfs::DiskStats {
+        let all = parse_diskstats(&std::fs::read_to_string("/proc/diskstats").unwrap());
+        *all.get(name).unwrap_or_else(|| panic!("{name} is not in /proc/diskstats"))
+    }
+
+    #[test]
+    fn the_writes_a_device_completed_are_counted_exactly() {
+        // Regression: the monitor's test asserted only that some writes
+        // showed. Here a known number of direct writes go to a loop device
+        // nothing else uses, between two seconds the monitor took, and the
+        // monitor's per-second rates times their seconds give back the
+        // count written and the kernel's own /proc/diskstats delta.
+        //
+        // O_DIRECT without O_DSYNC: a direct write returns once the device
+        // has completed it, so it is counted by then; with O_DSYNC on a
+        // device with a write-back cache (a loop device has one) this kernel
+        // (6.18) also counts an empty pre-flush write per write (10 dd
+        // writes with oflag=direct,dsync: 20 completed writes, 20 flushes),
+        // which would make the count written the kernel's business.
+        const WRITES: u64 = 300;
+        const BS: usize = 4096;
+        let lo = Loop::new(16 << 20);
+        let name = Path::new(&lo.dev).file_name().unwrap().to_string_lossy().into_owned();
+        // Let udev's probe of the new device (reads) finish first.
+        let _ = Command::new("udevadm").arg("settle").status();
+        let m = Monitor::start(&[PathBuf::from(&lo.dev)]);
+        assert!(m.devices().contains(&name), "{:?} does not watch {name}", m.devices());
+        let taken = || m.history.lock().unwrap().iter().cloned().collect::<Vec<Snapshot>>();
+        // The first second in the history stamped after `after` (any, for None).
+        let wait_for = |after: Option<Instant>| loop {
+            if let Some(s) = taken().into_iter().find(|s| after.is_none_or(|a| s.at > a)) {
+                return s.at;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // A second whose /proc read is done (it is in the history), so
+        // every write below falls after it.
+        let from = wait_for(None);
+        let before = diskstats(&name);
+        let f = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_DIRECT).open(&lo.dev).unwrap();
+        let mut mem = vec![7u8; 2 * BS];
+        let at = mem.as_ptr().align_offset(BS);
+        let block = &mut mem[at..at + BS];
+        for i in 0..WRITES {
+            f.write_all_at(block, i * BS as u64).unwrap();
+        }
+        let after = diskstats(&name);
+        // A second stamped after the last write completed reads /proc after it.
+        let to = wait_for(Some(Instant::now()));
+        assert_eq!(after.writes - before.writes, WRITES, "the kernel counted another writer on {name}");
+        assert_eq!(after.write_sectors - before.write_sectors, WRITES * BS as u64 / 512);
+
+        let snaps = taken();
+        let span: Vec<&Snapshot> = snaps.iter().filter(|s| s.at >= from && s.at <= to).collect();
+        assert!(span.len() >= 2, "{} seconds from {from:?} to {to:?}", span.len());
+        let (mut writes, mut sectors) = (0.0, 0.0);
+        for pair in span.windows(2) {
+            // The sampler's own interval: the second before's stamp to this one's.
+            let secs = pair[1].at.duration_since(pair[0].at).as_secs_f64();
+            let d = pair[1].disks.iter().find(|d| d.0 == name).expect("the device in every second").1;
+            let (w, s) = (d.w_iops * secs, d.w_mbps * 1e6 / 512.0 * secs);
+            assert!((w - w.round()).abs() < 1e-6 && (s - s.round()).abs() < 1e-6, "{w} writes, {s} sectors");
+            writes += w.round();
+            sectors += s.round();
+        }
+        assert_eq!(writes, WRITES as f64, "completed writes the monitor saw on {name}");
+        assert_eq!(sectors, (WRITES * BS as u64 / 512) as f64, "sectors the monitor saw written");
     }
 
     #[test]
