@@ -22,7 +22,7 @@ impl Drop for Dir {
 }
 
 /// One client level's figures: TPS, mean and p99 latency (µs), and the
-/// standby's flush and replay lag (ms) when given.
+/// standby's flush lag (ms; replay 0.3 ms behind it) when given.
 struct Level {
     tps: f64,
     mean_us: f64,
@@ -116,13 +116,14 @@ fn store() -> (Dir, Store) {
             lv(7000.0, 4500.0, 11000.0, None),
         ],
     );
+    // remote_apply's own run recorded its standby: replay 1.4 ms behind.
     cell(
         &mut st,
         "remote_apply",
         "1ms",
         1000,
         &[
-            lv(400.0, 2500.0, 4600.0, None),
+            lv(400.0, 2500.0, 4600.0, Some(1.1)),
             lv(2800.0, 2850.0, 6400.0, None),
             lv(6800.0, 4700.0, 11500.0, None),
         ],
@@ -175,16 +176,18 @@ fn sync_levels_are_read_against_local_per_rtt_with_the_one_client_model() {
     let m = on.model.as_ref().unwrap();
     assert!(close(m.t_local_us, 1000.0) && close(m.rtt_us, 1000.0), "{m:?}");
     assert!(close(m.t_standby_us, 200.0), "{m:?}");
-    assert_eq!(m.t_standby_from.as_deref(), Some("repl.s1.flush_lag.p50"));
+    // `on` recorded no lag of its own: the local run's.
+    assert_eq!(m.t_standby_from.as_deref(), Some("repl.s1.flush_lag.p50 (local run)"));
     assert!(close(m.tps, 1e6 / 2200.0) && close(m.ratio, 1000.0 / 2200.0), "{m:?}");
     assert_eq!(m.measured_tps, Some(420.0));
     assert_eq!(on.one_client_tps, Some(420.0));
     // 0.60 at 8 clients is above 1.2 × 0.455: group commit shares the wait.
     assert_eq!(on.diverges_at.as_ref().unwrap().step, "clients=8");
-    // remote_apply waits for the replay: its lag, not the flush's.
+    // remote_apply waits for the replay: its lag, not the flush's, and
+    // its own run's where it has one.
     let ra = b.rows[3].model.as_ref().unwrap();
-    assert!(close(ra.t_standby_us, 500.0), "{ra:?}");
-    assert_eq!(ra.t_standby_from.as_deref(), Some("repl.s1.replay_lag.p50"));
+    assert!(close(ra.t_standby_us, 400.0), "{ra:?}");
+    assert_eq!(ra.t_standby_from.as_deref(), Some("repl.s1.replay_lag.p50 (remote_apply run)"));
     assert!(b.rows[1].model.is_none(), "off waits for nobody: no model");
 
     // 5 ms: nothing recorded about the standby, so 0 and a note.
@@ -211,14 +214,14 @@ fn the_report_leads_with_the_replication_headline_in_text_and_html() {
             "TPC-B over a standby at 1 ms RTT (swal=fast), relative to local at 1 client → 32 clients: \
              off 1.50× → 1.10× TPS, p99 0.50× → 0.89×; \
              on 0.42× (model 0.45×) → 0.88× TPS, p99 2.20× → 1.22×; \
-             remote_apply 0.40× (model 0.40×) → 0.85× TPS, p99 2.30× → 1.28×. \
-             One client at on: 1/(t_local 1 ms + RTT 1 ms + t_standby_flush 200 µs) = 455 TPS, measured 420; \
+             remote_apply 0.40× (model 0.42×) → 0.85× TPS, p99 2.30× → 1.28×. \
+             Model at 1 client, on: 1/(t_local 1 ms + RTT 1 ms + t_standby_flush 200 µs) = 455 TPS, measured 420; \
              group commit lets more clients share the wait, so they rise above the model: \
              on from 8 clients (0.60× against the model's 0.45×), \
-             remote_apply from 8 clients (0.56× against the model's 0.40×).",
+             remote_apply from 8 clients (0.56× against the model's 0.42×).",
             "TPC-B over a standby at 5 ms RTT (swal=fast), relative to local at 1 client → 32 clients: \
              on 0.16× (model 0.17×) → 0.50× TPS, p99 4.50× → 1.78×. \
-             One client at on: 1/(t_local 1 ms + RTT 5 ms + t_standby_flush 0 (not recorded)) = 167 TPS, measured 160; \
+             Model at 1 client, on: 1/(t_local 1 ms + RTT 5 ms + t_standby_flush 0 (not recorded)) = 167 TPS, measured 160; \
              group commit lets more clients share the wait, so they rise above the model: \
              on from 8 clients (0.24× against the model's 0.17×).",
         ]
