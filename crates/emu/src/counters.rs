@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::model::Op;
-use crate::sched::Sched;
+use crate::sched::{Completion, Sched};
 
 /// One op's figures in one second.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -61,7 +61,7 @@ pub(crate) fn unix_ms() -> u64 {
 }
 
 /// Takes the scheduler's figures into a line.
-pub(crate) fn line(s: &Sched, last_ns: &mut u64) -> Line {
+pub(crate) fn line<C: Completion>(s: &Sched<C>, last_ns: &mut u64) -> Line {
     let (st, now) = s.take_stats();
     let mut ops = std::collections::BTreeMap::new();
     for op in Op::ALL {
@@ -98,7 +98,7 @@ pub(crate) fn line(s: &Sched, last_ns: &mut u64) -> Line {
 }
 
 /// Appends a line to the counters file every second until `stop`.
-pub(crate) fn run(s: &Sched, path: &Path, stop: &AtomicBool) {
+pub(crate) fn run<C: Completion>(s: &Sched<C>, path: &Path, stop: &AtomicBool) {
     let mut last = s.now_ns();
     while !stop.load(Ordering::Relaxed) {
         let to_next = 1000 - unix_ms() % 1000;

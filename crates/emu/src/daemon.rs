@@ -130,7 +130,7 @@ impl DataCache {
 struct Fs {
     file: File,
     size: u64,
-    sched: Arc<Sched>,
+    sched: Arc<Sched<Done>>,
     cache: Arc<DataCache>,
 }
 
@@ -230,35 +230,32 @@ fn errno(e: &std::io::Error) -> Errno {
     Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO))
 }
 
-struct DataDone(ReplyData, Vec<u8>);
-impl Completion for DataDone {
-    fn ok(self: Box<Self>) {
-        let s = *self;
-        s.0.data(&s.1);
-    }
-    fn fail(self: Box<Self>, e: i32) {
-        self.0.error(Errno::from_i32(e));
-    }
+/// How a request is answered at its completion time: a plain value, so a
+/// request costs no allocation for it.
+enum Done {
+    /// A read and its data.
+    Data(ReplyData, Vec<u8>),
+    /// A write of this many bytes.
+    Write(ReplyWrite, u32),
+    /// A flush or discard.
+    Empty(ReplyEmpty),
 }
 
-struct WriteDone(ReplyWrite, u32);
-impl Completion for WriteDone {
-    fn ok(self: Box<Self>) {
-        let s = *self;
-        s.0.written(s.1);
+impl Completion for Done {
+    fn ok(self) {
+        match self {
+            Done::Data(r, buf) => r.data(&buf),
+            Done::Write(r, n) => r.written(n),
+            Done::Empty(r) => r.ok(),
+        }
     }
-    fn fail(self: Box<Self>, e: i32) {
-        self.0.error(Errno::from_i32(e));
-    }
-}
-
-struct EmptyDone(ReplyEmpty);
-impl Completion for EmptyDone {
-    fn ok(self: Box<Self>) {
-        self.0.ok();
-    }
-    fn fail(self: Box<Self>, e: i32) {
-        self.0.error(Errno::from_i32(e));
+    fn fail(self, e: i32) {
+        let e = Errno::from_i32(e);
+        match self {
+            Done::Data(r, _) => r.error(e),
+            Done::Write(r, _) => r.error(e),
+            Done::Empty(r) => r.error(e),
+        }
     }
 }
 
@@ -340,7 +337,7 @@ impl Filesystem for Fs {
         match self.read_data(offset, size as usize) {
             Ok(buf) => {
                 let req = Req { op: Op::Read, offset, len: buf.len() as u64 };
-                self.sched.submit(req, t0, Box::new(DataDone(reply, buf)));
+                self.sched.submit(req, t0, Done::Data(reply, buf));
             }
             Err(e) => reply.error(errno(&e)),
         }
@@ -369,7 +366,7 @@ impl Filesystem for Fs {
         match self.write_data(offset, data) {
             Ok(()) => {
                 let req = Req { op: Op::Write, offset, len: data.len() as u64 };
-                self.sched.submit(req, t0, Box::new(WriteDone(reply, data.len() as u32)));
+                self.sched.submit(req, t0, Done::Write(reply, data.len() as u32));
             }
             Err(e) => reply.error(errno(&e)),
         }
@@ -386,9 +383,7 @@ impl Filesystem for Fs {
             return reply.error(Errno::EIO);
         }
         match self.flush_data() {
-            Ok(()) => {
-                self.sched.submit(Req { op: Op::Flush, offset: 0, len: 0 }, t0, Box::new(EmptyDone(reply)))
-            }
+            Ok(()) => self.sched.submit(Req { op: Op::Flush, offset: 0, len: 0 }, t0, Done::Empty(reply)),
             Err(e) => reply.error(errno(&e)),
         }
     }
@@ -424,7 +419,7 @@ impl Filesystem for Fs {
         if r != 0 {
             return reply.error(errno(&std::io::Error::last_os_error()));
         }
-        self.sched.submit(Req { op: Op::Discard, offset, len: length }, t0, Box::new(EmptyDone(reply)));
+        self.sched.submit(Req { op: Op::Discard, offset, len: length }, t0, Done::Empty(reply));
     }
 
     fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {

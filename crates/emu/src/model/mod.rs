@@ -479,9 +479,39 @@ impl Model {
         }
     }
 
+    /// When a request that left the host at `arrival_ns` reaches the
+    /// device (ns on the daemon's clock), updating the state: `arrival_ns`
+    /// for a local device, later behind a network (half its round trip and
+    /// its payload on the link). The request queues for a unit from then.
+    pub fn approach(&self, req: &Req, st: &mut State, arrival_ns: u64) -> u64 {
+        match self {
+            Model::Net(n) => n.approach(req, st, arrival_ns),
+            _ => arrival_ns,
+        }
+    }
+
+    /// Latency after the device is done that occupies no unit (a network's
+    /// way back); zero for a local device.
+    pub fn back(&self, _req: &Req) -> Duration {
+        match self {
+            Model::Net(n) => n.back(),
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// What one request costs on an idle, fresh device: its approach, its
+    /// service time and its way back (what `media create` compares with
+    /// the daemon's floor).
+    pub fn idle_latency(&self, req: &Req) -> Duration {
+        let mut st = State::default();
+        let at = self.approach(req, &mut st, 0);
+        Duration::from_nanos(at) + self.service_time(req, &mut st, at) + self.back(req)
+    }
+
     /// How long the request occupies one unit when it starts at `start_ns`
     /// (ns on the daemon's clock), updating the state. The one function
-    /// that is the model.
+    /// that is the model (a network's round trip is outside it:
+    /// [`Model::approach`], [`Model::back`]).
     pub fn service_time(&self, req: &Req, st: &mut State, start_ns: u64) -> Duration {
         match self {
             Model::Hdd(h) => h.service_time(req, st, start_ns),

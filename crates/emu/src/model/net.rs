@@ -1,7 +1,11 @@
 //! Network storage: a round trip and a shared link in front of a device
-//! model (the NAS's or array's own disks). A request pays the round trip,
-//! its payload's time on the link (queued behind other payloads), then the
-//! backing device's service time.
+//! model (the NAS's or array's own disks). A request pays half the round
+//! trip and its payload's time on the link (queued behind other payloads)
+//! on its way to the device ([`Net::approach`]), the backing device's
+//! service time on one of the device's units ([`Net::service_time`]), and
+//! the other half of the round trip on its way back ([`Net::back`]). The
+//! round trip is latency only: while a request travels, the device serves
+//! others, so network time overlaps disk time as it does on a real NAS.
 
 use std::time::Duration;
 
@@ -43,16 +47,28 @@ impl Net {
         Ok(Net { rtt: p.dur("rtt"), link_rate: p.rate("link_rate"), backing: p.backing(capacity)? })
     }
 
-    pub(crate) fn service_time(&self, r: &Req, st: &mut State, start_ns: u64) -> Duration {
+    /// When a request that left the host at `arrival_ns` reaches the
+    /// device: half the round trip, then its payload on the shared link,
+    /// after the payloads ahead of it. (Writes carry their payload out,
+    /// reads bring it back; both are charged here, on one link, so the
+    /// link's queueing is in arrival order.)
+    pub(crate) fn approach(&self, r: &Req, st: &mut State, arrival_ns: u64) -> u64 {
         let half = self.rtt.as_nanos() as u64 / 2;
-        // Writes carry their payload out, reads bring it back; both queue on the link.
         let payload =
             if matches!(r.op, Op::Read | Op::Write) { xfer(r.len, self.link_rate) } else { Duration::ZERO };
-        let begin = st.net_free_ns.max(start_ns + half);
+        let begin = st.net_free_ns.max(arrival_ns + half);
         st.net_free_ns = begin + payload.as_nanos() as u64;
-        let at_device = st.net_free_ns;
-        let dev = self.backing.service_time(r, st, at_device);
-        Duration::from_nanos(at_device - start_ns + half) + dev
+        st.net_free_ns
+    }
+
+    /// The device's own time: what occupies one of its units.
+    pub(crate) fn service_time(&self, r: &Req, st: &mut State, start_ns: u64) -> Duration {
+        self.backing.service_time(r, st, start_ns)
+    }
+
+    /// The way back: the other half of the round trip.
+    pub(crate) fn back(&self) -> Duration {
+        self.rtt - self.rtt / 2
     }
 }
 
@@ -69,12 +85,16 @@ mod tests {
         )
         .unwrap();
         let m = spec.build(1 << 30).unwrap();
+        let r = Req { op: Op::Read, offset: 0, len: 117_000 };
+        assert_eq!(m.idle_latency(&r), Duration::from_micros(500 + 1000 + 1000));
         let mut st = State::default();
-        let d = m.service_time(&Req { op: Op::Read, offset: 0, len: 117_000 }, &mut st, 0);
-        assert_eq!(d, Duration::from_micros(500 + 1000 + 1000));
-        // A second one started at once queues behind the first payload on the link.
-        let d2 = m.service_time(&Req { op: Op::Read, offset: 0, len: 117_000 }, &mut st, 0);
-        assert_eq!(d2, Duration::from_micros(500 + 2000 + 1000));
+        // Half the round trip, then 1 ms of payload on the link.
+        assert_eq!(m.approach(&r, &mut st, 0), 1_250_000);
+        // A second one sent at once queues behind the first payload on the link.
+        assert_eq!(m.approach(&r, &mut st, 0), 2_250_000);
+        // The device's unit is busy for the device's time only.
+        assert_eq!(m.service_time(&r, &mut st, 2_250_000), Duration::from_millis(1));
+        assert_eq!(m.back(&r), Duration::from_micros(250));
         assert_eq!(m.units(), 32);
     }
 }

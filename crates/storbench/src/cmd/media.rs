@@ -94,11 +94,12 @@ pub enum MediaVerb {
 /// Below this a model's QD1 read is dominated by the daemon's round trip.
 const FLOOR_HINT: std::time::Duration = std::time::Duration::from_micros(300);
 
-/// A 4 KiB read's service time on a fresh model (no queue, nothing cached).
+/// A 4 KiB read's latency on a fresh, idle model (no queue, nothing
+/// cached; a network's round trip included).
 fn qd1_read_service(spec: &storbench_emu::Spec, size: u64) -> Option<std::time::Duration> {
     let model = spec.build(size).ok()?;
     let req = storbench_emu::Req { op: storbench_emu::Op::Read, offset: size / 2, len: 4096 };
-    Some(model.service_time(&req, &mut storbench_emu::model::State::default(), 0))
+    Some(model.idle_latency(&req))
 }
 
 fn media_err(e: MediaError) -> anyhow::Error {
