@@ -127,8 +127,100 @@ impl DataCache {
     }
 }
 
+/// The image mapped read-only (MAP_SHARED: it sees every pwrite at once).
+/// A read none of whose blocks the volatile cache holds is answered
+/// straight from here: the reply's writev copies from the host's page
+/// cache into the loop device's pages, with no pread and no copy of ours.
+/// Mapped once per daemon process and never unmapped (leaked), because a
+/// reply may be written by the timer thread after the filesystem is gone.
+struct Image {
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only for us and lives as long as the process.
+unsafe impl Send for Image {}
+// SAFETY: as above; concurrent readers of a read-only mapping are fine.
+unsafe impl Sync for Image {}
+
+impl Image {
+    /// Maps `file` (`len` bytes) for the life of the process, or None
+    /// (then reads use pread).
+    fn map(file: &File, len: u64) -> Option<&'static Image> {
+        if len == 0 || len > isize::MAX as u64 {
+            return None;
+        }
+        // SAFETY: a fresh read-only shared mapping of a descriptor we own;
+        // checked for failure below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len as usize,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return None;
+        }
+        Some(Box::leak(Box::new(Image { ptr: p as *const u8, len: len as usize })))
+    }
+
+    /// Faults the range's pages in now, in the reader thread (one load per
+    /// page; nothing when mapped already), so the reply, possibly written
+    /// by the timer thread, never waits for the host disk.
+    fn touch(&self, offset: u64, len: usize) {
+        let (start, end) = (offset as usize, offset as usize + len);
+        let mut at = start;
+        while at < end {
+            // SAFETY: at < end <= self.len (the caller clipped the range).
+            unsafe { std::ptr::read_volatile(self.ptr.add(at)) };
+            at = (at & !4095) + 4096;
+        }
+    }
+
+    /// The bytes at `offset`: what the image holds now. The host may
+    /// change them under us (a pwrite of an overlapping write in flight);
+    /// the kernel copies whatever is there, as a device would return
+    /// either contents for a read overlapping a write.
+    fn slice(&self, offset: u64, len: usize) -> &[u8] {
+        assert!(offset as usize + len <= self.len, "a read past the image");
+        // SAFETY: within the mapping, which is never unmapped.
+        unsafe { std::slice::from_raw_parts(self.ptr.add(offset as usize), len) }
+    }
+}
+
+/// Read buffers, reused: a read takes one, its reply gives it back, so a
+/// read allocates (and zeroes) nothing once the pool has warmed up. At most
+/// [`POOL_KEEP`] buffers of at most [`POOL_MAX_LEN`] bytes are kept.
+static POOL: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+const POOL_KEEP: usize = 64;
+const POOL_MAX_LEN: usize = 1 << 20;
+
+/// A buffer of at least `len` bytes (its contents are stale: the caller
+/// fills `..len`).
+fn take_buf(len: usize) -> Vec<u8> {
+    let mut b = POOL.lock().unwrap_or_else(|p| p.into_inner()).pop().unwrap_or_default();
+    if b.len() < len {
+        b.resize(len, 0);
+    }
+    b
+}
+
+fn give_buf(b: Vec<u8>) {
+    if b.len() <= POOL_MAX_LEN {
+        let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
+        if pool.len() < POOL_KEEP {
+            pool.push(b);
+        }
+    }
+}
+
 struct Fs {
     file: File,
+    image: Option<&'static Image>,
     size: u64,
     sched: Arc<Sched<Done>>,
     cache: Arc<DataCache>,
@@ -158,30 +250,56 @@ impl Fs {
         }
     }
 
-    fn read_data(&self, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
-        let len = len.min(self.size.saturating_sub(offset) as usize);
-        let mut buf = vec![0u8; len];
-        let overlay = |buf: &mut [u8], map: &HashMap<u64, Box<[u8]>>| {
-            for b in blocks(offset, len as u64) {
-                if let Some(data) = map.get(&b) {
-                    let bstart = b * CACHE_BLOCK;
-                    let from = bstart.max(offset);
-                    let to = (bstart + CACHE_BLOCK).min(offset + len as u64);
-                    if from < to {
-                        buf[(from - offset) as usize..(to - offset) as usize]
-                            .copy_from_slice(&data[(from - bstart) as usize..(to - bstart) as usize]);
-                    }
+    /// What a read of `len` bytes at `offset` is answered with: the image,
+    /// with what the volatile cache holds laid over it. When the cache
+    /// holds none of its blocks (always, for a model without one), the
+    /// mapped image itself, without the lock, so reads go on in parallel;
+    /// else a pooled buffer filled by pread and the overlay under the lock
+    /// (a destage must not move a block from the map to the image between
+    /// the two). A block cached after the check comes from a write that
+    /// overlaps this read in flight: a device may return either contents.
+    fn read_data(&self, offset: u64, len: usize) -> std::io::Result<ReadData> {
+        let end = offset + len as u64;
+        let plain = |image: Option<&'static Image>| -> std::io::Result<ReadData> {
+            if let Some(img) = image {
+                img.touch(offset, len);
+                return Ok(ReadData::Mapped(img, offset));
+            }
+            let mut buf = take_buf(len);
+            match self.file.read_exact_at(&mut buf[..len], offset) {
+                Ok(()) => Ok(ReadData::Buf(buf)),
+                Err(e) => {
+                    give_buf(buf);
+                    Err(e)
                 }
             }
         };
         if self.cache.shape.is_none() {
-            self.file.read_exact_at(&mut buf, offset)?;
-            return Ok(buf);
+            return plain(self.image);
         }
         let map = self.cache.lock();
-        self.file.read_exact_at(&mut buf, offset)?;
-        overlay(&mut buf, &map);
-        Ok(buf)
+        if !blocks(offset, len as u64).any(|b| map.contains_key(&b)) {
+            drop(map);
+            return plain(self.image);
+        }
+        let mut buf = take_buf(len);
+        if let Err(e) = self.file.read_exact_at(&mut buf[..len], offset) {
+            drop(map);
+            give_buf(buf);
+            return Err(e);
+        }
+        for b in blocks(offset, len as u64) {
+            if let Some(data) = map.get(&b) {
+                let bstart = b * CACHE_BLOCK;
+                let from = bstart.max(offset);
+                let to = (bstart + CACHE_BLOCK).min(end);
+                if from < to {
+                    buf[(from - offset) as usize..(to - offset) as usize]
+                        .copy_from_slice(&data[(from - bstart) as usize..(to - bstart) as usize]);
+                }
+            }
+        }
+        Ok(ReadData::Buf(buf))
     }
 
     fn write_data(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
@@ -197,7 +315,9 @@ impl Fs {
             let mut block = match map.remove(&b) {
                 Some(old) => old,
                 None if from == bstart && to == bstart + CACHE_BLOCK => {
-                    vec![0u8; CACHE_BLOCK as usize].into()
+                    // A whole block: copied below, nothing to zero or read.
+                    map.insert(b, Box::from(&data[(from - offset) as usize..(to - offset) as usize]));
+                    continue;
                 }
                 None => {
                     // A partial block: start from what the image holds.
@@ -230,11 +350,18 @@ fn errno(e: &std::io::Error) -> Errno {
     Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO))
 }
 
+/// A read's data: a pooled buffer, or the mapped image at an offset.
+enum ReadData {
+    Buf(Vec<u8>),
+    Mapped(&'static Image, u64),
+}
+
 /// How a request is answered at its completion time: a plain value, so a
-/// request costs no allocation for it.
+/// request costs no allocation (a read's buffer comes from the pool and
+/// goes back to it once the reply is written).
 enum Done {
-    /// A read and its data.
-    Data(ReplyData, Vec<u8>),
+    /// A read of `len` bytes and where its data is.
+    Data(ReplyData, ReadData, usize),
     /// A write of this many bytes.
     Write(ReplyWrite, u32),
     /// A flush or discard.
@@ -244,7 +371,11 @@ enum Done {
 impl Completion for Done {
     fn ok(self) {
         match self {
-            Done::Data(r, buf) => r.data(&buf),
+            Done::Data(r, ReadData::Buf(buf), len) => {
+                r.data(&buf[..len]);
+                give_buf(buf);
+            }
+            Done::Data(r, ReadData::Mapped(img, offset), len) => r.data(img.slice(offset, len)),
             Done::Write(r, n) => r.written(n),
             Done::Empty(r) => r.ok(),
         }
@@ -252,7 +383,12 @@ impl Completion for Done {
     fn fail(self, e: i32) {
         let e = Errno::from_i32(e);
         match self {
-            Done::Data(r, _) => r.error(e),
+            Done::Data(r, data, _) => {
+                r.error(e);
+                if let ReadData::Buf(buf) = data {
+                    give_buf(buf);
+                }
+            }
             Done::Write(r, _) => r.error(e),
             Done::Empty(r) => r.error(e),
         }
@@ -264,7 +400,12 @@ impl Filesystem for Fs {
         // Asynchronous direct I/O: the loop device's requests reach us
         // concurrently, so queueing is the model's, not the kernel's.
         let _ = config.add_capabilities(fuser::InitFlags::FUSE_ASYNC_DIO);
+        // Up to 1 MiB per request (the loop device's largest), so a large
+        // I/O is one request, priced once, as the device sees it.
         let _ = config.set_max_write(1 << 20);
+        // The loop device's asynchronous requests are FUSE background
+        // requests: allow far more in flight than any queue depth we test,
+        // so the kernel never holds them back (the model queues them).
         let _ = config.set_max_background(512);
         let _ = config.set_congestion_threshold(384);
         Ok(())
@@ -315,7 +456,19 @@ impl Filesystem for Fs {
         if ino.0 != 2 {
             return reply.error(Errno::EISDIR);
         }
-        reply.opened(FileHandle(0), FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES);
+        // FOPEN_DIRECT_IO: the kernel sends every read and write here
+        // without the page-cache path (the loop device opens with O_DIRECT
+        // anyway; this skips the generic direct-I/O checks and the
+        // exclusive inode lock for writes, which FOPEN_PARALLEL_DIRECT_WRITES
+        // then relaxes to a shared one, so writes reach us concurrently).
+        // No keep_cache: there is no cache to keep. FOPEN_NOFLUSH: close(2)
+        // is not a device flush, so the kernel need not ask.
+        reply.opened(
+            FileHandle(0),
+            FopenFlags::FOPEN_DIRECT_IO
+                | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES
+                | FopenFlags::FOPEN_NOFLUSH,
+        );
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -334,10 +487,15 @@ impl Filesystem for Fs {
         if self.sched.is_dead() {
             return reply.error(Errno::EIO);
         }
-        match self.read_data(offset, size as usize) {
-            Ok(buf) => {
-                let req = Req { op: Op::Read, offset, len: buf.len() as u64 };
-                self.sched.submit(req, t0, Done::Data(reply, buf));
+        let len = (size as usize).min(self.size.saturating_sub(offset) as usize);
+        if len == 0 {
+            // At or past the end: nothing the device holds.
+            return reply.data(&[]);
+        }
+        match self.read_data(offset, len) {
+            Ok(data) => {
+                let req = Req { op: Op::Read, offset, len: len as u64 };
+                self.sched.submit(req, t0, Done::Data(reply, data, len));
             }
             Err(e) => reply.error(errno(&e)),
         }
@@ -445,6 +603,16 @@ impl Filesystem for Fs {
     }
 }
 
+extern "C" fn on_sigbus(_: libc::c_int) {
+    const MSG: &[u8] =
+        b"storbench: error: reading the image failed (SIGBUS: a host I/O error, or the image was truncated)\n";
+    // SAFETY: write(2) and _exit(2) are async-signal-safe.
+    unsafe {
+        libc::write(2, MSG.as_ptr().cast(), MSG.len());
+        libc::_exit(1);
+    }
+}
+
 /// Runs the daemon in this process until it is told to stop (SIGTERM,
 /// SIGINT, SIGHUP) or its filesystem is unmounted. SIGUSR1 cuts the power.
 pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
@@ -454,6 +622,14 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
         .write(true)
         .open(&cfg.image)
         .map_err(|e| EmuError::Failed(format!("opening {}: {e}", cfg.image.display())))?;
+    let have = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if have < cfg.size {
+        return Err(EmuError::Usage(format!(
+            "the image {} holds {have} bytes, less than the medium's {} (it is mapped whole)",
+            cfg.image.display(),
+            cfg.size
+        )));
+    }
     let trace = match &cfg.trace {
         Some(p) => Some(
             File::create(p)
@@ -474,6 +650,16 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
         set
     };
+    // Reads come from the mapped image: a host I/O error there is SIGBUS,
+    // not EIO. Say so in the log before dying (the medium then fails as a
+    // killed daemon does), rather than vanish without a word.
+    // SAFETY: installing a handler that only calls async-signal-safe write
+    // and _exit.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_sigbus as *const () as usize;
+        libc::sigaction(libc::SIGBUS, &sa, std::ptr::null_mut());
+    }
     // SAFETY: prctl with constant arguments. Ignored where unsupported.
     unsafe { libc::prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0) };
     // A device answers when it is due, whatever else the host is doing: the
@@ -498,7 +684,8 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
         file.try_clone().map_err(|e| EmuError::Failed(format!("opening the image twice: {e}")))?;
     let exit_cache = cache.clone();
     let sched = Arc::new(Sched::new(model, trace));
-    let fs = Fs { file, size: cfg.size, sched: sched.clone(), cache: cache.clone() };
+    let image = Image::map(&file, cfg.size);
+    let fs = Fs { file, image, size: cfg.size, sched: sched.clone(), cache: cache.clone() };
     let mut config = fuser::Config::default();
     config.mount_options = vec![
         MountOption::FSName(format!("storbench-emu:{}", cfg.name)),
