@@ -152,6 +152,12 @@ impl Exporter {
         self.addr
     }
 
+    /// Names the run (its short uuid) once it is recorded: the exporter is
+    /// bound first, so a bad address leaves no run behind.
+    pub fn run(&self, run: &str) {
+        self.shared.labels.lock().expect("labels").run = run.to_string();
+    }
+
     /// A new step begins: later values carry its label; the previous step's
     /// series are dropped.
     pub fn step(&self, step: &str) {

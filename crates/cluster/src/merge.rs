@@ -142,6 +142,14 @@ impl ShardRun {
         }
     }
 
+    /// Reads every run of `store`, oldest first (a shard's file from a
+    /// sharded plan holds one run per cell).
+    pub fn all(store: &Store) -> Result<Vec<ShardRun>, MergeError> {
+        let mut runs = store.runs(&storbench_results::RunFilter::default())?;
+        runs.sort_by_key(|r| r.id);
+        runs.iter().map(|r| ShardRun::load(store, &r.id.to_string())).collect()
+    }
+
     /// The shard identity in the run's config (`"shard": "i/N"`), if any.
     pub fn shard(&self) -> Option<Shard> {
         self.run.config.get("shard").and_then(Value::as_str).and_then(|s| Shard::parse(s).ok())
@@ -186,6 +194,11 @@ pub struct Merged {
     pub config: Value,
     /// The first shard's environment.
     pub env: Value,
+    /// The plan and cell the shards ran (the first shard's tags), so the
+    /// merged runs of a sharded plan report as that plan.
+    pub plan: Option<String>,
+    /// See `plan`.
+    pub cell: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -332,16 +345,25 @@ pub fn merge(shards: &[ShardRun]) -> Result<Merged, MergeError> {
         }));
     }
     let notes: Vec<String> = notes.into_iter().collect();
-    let mut shard_config = first.run.config.clone();
-    if let Some(o) = shard_config.as_object_mut() {
+    // The shards' own config (its axes too, so a merged plan cell reports
+    // as one host's would), less the shard's identity, plus where it came from.
+    let mut config = first.run.config.clone();
+    if let Some(o) = config.as_object_mut() {
         o.remove("shard");
+        o.insert("merged_from".into(), json!(from));
+        o.insert("merge".into(), json!({ "warnings": warnings, "notes": notes }));
     }
-    let config = json!({
-        "merged_from": from,
-        "shard_config": shard_config,
-        "merge": { "warnings": warnings, "notes": notes },
-    });
-    Ok(Merged { kind, status, warnings, notes, steps, config, env: first.run.env.clone() })
+    Ok(Merged {
+        kind,
+        status,
+        warnings,
+        notes,
+        steps,
+        config,
+        env: first.run.env.clone(),
+        plan: first.run.plan.clone(),
+        cell: first.run.cell.clone(),
+    })
 }
 
 fn shard_text(s: &ShardRun) -> String {
@@ -497,8 +519,8 @@ pub fn write_merged(store: &mut Store, merged: &Merged, label: &str) -> Result<R
         label: label.to_string(),
         config: merged.config.clone(),
         env: merged.env.clone(),
-        plan: None,
-        cell: None,
+        plan: merged.plan.clone(),
+        cell: merged.cell.clone(),
     })?;
     for st in &merged.steps {
         if let Err(e) = store.write_step(

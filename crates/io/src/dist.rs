@@ -15,6 +15,8 @@ pub struct Offsets {
     kind: Kind,
     align: u64,
     rng: u64,
+    /// Added to every offset: where the profile's span begins.
+    base: u64,
 }
 
 enum Kind {
@@ -126,7 +128,8 @@ impl Offsets {
     /// `partition`, threads use disjoint blocks (so verification never sees
     /// a block another thread is rewriting).
     pub fn new(p: &Profile, size: u64, t: usize, partition: bool) -> Result<Offsets, String> {
-        let span = p.span.unwrap_or(size).min(size);
+        let room = size.saturating_sub(p.offset);
+        let span = p.span.unwrap_or(room).min(room);
         let align = p.alignment();
         if span < p.bs {
             return Err(format!(
@@ -175,7 +178,7 @@ impl Offsets {
                 },
             },
         };
-        Ok(Offsets { kind, align, rng })
+        Ok(Offsets { kind, align, rng, base: p.offset })
     }
 
     #[inline]
@@ -197,7 +200,13 @@ impl Offsets {
     }
 
     /// The next offset.
+    #[inline]
     pub fn next_offset(&mut self) -> u64 {
+        self.base + self.next_in_span()
+    }
+
+    /// The next offset from the start of the span.
+    fn next_in_span(&mut self) -> u64 {
         let align = self.align;
         match self.kind {
             Kind::Seq { next, from, to, step } => {
@@ -286,6 +295,32 @@ mod tests {
             assert!(x + 4096 <= 1 << 20 && x.is_multiple_of(4096));
             assert_eq!((x / 4096) % 4, 2);
         }
+    }
+
+    #[test]
+    fn an_offset_moves_every_pattern_into_its_part_of_the_target() {
+        // A shard's part: blocks 100..150 of a 1000-block target.
+        for (pattern, dist) in [
+            (Pattern::Random, Distribution::Uniform),
+            (Pattern::Sequential, Distribution::Uniform),
+            (Pattern::Random, Distribution::Zipf { theta: 0.9 }),
+            (Pattern::Random, Distribution::Hot { p: 90.0, q: 10.0 }),
+        ] {
+            let mut p = profile(pattern, dist, 2);
+            (p.offset, p.span) = (100 * 4096, Some(50 * 4096));
+            for t in 0..2 {
+                let mut o = Offsets::new(&p, 1000 * 4096, t, true).unwrap();
+                for _ in 0..5_000 {
+                    let x = o.next_offset();
+                    assert!((100 * 4096..150 * 4096).contains(&x), "{pattern:?} {x}");
+                }
+            }
+        }
+        // Without a span, the part runs from the offset to the end.
+        let mut p = profile(Pattern::Random, Distribution::Uniform, 1);
+        p.offset = 990 * 4096;
+        let mut o = Offsets::new(&p, 1000 * 4096, 0, false).unwrap();
+        assert!((0..1000).all(|_| (990 * 4096..1000 * 4096).contains(&o.next_offset())));
     }
 
     #[test]

@@ -69,8 +69,11 @@ pub struct Profile {
     pub dist: Distribution,
     /// Target rate in IOPS over all threads; latency counts from the schedule.
     pub rate: Option<f64>,
-    /// Use only this many bytes from the start of the target.
+    /// Use only this many bytes from the start of the target (from
+    /// `offset`, when that is set).
     pub span: Option<u64>,
+    /// Where the span begins, bytes: a shard's part of the target.
+    pub offset: u64,
     /// Uniform random offsets visit every block once per pass, per thread
     /// (fio's default random map); else each offset is an independent draw
     /// (fio's `--norandommap`).
@@ -105,6 +108,7 @@ impl Profile {
             dist: Distribution::Uniform,
             rate: None,
             span: None,
+            offset: 0,
             random_map: false,
             source: "user",
         }

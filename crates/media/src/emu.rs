@@ -170,6 +170,59 @@ pub fn alive(d: &Daemon) -> bool {
     String::from_utf8_lossy(&cmdline).contains(&*d.config.to_string_lossy())
 }
 
+/// For the modelled media behind `paths` (files or directories on their
+/// filesystems, their loop devices, their served or backing files), one
+/// line per medium whose daemon has died: `model daemon for medium 'X'
+/// died (log: PATH)`, with the log's last line when it has one. For a run
+/// whose step failed: the cause, when it is this, in words a user can act
+/// on. Empty when every such daemon runs (or the registry cannot be read).
+pub fn dead_daemons(paths: &[PathBuf]) -> Vec<String> {
+    match registry::load() {
+        Ok(all) => dead_daemons_in(&all, paths),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// [`dead_daemons`] over a given list of media (as `media list --json`
+/// gives them), without reading the registry.
+pub fn dead_daemons_in(media: &[Medium], paths: &[PathBuf]) -> Vec<String> {
+    // A path on a medium whose daemon died may not resolve (its filesystem
+    // fails I/O): compare it as given (made absolute) and resolved.
+    let forms: Vec<(PathBuf, Option<PathBuf>)> = paths
+        .iter()
+        .map(|p| (std::path::absolute(p).unwrap_or_else(|_| p.clone()), std::fs::canonicalize(p).ok()))
+        .collect();
+    let mut out = Vec::new();
+    for m in media {
+        let Some(d) = &m.daemon else { continue };
+        let mut places: Vec<PathBuf> =
+            vec![PathBuf::from(&m.device), d.mountpoint.clone(), m.backing_file.clone()];
+        places.extend(m.mount_point.clone());
+        let resolved: Vec<PathBuf> = places.iter().filter_map(|p| std::fs::canonicalize(p).ok()).collect();
+        places.extend(resolved);
+        let behind = forms.iter().any(|(abs, canon)| {
+            places
+                .iter()
+                .any(|place| abs.starts_with(place) || canon.as_ref().is_some_and(|c| c.starts_with(place)))
+        });
+        if !behind || alive(d) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&d.log).unwrap_or_default();
+        let last = text.lines().rev().map(str::trim).find(|l| !l.is_empty());
+        out.push(match last {
+            Some(l) => format!(
+                "model daemon for medium '{}' died: {} (log: {})",
+                m.name,
+                l.trim_start_matches("storbench: error: "),
+                d.log.display()
+            ),
+            None => format!("model daemon for medium '{}' died (log: {})", m.name, d.log.display()),
+        });
+    }
+    out
+}
+
 fn signal(pid: u32, sig: i32) {
     // SAFETY: sending a signal to a process id we started.
     unsafe { libc::kill(pid as i32, sig) };
@@ -306,4 +359,82 @@ pub fn recover(name: &str) -> Result<Medium, MediaError> {
     let out = m.clone();
     registry::save(&all)?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn medium(name: &str, dir: &Path, pid: u32, config: PathBuf) -> Medium {
+        Medium {
+            name: name.into(),
+            size: 1 << 30,
+            fs: "ext4".into(),
+            block_size: 4096,
+            emulate: None,
+            caps: None,
+            model: Some(Spec { base: "hdd".into(), set: Default::default() }),
+            daemon: Some(Daemon {
+                pid,
+                config,
+                log: dir.join(format!("{name}.log")),
+                counters: dir.join(format!("{name}.counters")),
+                mountpoint: dir.join(format!("{name}.mnt")),
+                served: dir.join(format!("{name}.mnt/image")),
+                trace: None,
+                cut: false,
+            }),
+            backing_file: dir.join(format!("{name}.img")),
+            device: format!("/dev/loop-test-{name}"),
+            mount_point: Some(dir.join("mnt").join(name)),
+            created_at: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_dead_daemon_behind_a_path_is_named_with_its_log() {
+        struct Gone(PathBuf);
+        impl Drop for Gone {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+        let dir = std::env::temp_dir().join(format!("sb-dead-daemons-{}", std::process::id()));
+        let _gone = Gone(dir.clone());
+        std::fs::create_dir_all(dir.join("mnt/dead/pgdata")).unwrap();
+        // A daemon that ran and exited (reaped: its pid names no process,
+        // or another one whose command line lacks the config).
+        let mut child = Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let dead = medium("dead", &dir, gone, dir.join("dead.json"));
+        std::fs::write(dir.join("dead.log"), "starting\nstorbench: error: serving x: broken\n\n").unwrap();
+        // A live one: this test process, whose command line holds its own path.
+        let live = medium("live", &dir, std::process::id(), std::env::current_exe().unwrap());
+        let media = [dead, live];
+        let on_dead = vec![dir.join("mnt/dead/pgdata")];
+        let msgs = dead_daemons_in(&media, &on_dead);
+        assert_eq!(msgs.len(), 1, "{msgs:?}");
+        assert_eq!(
+            msgs[0],
+            format!(
+                "model daemon for medium 'dead' died: serving x: broken (log: {})",
+                dir.join("dead.log").display()
+            )
+        );
+        // Its device, a path not yet made on it, twice: still one line.
+        let more =
+            vec![PathBuf::from("/dev/loop-test-dead"), dir.join("mnt/dead/not/yet"), dir.join("mnt/dead")];
+        assert_eq!(dead_daemons_in(&media, &more).len(), 1);
+        // A path on the live medium, or on no medium: nothing to say.
+        assert!(dead_daemons_in(&media, &[dir.join("mnt/live/x")]).is_empty());
+        assert!(dead_daemons_in(&media, &[PathBuf::from("/tmp/elsewhere")]).is_empty());
+        // No log at all: the path of the log still.
+        std::fs::remove_file(dir.join("dead.log")).unwrap();
+        let msgs = dead_daemons_in(&media, &on_dead);
+        assert_eq!(
+            msgs,
+            vec![format!("model daemon for medium 'dead' died (log: {})", dir.join("dead.log").display())]
+        );
+    }
 }

@@ -14,7 +14,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::ProcessCpu;
 
@@ -39,6 +39,30 @@ impl Clock {
     #[inline]
     pub fn in_window(&self, t: Instant) -> bool {
         t >= self.measure_from && t <= self.end
+    }
+}
+
+/// The wall-clock instant the next step may begin at (`--start-at`):
+/// taken by the first step that runs after it is set.
+static NEXT_START: Mutex<Option<SystemTime>> = Mutex::new(None);
+
+/// The next step to run (normally a process's first) begins no earlier
+/// than `at`, wall clock: its workers set up as usual, then wait together
+/// at the barrier until the instant, so shards on several hosts measure
+/// the same seconds. Later steps start as soon as they are ready.
+pub fn begin_next_step_at(at: SystemTime) {
+    *NEXT_START.lock().expect("start instant") = Some(at);
+}
+
+/// Waits for a pending start instant, if one was set, in slices of at most
+/// 20 ms so a stop raised meanwhile ends the wait at once.
+fn wait_for_start(slot: &Mutex<Option<SystemTime>>, stop: &AtomicBool) {
+    let Some(at) = slot.lock().expect("start instant").take() else { return };
+    while !stop.load(Ordering::Relaxed) {
+        match at.duration_since(SystemTime::now()) {
+            Ok(left) if !left.is_zero() => std::thread::sleep(left.min(Duration::from_millis(20))),
+            _ => return,
+        }
     }
 }
 
@@ -205,7 +229,9 @@ where
             })
             .collect();
         ready.wait();
-        // Every worker is ready: the step begins now.
+        // Every worker is ready: the step begins now, or at the common
+        // start instant when one is pending.
+        wait_for_start(&NEXT_START, stop);
         let clock = Clock::new(Instant::now(), plan.rampup, plan.duration);
         shared.clock.set(clock).expect("the clock is set once");
         ready.wait();
@@ -296,6 +322,23 @@ mod tests {
             name: "t",
             stack_size: None,
         }
+    }
+
+    #[test]
+    fn a_pending_start_instant_is_waited_for_once_and_a_stop_ends_the_wait() {
+        let slot = Mutex::new(Some(SystemTime::now() + Duration::from_millis(300)));
+        let (t0, stop) = (Instant::now(), AtomicBool::new(false));
+        wait_for_start(&slot, &stop);
+        assert!(t0.elapsed() >= Duration::from_millis(290), "waited {:?}", t0.elapsed());
+        assert!(slot.lock().unwrap().is_none(), "the instant is taken by the step that waited");
+        let t1 = Instant::now();
+        wait_for_start(&slot, &stop);
+        assert!(t1.elapsed() < Duration::from_millis(50), "a later step does not wait");
+        *slot.lock().unwrap() = Some(SystemTime::now() + Duration::from_secs(60));
+        stop.store(true, Ordering::Relaxed);
+        let t2 = Instant::now();
+        wait_for_start(&slot, &stop);
+        assert!(t2.elapsed() < Duration::from_millis(50), "a stop ends the wait");
     }
 
     #[test]

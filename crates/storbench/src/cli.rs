@@ -70,6 +70,28 @@ pub struct Global {
     /// Label for the run (defaults to one derived from its settings).
     #[arg(long, global = true)]
     pub label: Option<String>,
+    /// Run shard i of N (from 0): this process drives its part of the load
+    /// (I/O threads and byte ranges, TPC-C users and home warehouses, TPC-B
+    /// clients) and records the shard in its run, for `storbench merge`.
+    #[arg(long, global = true, env = "STORBENCH_SHARD", value_name = "i/N")]
+    pub shard: Option<String>,
+    /// Begin the first measured step at this wall-clock instant (RFC 3339),
+    /// so shards that came up at different times measure the same seconds.
+    #[arg(
+        long,
+        global = true,
+        env = "STORBENCH_START_AT",
+        value_name = "RFC3339",
+        conflicts_with = "start_in"
+    )]
+    pub start_at: Option<String>,
+    /// Begin the first measured step this long from now (e.g. 30s).
+    #[arg(long, global = true, value_name = "DURATION")]
+    pub start_in: Option<String>,
+    /// Serve live metrics (Prometheus text format) at HOST:PORT while a run
+    /// records, e.g. 127.0.0.1:9184; labelled by run, step and shard.
+    #[arg(long, global = true, env = "STORBENCH_METRICS_ADDR", value_name = "HOST:PORT")]
+    pub metrics_addr: Option<String>,
 }
 
 /// The commands: nouns, then verbs.

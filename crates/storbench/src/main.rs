@@ -12,6 +12,7 @@ mod live;
 mod oltp;
 mod record;
 mod repl;
+mod shard;
 
 use std::process::ExitCode;
 

@@ -23,13 +23,17 @@ use storbench_workloads::{StepError, StepSpec, Workload};
 use crate::cli::Global;
 use crate::live::Live;
 use crate::record::{Outcome, Recorder};
+use storbench_cluster::LiveValues;
 
 /// How the steps are shown and labelled.
 pub struct Steps<'a> {
     /// `users` (TPC-C) or `clients` (TPC-B): the step label's key.
     pub level: &'a str,
-    /// One spec per step.
+    /// One spec per step (this shard's users when sharded).
     pub specs: Vec<StepSpec>,
+    /// The whole run's users or clients per step, which label the steps:
+    /// shards of one run label a step alike, so `merge` can pair them.
+    pub labels: Vec<usize>,
     /// Print a pgbench-style progress line every this often.
     pub progress: Option<Duration>,
     /// Figures shown in the live line and the summary: (figure, heading).
@@ -39,6 +43,8 @@ pub struct Steps<'a> {
     pub decorate: &'a dyn Fn(&mut StepReport, Duration),
     /// The live line's figures (default: TPS and mean latency).
     pub live: Option<&'a dyn Fn(&storbench_workloads::Tick) -> String>,
+    /// One tick as `--metrics-addr` serves it.
+    pub publish: &'a dyn Fn(&storbench_workloads::Tick) -> LiveValues,
 }
 
 /// Prints a result: on stdout, or on stderr with `--json` (stdout then
@@ -67,13 +73,15 @@ pub fn run_steps(
     let mut summary: Vec<(String, StepReport)> = Vec::new();
     let mut outcome = Outcome::Complete;
     for (i, spec) in steps.specs.iter().enumerate() {
-        let label = format!("{}={}", steps.level, spec.users);
+        let label = format!("{}={}", steps.level, steps.labels.get(i).copied().unwrap_or(spec.users));
         // One live line per step, gone before the step's line is printed.
         let live = Live::line(g.quiet);
         let mut clock = rec.clock();
+        rec.live_step(&label);
         let (mut acc_n, mut acc_lat, mut acc_t) = (0.0f64, 0.0f64, 0.0f64);
         let mut last_print = Duration::ZERO;
         let res = run_step(w, connect, spec, stop, &mut |t| {
+            rec.publish((steps.publish)(t));
             let phase = if t.rampup { "ramp-up" } else { "measuring" };
             let figures = match steps.live {
                 Some(f) => f(t),
@@ -120,13 +128,17 @@ pub fn run_steps(
                 let mut report = r.report;
                 (steps.decorate)(&mut report, r.window);
                 let partial = failure.is_some() || r.stopped;
-                let params = json!({
-                    steps.level: spec.users,
+                let whole = steps.labels.get(i).copied().unwrap_or(spec.users);
+                let mut params = json!({
+                    steps.level: whole,
                     "rampup_s": spec.rampup.as_secs_f64(),
                     "duration_s": spec.duration.as_secs_f64(),
                     "rate": spec.rate,
                     "partial": partial,
                 });
+                if whole != spec.users {
+                    params["shard_users"] = json!(spec.users);
+                }
                 let figures = rec.write_step(clock, &label, params, report)?;
                 live.finish();
                 eprintln!("{}", line(&label, &figures, steps.columns, partial, &flags(warnings, &figures)));

@@ -17,7 +17,9 @@ use storbench_results::{NewRun, RunRow, Status, Store};
 use storbench_sysmon::Monitor;
 
 use crate::cli::Global;
-use crate::error::EXIT_INTERRUPTED;
+use crate::error::{usage, EXIT_INTERRUPTED};
+use crate::shard::Sharding;
+use storbench_cluster::{Exporter, LiveValues};
 
 /// How a run ended.
 pub enum Outcome {
@@ -50,6 +52,8 @@ pub struct Recorder {
     repl: Option<crate::repl::ReplProbe>,
     /// Modelled media behind the targets: name and daemon counters file.
     emu: Vec<(String, PathBuf)>,
+    /// Live metrics (`--metrics-addr`), served while the run records.
+    exporter: Option<Exporter>,
 }
 
 fn unix_ms() -> u64 {
@@ -95,10 +99,21 @@ impl Recorder {
         env: Value,
         targets: &[PathBuf],
     ) -> Result<Recorder> {
+        let sharding = Sharding::of(g)?;
+        sharding.check_kind(kind)?;
+        let mut config = config;
+        sharding.record(&mut config);
+        // Bind the metrics address before anything is written: a port in
+        // use is bad input, and no run is left behind for it.
+        let exporter = g
+            .metrics_addr
+            .as_deref()
+            .map(|addr| Exporter::start(addr, "", &sharding.shard.to_string()))
+            .transpose()
+            .map_err(|e| usage(e.to_string()))?;
         let mut store = Store::open(&g.results)?;
         let env = base_env(env);
         let repl = crate::repl::ReplProbe::start(&env, &config);
-        let mut config = config;
         if let Some(axes) = g.axes.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()) {
             config["axes"] = axes;
         }
@@ -110,6 +125,10 @@ impl Recorder {
             plan: g.plan.clone(),
             cell: g.cell.clone(),
         })?;
+        if let Some(x) = &exporter {
+            x.run(run.short());
+        }
+        sharding.arm();
         Ok(Recorder {
             store,
             run,
@@ -119,7 +138,48 @@ impl Recorder {
             monitor: Monitor::start(targets),
             emu: emu_counters(targets),
             repl,
+            exporter,
         })
+    }
+
+    /// A step begins: live metrics carry its label from now on.
+    pub fn live_step(&self, label: &str) {
+        if let Some(x) = &self.exporter {
+            x.step(label);
+        }
+    }
+
+    /// Publishes one tick's live values, with the system monitor's last
+    /// second (CPU shares, each watched device's rates), to `--metrics-addr`.
+    pub fn publish(&self, mut v: LiveValues) {
+        let Some(x) = &self.exporter else { return };
+        if let Some(s) = self.monitor.latest() {
+            let c = &s.cpu;
+            for (n, val) in [
+                ("user", c.user),
+                ("system", c.system),
+                ("iowait", c.iowait),
+                ("idle", c.idle),
+                ("steal", c.steal),
+            ] {
+                v.system.push((format!("cpu.{n}"), val));
+            }
+            for (dev, d) in &s.disks {
+                for (n, val) in [
+                    ("r_iops", d.r_iops),
+                    ("w_iops", d.w_iops),
+                    ("r_mbps", d.r_mbps),
+                    ("w_mbps", d.w_mbps),
+                    ("r_await", d.r_await),
+                    ("w_await", d.w_await),
+                    ("aqu_sz", d.aqu_sz),
+                    ("util", d.util),
+                ] {
+                    v.system.push((format!("dev.{dev}.{n}"), val));
+                }
+            }
+        }
+        x.update(&v);
     }
 
     /// Starts timing a step.
@@ -164,8 +224,15 @@ impl Recorder {
             report.samples.extend(w.samples);
         }
         let finished = storbench_results::now_rfc3339();
+        // The step's wall-clock start is its clock's (the runner's, once
+        // every worker was ready, and after a common start instant), not
+        // when this clock was made.
+        let started_at = chrono::Utc::now()
+            .checked_sub_signed(chrono::Duration::from_std(clock.start.elapsed()).unwrap_or_default())
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+            .unwrap_or(clock.started_at);
         self.store
-            .write_step(self.run.id, self.next_idx, label, &params, &clock.started_at, &finished, &report)
+            .write_step(self.run.id, self.next_idx, label, &params, &started_at, &finished, &report)
             .with_context(|| format!("saving step '{label}'"))?;
         self.next_idx += 1;
         Ok(StepReport { figures: report.figures, ..StepReport::default() })

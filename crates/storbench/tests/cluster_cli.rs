@@ -1,9 +1,10 @@
-//! `storbench merge` through the binary: three real `storbench io` runs,
-//! each into its own results file as each pod of an Indexed Job writes one,
-//! merged with `--from`; and a failed shard making the merge exit 1.
+//! Shards and `storbench merge` through the binary: three real `storbench
+//! io --shard i/3` processes on one target, each into its own results file
+//! as each pod of an Indexed Job writes one, merged with `--from`; a failed
+//! shard making the merge exit 1; the Kubernetes manifests.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use assert_cmd::cargo::CommandCargoExt;
 use serde_json::{json, Value};
@@ -20,21 +21,74 @@ fn figure(store: &Store, run: i64, name: &str) -> f64 {
     store.metrics(run).unwrap().into_iter().find(|m| m.name == name).unwrap().value
 }
 
+/// The step's figures and the wall-clock start of a shard file's only run.
+fn only_run(file: &Path) -> (Store, i64, Value, String) {
+    let s = Store::open(file).unwrap();
+    let r = s.runs(&Default::default()).unwrap().remove(0);
+    let started = s.steps(r.id).unwrap().remove(0).started_at;
+    (s, r.id, r.config, started)
+}
+
 #[test]
-fn three_io_shards_merge_from_their_files() {
+fn three_io_shards_split_one_target_start_together_and_merge_exactly() {
     let d = tempfile::tempdir().unwrap();
-    let mut files = Vec::new();
-    for i in 0..3 {
-        let db = d.path().join(format!("shard{i}.db"));
-        let out = sb(&db)
-            .current_dir(d.path())
-            .args(["io", "--size", "16M", "--bs", "4k", "--rw", "randread", "--threads", "1"])
-            .args(["--duration", "1s", "--rampup", "0s", "--target", &format!("t{i}.dat")])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        files.push(db);
+    // One 24 MiB target, as a shared volume would hold it, made first so
+    // no shard fills it while another reads.
+    let target = d.path().join("t.dat");
+    std::fs::write(&target, vec![7u8; 24 << 20]).unwrap();
+    let files: Vec<_> = (0..3).map(|i| d.path().join(format!("shard-{i}.db"))).collect();
+    // The pods' command line: the same flags, the shard from the index.
+    let children: Vec<_> = files
+        .iter()
+        .enumerate()
+        .map(|(i, db)| {
+            sb(db)
+                .args(["--shard", &format!("{i}/3"), "--start-in", "4s"])
+                .args([
+                    "io",
+                    "--size",
+                    "24M",
+                    "--bs",
+                    "4k",
+                    "--rw",
+                    "randread",
+                    "--threads",
+                    "3",
+                    "--qd",
+                    "2",
+                ])
+                .args(["--duration", "2s", "--rampup", "0s", "--target"])
+                .arg(&target)
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success());
     }
+    let mut starts = Vec::new();
+    let (mut iops, mut ios, mut union) = (0.0, 0.0, LatencyHistogram::new());
+    let mut parts = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let (s, id, config, started) = only_run(f);
+        assert_eq!(config["shard"], format!("{i}/3"));
+        assert!(config["start_at"].is_string(), "{config}");
+        let p = &config["profiles"][0];
+        assert_eq!(p["threads"], 1, "3 threads over 3 shards");
+        parts.push((p["offset"].as_u64().unwrap(), p["span"].as_u64().unwrap()));
+        starts.push(chrono::DateTime::parse_from_rfc3339(&started).unwrap());
+        iops += figure(&s, id, "io.iops");
+        ios += figure(&s, id, "io.read.count");
+        let h = s.histograms(id).unwrap().into_iter().find(|h| h.name == "io.lat").unwrap();
+        union.merge(&LatencyHistogram::from_bytes(&h.hdr).unwrap());
+    }
+    // Disjoint, block-aligned parts that cover the target: 6144 blocks.
+    assert_eq!(parts, vec![(0, 2048 * 4096), (2048 * 4096, 2048 * 4096), (4096 * 4096, 2048 * 4096)]);
+    let spread = starts.iter().max().unwrap().signed_duration_since(*starts.iter().min().unwrap());
+    assert!(spread.num_milliseconds() < 100, "shards began {spread} apart");
+
     let merged_db = d.path().join("merged.db");
     let mut c = sb(&merged_db);
     c.args(["--json", "--label", "all", "merge"]);
@@ -46,22 +100,294 @@ fn three_io_shards_merge_from_their_files() {
     let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rec["status"], "complete");
     assert_eq!(rec["shards"], 3);
-    // The io runs carry no shard identity yet (--shard is wired later): said.
-    assert!(String::from_utf8_lossy(&out.stderr).contains("has no shard identity"));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"), "every shard is there");
 
     let store = Store::open(&merged_db).unwrap();
     let id = rec["id"].as_i64().unwrap();
     assert_eq!(store.run(&id.to_string()).unwrap().label, "all");
-    let (mut iops, mut union) = (0.0, LatencyHistogram::new());
-    for f in &files {
-        let s = Store::open(f).unwrap();
-        let r = s.runs(&Default::default()).unwrap().remove(0);
-        iops += figure(&s, r.id, "io.iops");
-        let h = s.histograms(r.id).unwrap().into_iter().find(|h| h.name == "io.lat").unwrap();
-        union.merge(&LatencyHistogram::from_bytes(&h.hdr).unwrap());
-    }
     assert!((figure(&store, id, "io.iops") - iops).abs() < 1e-6 * iops, "merged IOPS = sum");
+    assert_eq!(figure(&store, id, "io.read.count"), ios, "merged count = sum, exactly");
+    assert_eq!(union.count() as f64, ios, "the union histogram holds every I/O once");
     assert_eq!(figure(&store, id, "io.lat.p99"), union.quantile_us(0.99), "p99 of the union");
+}
+
+fn psql(db: &str, sql: &str) -> String {
+    let out = Command::new("psql")
+        .args(["-qAt", "-h", "127.0.0.1", "-U", "root", "-d", db, "-c", sql])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{sql}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Drops the test's database whether the test passed or not.
+struct Database(&'static str);
+impl Drop for Database {
+    fn drop(&mut self) {
+        let _ = psql("postgres", &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.0));
+    }
+}
+
+/// Three `tpcc run --shard i/3` processes against the local PostgreSQL, as
+/// HammerDB's multi-host mode splits them: users and home warehouses apart,
+/// one start instant. The districts grew by exactly the New-Orders the three
+/// shards' users committed, and the merged run takes the server-side NOPM
+/// once, not three times.
+#[test]
+fn three_tpcc_shards_split_users_and_warehouses_and_merge_to_the_districts() {
+    let db = Database("storbench_shards");
+    psql("postgres", &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", db.0));
+    psql("postgres", &format!("CREATE DATABASE {}", db.0));
+    let url = format!("postgres://root@127.0.0.1:5432/{}", db.0);
+    let d = tempfile::tempdir().unwrap();
+    let build = d.path().join("build.db");
+    let st =
+        sb(&build).args(["tpcc", "build", "--warehouses", "3", "--db", &url]).stdout(Stdio::null()).status();
+    assert!(st.unwrap().success());
+    let next0: i64 = psql(db.0, "SELECT SUM(d_next_o_id) FROM district").parse().unwrap();
+    let files: Vec<_> = (0..3).map(|i| d.path().join(format!("shard-{i}.db"))).collect();
+    let children: Vec<_> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            sb(f)
+                .args(["--shard", &format!("{i}/3"), "--start-in", "5s"])
+                .args(["tpcc", "run", "--db", &url, "--users", "3,6", "--rampup", "0s", "--duration", "3s"])
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        assert!(c.wait_with_output().unwrap().status.success());
+    }
+    let grown = psql(db.0, "SELECT SUM(d_next_o_id) FROM district").parse::<i64>().unwrap() - next0;
+
+    let mut committed = 0.0;
+    for (i, f) in files.iter().enumerate() {
+        let (s, id, config, _) = only_run(f);
+        assert_eq!(config["shard"], format!("{i}/3"));
+        assert_eq!(config["home_warehouses"], json!([i + 1, i + 1]), "one home warehouse each");
+        let steps = s.steps(id).unwrap();
+        assert_eq!(steps.iter().map(|s| s.label.as_str()).collect::<Vec<_>>(), ["users=3", "users=6"]);
+        assert_eq!(steps[1].params["shard_users"], 2, "6 users over 3 shards");
+        committed += s
+            .metrics(id)
+            .unwrap()
+            .iter()
+            .filter(|m| m.name == "step.txn.new_order.count")
+            .map(|m| m.value)
+            .sum::<f64>();
+    }
+    assert_eq!(committed, grown as f64, "the districts grew by the New-Orders the shards committed");
+
+    let merged_db = d.path().join("merged.db");
+    let mut c = sb(&merged_db);
+    c.args(["--json", "merge"]);
+    for f in &files {
+        c.arg("--from").arg(f);
+    }
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let store = Store::open(&merged_db).unwrap();
+    let id = rec["id"].as_i64().unwrap();
+    let merged: f64 = store
+        .metrics(id)
+        .unwrap()
+        .iter()
+        .filter(|m| m.name == "step.txn.new_order.count")
+        .map(|m| m.value)
+        .sum();
+    assert_eq!(merged, grown as f64, "merged New-Orders = the server's district growth");
+    // Server-side NOPM is every shard's view of the same districts over the
+    // same seconds: taken once. Three times would be ~3× the clients' sum.
+    for step in store.steps(id).unwrap() {
+        let m: Vec<_> = store.metrics(id).unwrap().into_iter().filter(|m| m.step_idx == step.idx).collect();
+        let get = |n: &str| m.iter().find(|x| x.name == n).map(|x| x.value).unwrap();
+        let (districts, client) = (get("nopm.districts"), get("nopm.client"));
+        assert!(
+            districts < 1.5 * client && districts > 0.5 * client,
+            "{}: {districts} vs {client}",
+            step.label
+        );
+    }
+}
+
+/// One GET of `/metrics`, the body.
+fn scrape(addr: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(addr).ok()?;
+    c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").ok()?;
+    let mut out = String::new();
+    c.read_to_string(&mut out).ok()?;
+    out.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
+}
+
+/// `--metrics-addr` on a real run: scraped while it measures, the live
+/// IOPS, latency and the monitor's CPU figures parse, labelled by run,
+/// step and shard; a port in use is bad input and leaves no run.
+#[test]
+fn metrics_are_served_live_during_a_run_and_parse() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = sb(&db)
+        .current_dir(d.path())
+        .args(["--metrics-addr", &addr, "--shard", "0/1"])
+        .args(["io", "--size", "8M", "--bs", "4k", "--rw", "randread", "--duration", "5s", "--rampup", "0s"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut body = String::new();
+    while std::time::Instant::now() < until {
+        if let Some(b) = scrape(&addr) {
+            if b.contains("storbench_iops{") && b.contains("name=\"cpu.iowait\"") {
+                body = b;
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(child.wait().unwrap().success());
+    assert!(!body.is_empty(), "no live IOPS and CPU figures were served");
+    let value = |prefix: &str| -> f64 {
+        let line =
+            body.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix} in {body}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(value("storbench_iops{") > 0.0);
+    assert!(value("storbench_latency_microseconds{") > 0.0);
+    let iowait = value("storbench_system{");
+    assert!((0.0..=100.0).contains(&iowait));
+    let iops_line = body.lines().find(|l| l.starts_with("storbench_iops{")).unwrap();
+    let run = Store::open(&db).unwrap().runs(&Default::default()).unwrap().remove(0);
+    for label in [format!("run=\"{}\"", run.short()), "step=\"custom\"".into(), "shard=\"0/1\"".into()] {
+        assert!(iops_line.contains(&label), "{label} in {iops_line}");
+    }
+    assert!(body.trim_end().ends_with("# EOF"), "OpenMetrics text ends with # EOF");
+
+    // The address in use: exit 2, one line naming it, no run recorded.
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = busy.local_addr().unwrap().to_string();
+    let out = sb(&db)
+        .current_dir(d.path())
+        .args(["--metrics-addr", &taken, "io", "--size", "8M", "--duration", "1s"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("--metrics-addr '{taken}'")) && err.lines().count() == 1, "{err}");
+    assert_eq!(Store::open(&db).unwrap().runs(&Default::default()).unwrap().len(), 1);
+}
+
+/// The rendered manifests, run here as the cluster would: each shard pod's
+/// exact command and environment (the index substituted as Kubernetes does,
+/// its own working directory as each pod has its own /work), then the
+/// collector's own script. Every shard's run carries its identity and the
+/// common start, and the merge finds all three.
+#[test]
+fn the_pods_commands_run_locally_shard_and_merge() {
+    use serde::Deserialize;
+    let d = tempfile::tempdir().unwrap();
+    let plan = d.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        r#"name = "podcheck"
+[target.data]
+path = "./storbench-data"
+[axes]
+bs = ["4k", "8k"]
+[[workload]]
+kind = "io"
+run = { target = "{target}/t.dat", size = "12M", bs = "{bs}", rw = "randread", threads = 3, duration = "2s", rampup = "0s" }
+"#,
+    )
+    .unwrap();
+    let start = (chrono::Utc::now() + chrono::Duration::seconds(8))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let out = sb(&d.path().join("r.db"))
+        .args(["k8s", "render"])
+        .arg(&plan)
+        .args(["--shards", "3", "--start-at", &start])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let yaml = String::from_utf8(out.stdout).unwrap();
+    let docs: Vec<Value> =
+        serde_norway::Deserializer::from_str(&yaml).map(|doc| Value::deserialize(doc).unwrap()).collect();
+    let container = |job: &str| {
+        let j = docs
+            .iter()
+            .find(|d| d["kind"] == "Job" && d["metadata"]["name"].as_str().unwrap().ends_with(job));
+        j.unwrap()["spec"]["template"]["spec"]["containers"][0].clone()
+    };
+    let (shard, merge) = (container("-shards"), container("-merge"));
+    let results = d.path().join("results");
+    std::fs::create_dir(&results).unwrap();
+    let local = |s: &str, i: usize| {
+        s.replace("$(JOB_COMPLETION_INDEX)", &i.to_string())
+            .replace("/plan/plan.toml", plan.to_str().unwrap())
+            .replace("/results", results.to_str().unwrap())
+    };
+    let pods: Vec<_> = (0..3)
+        .map(|i| {
+            let work = d.path().join(format!("pod{i}"));
+            std::fs::create_dir(&work).unwrap();
+            let mut c = Command::cargo_bin("storbench").unwrap();
+            c.current_dir(&work).stdout(Stdio::null()).stderr(Stdio::null()).env_remove("STORBENCH_RESULTS");
+            for a in shard["args"].as_array().unwrap() {
+                c.arg(local(a.as_str().unwrap(), i));
+            }
+            for e in shard["env"].as_array().unwrap() {
+                match e["value"].as_str() {
+                    Some(v) => c.env(e["name"].as_str().unwrap(), local(v, i)),
+                    None => c.env(e["name"].as_str().unwrap(), i.to_string()),
+                };
+            }
+            c.spawn().unwrap()
+        })
+        .collect();
+    for p in pods {
+        assert!(p.wait_with_output().unwrap().status.success());
+    }
+    for i in 0..3 {
+        let s = Store::open(results.join(format!("shard-{i}.db"))).unwrap();
+        let runs = s.runs(&Default::default()).unwrap();
+        assert_eq!(runs.len(), 2, "one run per cell");
+        for r in runs {
+            assert_eq!(r.config["shard"], format!("{i}/3"));
+            assert_eq!(r.config["profiles"][0]["threads"], 1);
+        }
+    }
+    let script = local(merge["args"][0].as_str().unwrap(), 0);
+    let mut c = Command::new(merge["command"][0].as_str().unwrap());
+    c.arg(merge["command"][1].as_str().unwrap()).arg(&script).env("PATH", {
+        let bin = assert_cmd::cargo::cargo_bin("storbench");
+        format!("{}:{}", bin.parent().unwrap().display(), std::env::var("PATH").unwrap())
+    });
+    for e in merge["env"].as_array().unwrap() {
+        c.env(e["name"].as_str().unwrap(), local(e["value"].as_str().unwrap(), 0));
+    }
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Each cell merged on its own, tagged with the plan and cell, so the
+    // merged store reports as the plan.
+    let store = Store::open(results.join("merged.db")).unwrap();
+    let merged = store.runs(&Default::default()).unwrap();
+    assert_eq!(merged.len(), 2, "{merged:?}");
+    for m in &merged {
+        assert_eq!(m.status, Status::Complete);
+        assert_eq!(m.plan.as_deref(), Some("podcheck"));
+        assert_eq!(m.config["merged_from"].as_array().map(Vec::len), Some(3), "{}", m.config);
+        assert!(m.config["axes"]["bs"].is_string(), "the cell's axes stay in its config");
+    }
+    let cells: std::collections::BTreeSet<_> = merged.iter().map(|m| m.cell.clone().unwrap()).collect();
+    assert_eq!(cells.len(), 2);
+    let out = sb(&results.join("merged.db")).args(["report", "podcheck", "--text"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]

@@ -272,6 +272,18 @@ fn a_killed_daemon_fails_the_run_cleanly_and_destroy_still_cleans_up() {
     };
     assert!(!status.success(), "the run went on without its device");
     assert_eq!(s.medium("k")["state"], "model daemon gone");
+    // What a failed step can say about it: the medium behind the run's
+    // target, named, with the daemon's log (read from the registry as
+    // `media list --json` gives it).
+    let media: Vec<storbench_media::Medium> =
+        serde_json::from_str(&s.ok(&["--json", "media", "list"])).unwrap();
+    let log = m["daemon"]["log"].as_str().unwrap();
+    let said = storbench_media::emu::dead_daemons_in(&media, &[PathBuf::from(&dev)]);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].starts_with("model daemon for medium 'k' died")
+            && said[0].ends_with(&format!("(log: {log})"))
+    );
     s.ok(&["media", "destroy", "k"]);
 }
 

@@ -109,6 +109,11 @@ impl Monitor {
         &self.devices
     }
 
+    /// The last second taken, if any (for live displays).
+    pub fn latest(&self) -> Option<Snapshot> {
+        self.history.lock().expect("sysmon history").back().cloned()
+    }
+
     /// The samples of `start..end` (t_ms relative to `start`) and the summary
     /// figures of the measured window `measure_from..end` (ramp-up excluded).
     ///

@@ -26,6 +26,8 @@ use crate::error::usage;
 use crate::live::Live;
 use crate::oltp::fmt_num;
 use crate::record::{Outcome, Recorder};
+use crate::shard::Sharding;
+use storbench_cluster::LiveValues;
 
 /// Options of `storbench io`.
 #[derive(Debug, Args)]
@@ -102,6 +104,10 @@ pub struct IoArgs {
     /// Write to a block device even if it holds a filesystem or is mounted.
     #[arg(long)]
     pub force: bool,
+    /// With --shard: every shard uses the whole span (their I/O overlaps)
+    /// instead of its own block-aligned part of it.
+    #[arg(long)]
+    pub shared_span: bool,
 }
 
 /// Parses the profile flags into typed overrides; the error names the flag.
@@ -178,13 +184,17 @@ fn parse_profiles(a: &IoArgs) -> Result<Vec<Profile>> {
 
 /// Runs `storbench io`.
 pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
-    let profiles = parse_profiles(&a)?;
+    let sharding = Sharding::of(g)?;
+    let mut profiles = parse_profiles(&a)?;
     let size = parse_size(&a.size).map_err(|e| usage(format!("--size {}: {e}", a.size)))?;
     let prep =
         storbench_io::prepare(&a.target, size, &profiles, a.force, &a.engine).map_err(|e| match e {
             PrepareError::Refused(m) => usage(m),
             other => usage(other.to_string()),
         })?;
+    for p in &mut profiles {
+        sharding.io_profile(p, prep.target.size, a.shared_span)?;
+    }
     for n in &prep.notes {
         eprintln!("storbench: note: {n}");
     }
@@ -253,7 +263,14 @@ fn run_profiles(
     let mut outcome = Outcome::Complete;
     for (i, p) in profiles.iter().enumerate() {
         let mut clock = rec.clock();
+        rec.live_step(&p.name);
         let res = run_profile(p, &prep.target, &opts, crate::interrupt::flag(), &mut |t| {
+            rec.publish(LiveValues {
+                iops: Some(t.iops),
+                mbps: Some(t.mbps),
+                latency_us: vec![("0.99".into(), t.p99_us)],
+                ..LiveValues::default()
+            });
             live.set(format!(
                 "profile {}/{n} {}  {}{}s  {:.0} IOPS  {:.1} MB/s  p99 {:.0} µs",
                 i + 1,

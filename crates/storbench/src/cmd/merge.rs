@@ -2,9 +2,13 @@
 //! exactly (crates/cluster's merge: histograms merged, rates added,
 //! server-side figures taken once). Shard runs come from the results store
 //! by id or uuid prefix, and from other results files (`--from`, e.g. each
-//! pod's own file on a shared volume), whose newest run is the shard. The
-//! merged run is recorded in the results store; a shard missing or failed
-//! makes it `failed` with a warning, and the command exits 1.
+//! pod's own file on a shared volume). A file holding one run is that
+//! shard's run; files holding one run per plan cell (each shard ran a
+//! plan) are merged cell by cell, each merged run keeping its plan and
+//! cell so `storbench report PLAN` reads the merged store as it would one
+//! host's. Merged runs are recorded in the results store; a shard missing
+//! or failed makes its merged run `failed` with a warning, and the command
+//! exits 1.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,7 +28,8 @@ pub struct MergeArgs {
     /// Shard runs in the results store: ids or uuid prefixes.
     #[arg(value_name = "RUN")]
     pub runs: Vec<String>,
-    /// Another results file whose newest run is a shard (repeatable).
+    /// A shard's results file (repeatable): its run, or its runs of a
+    /// plan's cells, each merged with the same cell of the other files.
     #[arg(long, value_name = "FILE")]
     pub from: Vec<PathBuf>,
 }
@@ -39,20 +44,20 @@ fn merge_error(e: MergeError) -> anyhow::Error {
 
 /// Runs `storbench merge`.
 pub fn run(g: &Global, a: MergeArgs) -> Result<ExitCode> {
-    // Everything is read and checked before the merged run is written.
+    // Everything is read and checked before a merged run is written.
     if a.runs.is_empty() && a.from.is_empty() {
         return Err(usage("merge: no runs given: name shard runs (ids or uuid prefixes) or --from FILE"));
     }
-    let mut shards = Vec::new();
+    let mut files = Vec::new();
     for f in &a.from {
         if !f.is_file() {
             return Err(usage(format!("--from '{}': no such results file", f.display())));
         }
-        let other = Store::open(f)?;
-        match ShardRun::latest(&other).map_err(merge_error)? {
-            Some(s) => shards.push(s),
-            None => return Err(usage(format!("--from '{}': the results file holds no run", f.display()))),
+        let runs = ShardRun::all(&Store::open(f)?).map_err(merge_error)?;
+        if runs.is_empty() {
+            return Err(usage(format!("--from '{}': the results file holds no run", f.display())));
         }
+        files.push(runs);
     }
     if !a.runs.is_empty() && !g.results.exists() {
         return Err(usage(format!(
@@ -62,41 +67,87 @@ pub fn run(g: &Global, a: MergeArgs) -> Result<ExitCode> {
         )));
     }
     let mut store = Store::open(&g.results)?;
+    let mut named = Vec::new();
     for k in &a.runs {
-        shards.push(ShardRun::load(&store, k).map_err(|e| match e {
+        named.push(ShardRun::load(&store, k).map_err(|e| match e {
             MergeError::Store(s) => usage(s.to_string()),
             e => merge_error(e),
         })?);
     }
-    let merged = merge(&shards).map_err(merge_error)?;
-    let label = g.label.clone().unwrap_or_else(|| format!("merge of {} shards", shards.len()));
-    let run = write_merged(&mut store, &merged, &label).map_err(merge_error)?;
-    for w in &merged.warnings {
-        eprintln!("warning: {w}");
-    }
-    if g.json {
-        let out = json!({
-            "id": run.id, "uuid": run.uuid, "kind": run.kind, "label": run.label,
-            "status": run.status.as_str(), "shards": shards.len(),
-            "warnings": merged.warnings, "notes": merged.notes,
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
-    } else {
-        println!(
-            "merged {} shard runs into run {} ({}), {}: `storbench results show {}`",
-            shards.len(),
-            run.id,
-            run.short(),
-            run.status.as_str(),
-            run.id
-        );
-        for n in &merged.notes {
-            println!("  note: {n}");
+    let groups = group(files, named);
+    let merged: Vec<_> =
+        groups.iter().map(|shards| merge(shards).map_err(merge_error)).collect::<Result<_>>()?;
+    let mut all_complete = true;
+    let mut out = Vec::new();
+    for (shards, m) in groups.iter().zip(&merged) {
+        // One group: the label given, or the shards' count; a sharded plan's
+        // cells keep their own labels.
+        let label = match (&g.label, groups.len()) {
+            (Some(l), 1) => l.clone(),
+            (_, 1) => format!("merge of {} shards", shards.len()),
+            _ => shards[0].run.label.clone(),
+        };
+        let run = write_merged(&mut store, m, &label).map_err(merge_error)?;
+        for w in &m.warnings {
+            eprintln!("warning: {}{w}", cell_prefix(&run.cell, groups.len()));
+        }
+        all_complete &= run.status == Status::Complete;
+        if g.json {
+            out.push(json!({
+                "id": run.id, "uuid": run.uuid, "kind": run.kind, "label": run.label, "cell": run.cell,
+                "status": run.status.as_str(), "shards": shards.len(),
+                "warnings": m.warnings, "notes": m.notes,
+            }));
+        } else {
+            println!(
+                "{}merged {} shard runs into run {} ({}), {}: `storbench results show {}`",
+                cell_prefix(&run.cell, groups.len()),
+                shards.len(),
+                run.id,
+                run.short(),
+                run.status.as_str(),
+                run.id
+            );
+            for n in &m.notes {
+                println!("  note: {n}");
+            }
         }
     }
-    Ok(if run.status == Status::Complete {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(crate::error::EXIT_FAILED)
-    })
+    if g.json {
+        // One merged run: its record; a sharded plan's cells: an array.
+        let v = if out.len() == 1 { out.remove(0) } else { json!(out) };
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    }
+    Ok(if all_complete { ExitCode::SUCCESS } else { ExitCode::from(crate::error::EXIT_FAILED) })
+}
+
+fn cell_prefix(cell: &Option<String>, groups: usize) -> String {
+    match cell {
+        Some(c) if groups > 1 => format!("cell {c}: "),
+        _ => String::new(),
+    }
+}
+
+/// The merges to make. Runs named by id, and files holding one run each,
+/// are the shards of one run. When a file holds several runs (each shard
+/// ran a plan: one run per cell), the runs of all files are grouped by
+/// their plan cell, in the order the cells first appear, and each cell is
+/// merged on its own; a run without a cell tag is its file's own group.
+fn group(files: Vec<Vec<ShardRun>>, named: Vec<ShardRun>) -> Vec<Vec<ShardRun>> {
+    if files.iter().all(|f| f.len() == 1) {
+        let mut one: Vec<ShardRun> = files.into_iter().flatten().collect();
+        one.extend(named);
+        return vec![one];
+    }
+    // (plan, cell) of a group's runs, None for an untagged run's own group.
+    type Key = Option<(Option<String>, String)>;
+    let mut groups: Vec<(Key, Vec<ShardRun>)> = Vec::new();
+    for r in files.into_iter().flatten().chain(named) {
+        let key = r.run.cell.clone().map(|c| (r.run.plan.clone(), c));
+        match groups.iter_mut().find(|(k, _)| key.is_some() && *k == key) {
+            Some((_, g)) => g.push(r),
+            None => groups.push((key, vec![r])),
+        }
+    }
+    groups.into_iter().map(|(_, g)| g).collect()
 }

@@ -24,6 +24,7 @@ use storbench_results::{NewRun, Status, Store};
 use crate::cli::{Cli, Global};
 use crate::error::{usage, EXIT_INTERRUPTED};
 use crate::live::Live;
+use crate::shard::Sharding;
 
 /// Options of `storbench run`.
 #[derive(Debug, Args)]
@@ -52,6 +53,7 @@ pub struct RunArgs {
 
 /// Runs `storbench run`.
 pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
+    let sharding = Sharding::of(g)?;
     let plan = storbench_plan::load(&a.plan, a.quick).map_err(|e| usage(e.to_string()))?;
     let name = plan.def.name.clone();
     validate_cells(&plan)?;
@@ -85,7 +87,13 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
         made_pg: Vec::new(),
         paths: BTreeMap::new(),
         dbs: BTreeMap::new(),
+        shard: g.shard.clone().filter(|_| sharding.given),
+        build: !sharding.split() || sharding.shard.index == 0,
+        metrics: g.metrics_addr.clone(),
     };
+    // The common start instant gates the first measured command only: the
+    // cells after it begin when this shard is done with the one before.
+    let mut start_at = sharding.start_rfc3339();
     let bar = Live::bar(g.quiet, plan.cells.len() as u64, "cell {pos}/{len} {bar:30} {msg} (eta {eta})");
     let started = Instant::now();
     let (mut done, mut skipped, mut failed) = (0, 0, Vec::new());
@@ -102,7 +110,7 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
             continue;
         }
         let cell_started = storbench_results::now_rfc3339();
-        let outcome = env.prepare(cell).and_then(|argv| run_cell(&env, cell, &argv));
+        let outcome = env.prepare(cell).and_then(|argv| run_cell(&env, cell, &argv, start_at.take()));
         match outcome {
             Ok(0) => {
                 done += 1;
@@ -288,6 +296,13 @@ struct Setup<'a> {
     made_pg: Vec<String>,
     paths: BTreeMap<String, PathBuf>,
     dbs: BTreeMap<String, String>,
+    /// `--shard i/N`, passed to each cell's measured command.
+    shard: Option<String>,
+    /// Whether this process runs the cells' build and init commands: shards
+    /// share the database under test, so only shard 0 builds it.
+    build: bool,
+    /// `--metrics-addr`, passed to each cell's measured command.
+    metrics: Option<String>,
 }
 
 impl Setup<'_> {
@@ -296,7 +311,16 @@ impl Setup<'_> {
         // What a child prints on stdout (a medium made, a server up) is not
         // the plan's result; its errors still reach stderr.
         c.arg("--results").arg(&self.results).arg("--quiet").stdout(Stdio::null());
-        c.env_remove("STORBENCH_PLAN").env_remove("STORBENCH_CELL").env_remove("STORBENCH_AXES");
+        for k in [
+            "STORBENCH_PLAN",
+            "STORBENCH_CELL",
+            "STORBENCH_AXES",
+            "STORBENCH_SHARD",
+            "STORBENCH_START_AT",
+            "STORBENCH_METRICS_ADDR",
+        ] {
+            c.env_remove(k);
+        }
         c
     }
 
@@ -495,11 +519,12 @@ fn media_mount(name: &str) -> Result<PathBuf> {
     m.mount_point.ok_or_else(|| anyhow!("medium '{name}' has no filesystem (fs = \"none\")"))
 }
 
-/// Runs a cell's commands; returns the measured command's exit code.
-fn run_cell(env: &Setup<'_>, cell: &Cell, argv: &[Vec<String>]) -> Result<i32> {
+/// Runs a cell's commands; returns the measured command's exit code. The
+/// measured command begins its first step at `start_at` when given.
+fn run_cell(env: &Setup<'_>, cell: &Cell, argv: &[Vec<String>], start_at: Option<String>) -> Result<i32> {
     let axes = serde_json::to_string(&cell.axes)?;
     let (before, command) = argv.split_at(argv.len() - 1);
-    for b in before {
+    for b in before.iter().filter(|_| env.build) {
         let mut c = env.child();
         c.args(b)
             .env("STORBENCH_PLAN", &env.plan.def.name)
@@ -521,6 +546,15 @@ fn run_cell(env: &Setup<'_>, cell: &Cell, argv: &[Vec<String>]) -> Result<i32> {
         .env("STORBENCH_CELL", &cell.id)
         .env("STORBENCH_AXES", &axes)
         .stdout(Stdio::null());
+    for (k, v) in [
+        ("STORBENCH_SHARD", &env.shard),
+        ("STORBENCH_METRICS_ADDR", &env.metrics),
+        ("STORBENCH_START_AT", &start_at),
+    ] {
+        if let Some(v) = v {
+            c.env(k, v);
+        }
+    }
     let st = c.status().with_context(|| format!("running storbench {}", command[0].join(" ")))?;
     st.code().ok_or_else(|| anyhow!("storbench {} was killed", command[0].join(" ")))
 }

@@ -24,6 +24,8 @@ use crate::error::usage;
 use crate::live::Live;
 use crate::oltp::{self, Steps};
 use crate::record::{Outcome, Recorder};
+use crate::shard::Sharding;
+use storbench_cluster::LiveValues;
 
 /// Options of `storbench tpcb`.
 #[derive(Debug, Args)]
@@ -178,8 +180,10 @@ fn init(g: &Global, a: InitArgs) -> Result<ExitCode> {
 }
 
 fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
+    let sharding = Sharding::of(g)?;
     let t = oltp::parse_timing("clients", &a.clients, &a.duration, &a.rampup, &a.reconnect_for)?;
     let (clients, duration, rampup, reconnect_for) = (t.levels, t.duration, t.rampup, t.reconnect_for);
+    let shard_clients = sharding.levels(&clients, "clients")?;
     if let Some(r) = a.rate.filter(|r| !(r.is_finite() && *r > 0.0)) {
         return Err(usage(format!("--rate {r}: must be a positive number of transactions per second")));
     }
@@ -235,22 +239,25 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
     let label = format!("tpcb scale {scale} clients {}", a.clients);
     let rec = Recorder::begin(g, "tpcb", label, config, env, &targets)?;
     oltp::warn_line(&warnings);
-    let specs = clients
+    let specs = shard_clients
         .iter()
-        .map(|&c| StepSpec {
+        .zip(&clients)
+        .map(|(&c, &whole)| StepSpec {
             users: c,
             rampup,
             duration,
-            rate: a.rate,
+            // A shard's share of the whole run's rate.
+            rate: a.rate.map(|r| r * c as f64 / whole as f64),
             latency_limit,
             reconnect_for,
             ..StepSpec::default()
         })
         .collect();
-    let workload = Tpcb::new(scale, a.seed);
+    let workload = Tpcb::new(scale, sharding.seed(a.seed));
     let steps = Steps {
         level: "clients",
         specs,
+        labels: clients.clone(),
         progress,
         columns: &[
             ("tps.client", "TPS"),
@@ -263,6 +270,11 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
         ],
         decorate: &decorate,
         live: None,
+        publish: &|t| LiveValues {
+            tps: Some(t.tps),
+            latency_us: vec![("mean".into(), t.lat_mean_us)],
+            ..LiveValues::default()
+        },
     };
     let connect = db.connector();
     oltp::run_steps(rec, g, &workload, &connect, steps, &warnings)

@@ -20,6 +20,8 @@ use crate::error::{usage, EXIT_FAILED};
 use crate::live::Live;
 use crate::oltp::{self, Steps};
 use crate::record::{Outcome, Recorder};
+use crate::shard::Sharding;
+use storbench_cluster::LiveValues;
 
 /// Options of `storbench tpcc`.
 #[derive(Debug, Args)]
@@ -182,8 +184,10 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
 }
 
 fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
+    let sharding = Sharding::of(g)?;
     let t = oltp::parse_timing("users", &a.users, &a.duration, &a.rampup, &a.reconnect_for)?;
     let (users, duration, rampup, reconnect_for) = (t.levels, t.duration, t.rampup, t.reconnect_for);
+    let shard_users = sharding.levels(&users, "users")?;
     let db = Db::parse(&a.db.db)?;
     oltp::require_sqlite_file(&db, "tpcc build")?;
     let mut conn = db.open()?;
@@ -239,23 +243,37 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
         "all_warehouses": a.all_warehouses, "client_sql": !procedures, "think": a.think, "seed": a.seed,
     });
     let label = format!("tpcc {}w users {}", info.warehouses, a.users);
+    // Refused before anything is recorded: a shard with no home warehouse.
+    let homes = sharding.part_of(u64::from(info.warehouses), "warehouses")?;
+    let mut config = config;
+    if sharding.split() {
+        config["home_warehouses"] = json!([homes.start + 1, homes.end]);
+    }
     let rec = Recorder::begin(g, "tpcc", label, config, env, &targets)?;
     oltp::warn_line(&warnings);
+    let part = sharding.split().then(|| tpcc::Part {
+        index: sharding.shard.index,
+        count: sharding.shard.count,
+        first_home: homes.start as u32 + 1,
+        homes: (homes.end - homes.start) as u32,
+    });
     let opts = Options {
         warehouses: info.warehouses,
         all_warehouses: a.all_warehouses,
         client_sql: !procedures,
         think: a.think,
         seed: a.seed,
+        part,
     };
     let workload = Tpcc::new(opts, &info);
-    let specs = users
+    let specs = shard_users
         .iter()
         .map(|&u| StepSpec { users: u, rampup, duration, reconnect_for, ..StepSpec::default() })
         .collect();
     let steps = Steps {
         level: "users",
         specs,
+        labels: users.clone(),
         progress: None,
         columns: &[
             ("nopm.districts", "NOPM"),
@@ -272,6 +290,13 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
             let nopm = t.kind_tps.first().copied().unwrap_or(0.0) * 60.0;
             format!("client TPM {:.0}  NOPM {:.0}  lat {:.2} ms", t.tps * 60.0, nopm, t.lat_mean_us / 1e3)
         }),
+        publish: &|t| LiveValues {
+            tpm: Some(t.tps * 60.0),
+            nopm: Some(t.kind_tps.first().copied().unwrap_or(0.0) * 60.0),
+            tps: Some(t.tps),
+            latency_us: vec![("mean".into(), t.lat_mean_us)],
+            ..LiveValues::default()
+        },
     };
     let connect = db.connector();
     oltp::run_steps(rec, g, &workload, &connect, steps, &warnings)

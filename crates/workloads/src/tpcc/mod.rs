@@ -42,11 +42,30 @@ pub struct Options {
     pub think: bool,
     /// Seed of the users' random sources (user `u` uses `seed + u`).
     pub seed: u64,
+    /// A shard's part of the load (HammerDB's multi-host split): its users
+    /// take their home warehouses round-robin from its own range instead of
+    /// from all of them (remote warehouses are still drawn from all), and
+    /// its user `u` seeds its random source as user `u × count + index` of
+    /// the whole run, so no two shards' users draw the same keys.
+    pub part: Option<Part>,
+}
+
+/// A shard's identity and home warehouses (see [`Options::part`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Part {
+    /// This shard, from 0.
+    pub index: u32,
+    /// Shards in all, at least 1.
+    pub count: u32,
+    /// The first home warehouse (from 1).
+    pub first_home: u32,
+    /// How many home warehouses, at least 1.
+    pub homes: u32,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { warehouses: 0, all_warehouses: false, client_sql: false, think: false, seed: 1 }
+        Options { warehouses: 0, all_warehouses: false, client_sql: false, think: false, seed: 1, part: None }
     }
 }
 
@@ -473,9 +492,16 @@ impl Workload for Tpcc {
             // A step's users are made before any of them runs.
             *self.tally.step_base.lock().expect("tally") = self.tally.now();
         }
+        let (global_user, home) = match self.opts.part {
+            None => (user as u64, (user as i64 % self.keys.warehouses) + 1),
+            Some(p) => (
+                user as u64 * u64::from(p.count.max(1)) + u64::from(p.index),
+                i64::from(p.first_home) + user as i64 % i64::from(p.homes.max(1)),
+            ),
+        };
         Box::new(TpccWorker {
-            rng: TpcRng::seeded(self.opts.seed.wrapping_add(user as u64).wrapping_mul(0x2545_F491_4F6C_DD1D)),
-            home: (user as i64 % self.keys.warehouses) + 1,
+            rng: TpcRng::seeded(self.opts.seed.wrapping_add(global_user).wrapping_mul(0x2545_F491_4F6C_DD1D)),
+            home,
             all: self.opts.all_warehouses,
             think: self.opts.think,
             keys: self.keys,
