@@ -96,6 +96,8 @@ fn tpch_builds_runs_checks_and_stops_through_the_binary() {
         vec!["tpch", "run", "--db", &lite, "--timeout", "1s"],
         vec!["tpch", "run", "--db", &pg.url, "--streams", "3"],
         vec!["tpch", "check", "--db", &lite],
+        vec!["tpch", "build", "--db", "managed:nosuch/Tpch"],
+        vec!["tpch", "build", "--db", "managed:nosuch/tpch"],
     ] {
         let out = sb(d.path()).args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");

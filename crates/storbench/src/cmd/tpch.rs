@@ -13,8 +13,8 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use serde_json::json;
-use storbench_db::Dialect;
+use serde_json::{json, Value};
+use storbench_db::{Connection, DbUrl, Dialect, Stmt};
 use storbench_metrics::{StepReport, Unit};
 use storbench_workloads::tpch::{self, Item, ItemResult, RunOptions, Status};
 
@@ -49,7 +49,8 @@ pub enum TpchVerb {
 /// The database to use.
 #[derive(Debug, Args)]
 pub struct DbArg {
-    /// Database URL: sqlite:PATH, postgres://user@host:port/db, mysql://user@host:port/db, managed:NAME.
+    /// Database URL: sqlite:PATH, postgres://user@host:port/db, mysql://user@host:port/db,
+    /// managed:NAME, or managed:NAME/DB (database DB of that instance; `build` creates it).
     #[arg(long, env = "STORBENCH_DB", default_value = "sqlite:storbench-data/tpch.db")]
     pub db: String,
 }
@@ -140,8 +141,58 @@ fn validate_queries(q: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// The database and instance of a `managed:NAME/DB` URL.
+fn managed_database(s: &str) -> Option<(&str, &str)> {
+    s.strip_prefix("managed:").and_then(|r| r.split_once('/'))
+}
+
+/// `--db` of a tpch verb: every form `--db` takes, and `managed:NAME/DB`,
+/// the database DB of the managed instance NAME (as `storbench restore --to`
+/// takes it). TPC-C has tables named CUSTOMER and ORDERS too, so a plan that
+/// runs both workloads on one instance gives TPC-H a database of its own.
+fn parse_db(s: &str) -> Result<Db> {
+    let Some((inst, name)) = managed_database(s) else { return Db::parse(s) };
+    // Unquoted in CREATE DATABASE, so PostgreSQL keeps it as written.
+    let valid = name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !valid {
+        return Err(usage(format!(
+            "--db {s}: database name '{name}' must be lowercase letters, digits and _, starting with a letter"
+        )));
+    }
+    let server = Db::parse(&format!("managed:{inst}"))?;
+    let raw = server.url.expose();
+    let (scheme, rest) = raw.split_once("://").expect("a managed instance resolves to a server URL");
+    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let query = path.split_once('?').map(|(_, q)| format!("?{q}")).unwrap_or_default();
+    let url = DbUrl::parse(&format!("{scheme}://{host}/{name}{query}")).map_err(usage)?;
+    Ok(Db { url, shown: s.to_string() })
+}
+
+/// Creates the database a `managed:NAME/DB` URL names when it is missing.
+fn create_managed_database(s: &str) -> Result<()> {
+    let Some((inst, name)) = managed_database(s) else { return Ok(()) };
+    let server = Db::parse(&format!("managed:{inst}"))?;
+    let mut c = server.open()?;
+    let exists = Stmt::new(format!("SELECT 1 FROM pg_database WHERE datname = '{name}'"));
+    if c.query(&exists, &[]).map_err(|e| server.error(e))?.is_empty() {
+        c.batch(&format!("CREATE DATABASE {name}")).map_err(|e| server.error(e))?;
+    }
+    Ok(())
+}
+
+/// What a run records about the database; a database of a managed
+/// instance records the instance and its placement as `managed:NAME` does.
+fn db_env(db: &Db, conn: &mut dyn Connection) -> Value {
+    let Some((inst, _)) = managed_database(&db.shown) else { return dbarg::env(db, conn) };
+    let as_instance = Db { url: db.url.clone(), shown: format!("managed:{inst}") };
+    let mut v = dbarg::env(&as_instance, conn);
+    v["url"] = json!(db.shown);
+    v
+}
+
 fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
-    let db = Db::parse(&a.db.db)?;
+    let db = parse_db(&a.db.db)?;
     let scale = a.scale.unwrap_or(if db.sqlite_path().is_some() { 0.1 } else { 1.0 });
     if !(0.01..=100.0).contains(&scale) {
         return Err(usage(format!("--scale {scale}: must be 0.01 to 100")));
@@ -151,6 +202,7 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
         return Err(usage(format!("--jobs {jobs}: must be 1 to 256")));
     }
     oltp::make_sqlite_dir(&db)?;
+    create_managed_database(&a.db.db)?;
     let mut conn = db.open()?;
     if let Some(info) = tpch::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))? {
         if !a.replace {
@@ -169,7 +221,7 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
     if a.replace {
         tpch::drop(conn.as_mut()).map_err(|e| db.usage_error(e))?;
     }
-    let env = json!({ "db": dbarg::env(&db, conn.as_mut()) });
+    let env = json!({ "db": db_env(&db, conn.as_mut()) });
     let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
     std::mem::drop(conn);
     let config = json!({ "db": db.shown, "scale": scale, "jobs": jobs, "indexes": tpch::schema::INDEXES });
@@ -378,7 +430,7 @@ fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
             return Err(usage("--streams: only the throughput test has streams (--test throughput or both)"));
         }
     }
-    let db = Db::parse(&a.db.db)?;
+    let db = parse_db(&a.db.db)?;
     oltp::require_sqlite_file(&db, "tpch build")?;
     if timeout.is_some() && db.sqlite_path().is_some() {
         return Err(usage(
@@ -401,7 +453,7 @@ fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
         q.len() < 22
     };
     let env = json!({
-        "db": dbarg::env(&db, conn.as_mut()),
+        "db": db_env(&db, conn.as_mut()),
         "scale": sf,
         "refresh": "RF2 deletes the orders RF1 inserted (the database ends as built)",
         "parameters": if a.validation { "validation (clause 2.4.N.4)" } else { "drawn per stream as qgen does, from --seed" },
@@ -553,7 +605,7 @@ fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
 
 fn check(a: CheckArgs) -> Result<ExitCode> {
     validate_queries(&a.queries)?;
-    let db = Db::parse(&a.db.db)?;
+    let db = parse_db(&a.db.db)?;
     oltp::require_sqlite_file(&db, "tpch build")?;
     let mut conn = db.open()?;
     let Some(info) = tpch::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))? else {
@@ -561,7 +613,7 @@ fn check(a: CheckArgs) -> Result<ExitCode> {
     };
     let mut other = match &a.against {
         Some(url) => {
-            let o = Db::parse(url)?;
+            let o = parse_db(url)?;
             oltp::require_sqlite_file(&o, "tpch build")?;
             let mut c = o.open()?;
             match tpch::inspect(c.as_mut()).map_err(|e| o.usage_error(e))? {
@@ -614,7 +666,7 @@ fn check(a: CheckArgs) -> Result<ExitCode> {
 }
 
 fn drop_schema(g: &Global, a: DbArg) -> Result<ExitCode> {
-    let db = Db::parse(&a.db)?;
+    let db = parse_db(&a.db)?;
     let mut conn = db.open()?;
     tpch::drop(conn.as_mut())
         .map_err(|e| anyhow::anyhow!("dropping the TPC-H schema in {}: {e}", db.shown))?;
