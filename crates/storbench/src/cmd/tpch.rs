@@ -5,7 +5,13 @@
 //! the geometric mean and Power@Size; `--test throughput` records one step
 //! for the concurrent streams with Throughput@Size; `--test both` runs the
 //! two and adds QphH@Size.
+//!
+//! Results (the build's figures, the run's figures table, the check's
+//! table) go to stdout, or to stderr with `--json`, whose record is then all
+//! stdout carries; progress (the bar, a line per finished query) goes to
+//! stderr and `--quiet` hides it.
 
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -129,7 +135,7 @@ pub fn run(g: &Global, a: TpchArgs) -> Result<ExitCode> {
     match a.verb {
         TpchVerb::Build(b) => build(g, b),
         TpchVerb::Run(r) => run_test(g, r),
-        TpchVerb::Check(c) => check(c),
+        TpchVerb::Check(c) => check(g, c),
         TpchVerb::Drop(d) => drop_schema(g, d),
     }
 }
@@ -249,8 +255,9 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
                 r.figure(format!("rows.{t}"), *n as f64, Unit::Count);
             }
             rec.write_step(clock, "build", json!({ "scale": scale, "jobs": jobs }), r)?;
-            if !g.quiet {
-                eprintln!(
+            oltp::result(
+                g,
+                format!(
                     "tpch build: SF {scale}, {} rows in {:.1} s (load {:.1} s at {:.0} rows/s, keys and indexes {:.1} s, statistics {:.1} s)",
                     s.rows,
                     s.seconds,
@@ -258,8 +265,8 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
                     s.rows as f64 / s.load_seconds.max(1e-9),
                     s.index_seconds,
                     s.analyze_seconds
-                );
-            }
+                ),
+            );
             rec.finish(Outcome::Complete)
         }
         Err(_) if stop.load(Ordering::Relaxed) => {
@@ -301,10 +308,44 @@ fn item_figures(r: &mut StepReport, prefix: &str, it: &ItemResult) {
     }
 }
 
-fn params_json(it: &ItemResult) -> serde_json::Value {
-    let p: serde_json::Map<String, serde_json::Value> =
-        it.params.iter().map(|(k, v)| (k.to_string(), json!(v.display()))).collect();
-    json!({ "stream": it.stream, "item": it.item.label(), "params": p })
+/// A query's substitution values as recorded.
+fn param_values(it: &ItemResult) -> serde_json::Map<String, Value> {
+    it.params.iter().map(|(k, v)| (k.to_string(), json!(v.display()))).collect()
+}
+
+fn params_json(it: &ItemResult) -> Value {
+    json!({ "stream": it.stream, "item": it.item.label(), "params": param_values(it) })
+}
+
+/// The throughput step's parameters: every query stream's queries in the
+/// order they ran with the parameters each drew, and the refresh stream's
+/// functions with their pair numbers, so a run can be checked against the
+/// specification's orders and reproduced.
+fn throughput_params(streams: usize, opts: &RunOptions, items: &[ItemResult]) -> Value {
+    let mut queries: BTreeMap<usize, Vec<Value>> = (1..=streams).map(|s| (s, Vec::new())).collect();
+    let mut refresh = Vec::new();
+    // Items are in the order they ended; a stream runs its own in sequence.
+    for it in items {
+        let status = status_text(&it.status);
+        match it.item {
+            Item::Query(q) => queries.entry(it.stream).or_default().push(json!({
+                "query": q, "params": param_values(it), "status": status,
+            })),
+            Item::Rf1(pair) | Item::Rf2(pair) => {
+                refresh.push(json!({ "item": it.item.label(), "pair": pair, "status": status }))
+            }
+        }
+    }
+    let queries: serde_json::Map<String, Value> =
+        queries.into_iter().map(|(s, v)| (format!("s{s}"), json!(v))).collect();
+    json!({
+        "streams": streams,
+        "seed": opts.seed,
+        "validation": opts.validation,
+        "queries": queries,
+        "refresh_stream": streams + 1,
+        "refresh": refresh,
+    })
 }
 
 struct Printer {
@@ -574,25 +615,24 @@ fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
             }
         }
         summary.figure("throughput.seconds", run.seconds, Unit::S);
-        rec.write_step(tclock, "throughput", json!({ "streams": streams }), r)?;
+        let params = throughput_params(streams, &opts, &run.items);
+        rec.write_step(tclock, "throughput", params, r)?;
     }
     let shown = rec.write_step(clock, "summary", json!({ "test": test }), summary)?;
-    if !g.quiet {
-        let mut t = Table::new();
-        t.load_preset(UTF8_FULL_CONDENSED);
-        t.set_header(vec!["figure", "value"]);
-        for f in &shown.figures {
-            if f.name.starts_with("tpch.")
-                || f.name.ends_with("geomean")
-                || f.name.ends_with(".seconds") && !f.name.starts_with('q')
-            {
-                t.add_row(vec![f.name.clone(), format!("{:.3}", f.value)]);
-            }
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(vec!["figure", "value"]);
+    for f in &shown.figures {
+        if f.name.starts_with("tpch.")
+            || f.name.ends_with("geomean")
+            || f.name.ends_with(".seconds") && !f.name.starts_with('q')
+        {
+            t.add_row(vec![f.name.clone(), format!("{:.3}", f.value)]);
         }
-        println!("{t}");
-        if power_size.is_none() && matches!(a.test, TestKind::Power | TestKind::Both) {
-            eprintln!("tpch: no Power@Size: it needs all 22 queries and both refresh functions to complete");
-        }
+    }
+    oltp::result(g, t.to_string());
+    if power_size.is_none() && matches!(a.test, TestKind::Power | TestKind::Both) {
+        eprintln!("tpch: no Power@Size: it needs all 22 queries and both refresh functions to complete");
     }
     if interrupted {
         return rec.finish(Outcome::Interrupted);
@@ -603,7 +643,7 @@ fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
     rec.finish(Outcome::Complete)
 }
 
-fn check(a: CheckArgs) -> Result<ExitCode> {
+fn check(g: &Global, a: CheckArgs) -> Result<ExitCode> {
     validate_queries(&a.queries)?;
     let db = parse_db(&a.db.db)?;
     oltp::require_sqlite_file(&db, "tpch build")?;
@@ -653,15 +693,23 @@ fn check(a: CheckArgs) -> Result<ExitCode> {
             r.error.clone().or_else(|| r.mismatch.as_ref().map(|m| m.detail.clone())).unwrap_or_default(),
         ]);
     }
-    println!("{t}");
+    oltp::result(g, t.to_string());
     let failed: Vec<String> =
         results.iter().filter(|r| !r.passed()).map(|r| format!("Q{}", r.query)).collect();
     let reference = against_shown.unwrap_or_else(|| "the SF 1 reference answers".into());
+    if g.json {
+        // A check records no run: its JSON is the per-query outcome.
+        let v = json!({
+            "db": db.shown, "against": reference, "scale": info.scale,
+            "passed": failed.is_empty(), "queries": results,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    }
     if !failed.is_empty() {
         eprintln!("storbench: {} differ from {reference}: {}", db.shown, failed.join(", "));
         return Ok(ExitCode::from(EXIT_FAILED));
     }
-    eprintln!("tpch check: {} queries of {} agree with {reference}", results.len(), db.shown);
+    oltp::result(g, format!("tpch check: {} queries of {} agree with {reference}", results.len(), db.shown));
     Ok(ExitCode::SUCCESS)
 }
 
