@@ -54,6 +54,9 @@ pub struct Recorder {
     emu: Vec<(String, PathBuf)>,
     /// Live metrics (`--metrics-addr`), served while the run records.
     exporter: Option<Exporter>,
+    /// The paths the run measures: a failure is checked against the
+    /// modelled media behind them.
+    targets: Vec<PathBuf>,
 }
 
 fn unix_ms() -> u64 {
@@ -139,6 +142,7 @@ impl Recorder {
             emu: emu_counters(targets),
             repl,
             exporter,
+            targets: targets.to_vec(),
         })
     }
 
@@ -243,6 +247,16 @@ impl Recorder {
     /// code: 1, or 3 when the database could not be reached, 4 when the
     /// target failed).
     pub fn finish(mut self, outcome: Outcome) -> Result<ExitCode> {
+        // A device that vanished under a run is most often a modelled
+        // medium's daemon that died: say so, with its log, before the
+        // symptom (an I/O error, a lost database).
+        let outcome = match outcome {
+            Outcome::Failed(e) => {
+                let dead = storbench_media::emu::dead_daemons(&self.targets);
+                Outcome::Failed(if dead.is_empty() { e } else { e.context(dead.join("; ")) })
+            }
+            o => o,
+        };
         let (status, code, err) = match outcome {
             Outcome::Complete => (Status::Complete, 0, None),
             Outcome::Interrupted => (Status::Interrupted, EXIT_INTERRUPTED, None),
