@@ -320,9 +320,16 @@ pub fn up(name: &str, o: &UpOptions) -> Result<Instance, MediaError> {
         Some(l) => {
             let f = crate::proxy::floor()?;
             if l.rtt_us > 0 && l.rtt_us < f {
+                // The floor is a round trip's: compared with the two
+                // one-way delays together.
+                let asked = if l.up_us.is_some() {
+                    format!(" (a round trip of {}ms)", l.rtt_us as f64 / 1000.0)
+                } else {
+                    String::new()
+                };
                 return Err(MediaError::Usage(format!(
-                    "--link rtt={}ms: below the delay proxy's own floor of {}ms on this machine (measured now); ask for rtt=0 or at least the floor",
-                    l.rtt_us as f64 / 1000.0,
+                    "--link {}{asked}: below the delay proxy's own floor of {}ms on this machine (measured now); ask for rtt=0 or at least the floor",
+                    l.to_arg(),
                     f as f64 / 1000.0
                 )));
             }

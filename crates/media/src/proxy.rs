@@ -1,8 +1,10 @@
 //! The link between a standby and its primary: a userspace TCP delay proxy
 //! (this kernel has no netem). Each direction holds what it read as
 //! timestamped chunks in a queue and a writer releases each at its due time:
-//! serialisation at the bandwidth cap (when one is set), then the one-way
-//! delay (rtt/2) plus optional jitter, never reordering. The reader never
+//! serialisation at that direction's bandwidth cap (when one is set), then
+//! its one-way delay (rtt/2, or `up`/`down` as given) plus optional jitter,
+//! never reordering. `up` is standby → primary (replies and
+//! acknowledgements), `down` primary → standby (the WAL stream). The reader never
 //! sleeps, so a delay does not throttle throughput below the bandwidth cap.
 //! [`floor`] measures what the proxy itself adds at zero delay; a configured
 //! round trip below that floor is refused. Nothing here prints.
@@ -16,60 +18,118 @@ use serde::{Deserialize, Serialize};
 
 use crate::MediaError;
 
-/// A link's shape, as `--link rtt=1ms,bw=1gbit,jitter=0.1ms` gives it.
+/// A link's shape, as `--link rtt=1ms,bw=1gbit,jitter=0.1ms` or
+/// `--link up=0.2ms,down=0.8ms,down_bw=100mbit` gives it.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Link {
-    /// Round-trip time added, in µs (each direction gets half).
+    /// Round-trip time added, in µs: the two one-way delays together.
     pub rtt_us: u64,
-    /// Bandwidth cap in bits per second, per direction.
+    /// Bandwidth cap in bits per second, each direction (a direction's
+    /// own cap, when given, wins).
     pub bw_bps: Option<u64>,
     /// Jitter in µs: each chunk's delay is the one-way delay plus a uniform
     /// draw from [0, jitter) (kept in order, so it never reorders).
     pub jitter_us: u64,
+    /// One-way delay standby → primary in µs, when not half the round
+    /// trip (the other way is `rtt_us` less this).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up_us: Option<u64>,
+    /// Bandwidth cap standby → primary, bits per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up_bw_bps: Option<u64>,
+    /// Bandwidth cap primary → standby (the WAL stream), bits per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down_bw_bps: Option<u64>,
 }
 
+/// A direction through the proxy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Standby → primary: replies, write/flush/apply acknowledgements.
+    Up,
+    /// Primary → standby: the WAL stream.
+    Down,
+}
+
+const KEYS: &str = "rtt, up, down, bw, up_bw, down_bw, jitter";
+
 impl Link {
-    /// Parses `rtt=1ms[,bw=1gbit][,jitter=0.1ms]`; names the bad part and
-    /// what is allowed.
+    /// Parses `rtt=1ms` or `up=0.2ms,down=0.8ms` (one-way delays; one of
+    /// them alone leaves the other 0), then `[,bw=1gbit]` (each direction)
+    /// or `[,up_bw=..][,down_bw=..]`, `[,jitter=0.1ms]`; names the bad part
+    /// and what is allowed.
     pub fn parse(s: &str) -> Result<Link, MediaError> {
         let bad = |m: String| MediaError::Usage(format!("--link {s}: {m}"));
         let mut l = Link::default();
-        let mut rtt = false;
+        let (mut rtt, mut up, mut down) = (None, None, None);
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (k, v) = part
                 .split_once('=')
-                .ok_or_else(|| bad(format!("'{part}' is not KEY=VALUE (keys: rtt, bw, jitter)")))?;
+                .ok_or_else(|| bad(format!("'{part}' is not KEY=VALUE (keys: {KEYS})")))?;
             let dur = |v: &str| {
                 storbench_metrics::units::parse_duration(v)
                     .map(|d| d.as_micros() as u64)
                     .map_err(|e| bad(e.to_string()))
             };
+            let bw = |v: &str| parse_bandwidth(v).map(Some).map_err(bad);
             match k.trim() {
-                "rtt" => {
-                    l.rtt_us = dur(v)?;
-                    rtt = true;
-                }
+                "rtt" => rtt = Some(dur(v)?),
+                "up" => up = Some(dur(v)?),
+                "down" => down = Some(dur(v)?),
                 "jitter" => l.jitter_us = dur(v)?,
-                "bw" => l.bw_bps = Some(parse_bandwidth(v).map_err(bad)?),
-                other => return Err(bad(format!("unknown key '{other}' (keys: rtt, bw, jitter)"))),
+                "bw" => l.bw_bps = bw(v)?,
+                "up_bw" => l.up_bw_bps = bw(v)?,
+                "down_bw" => l.down_bw_bps = bw(v)?,
+                other => return Err(bad(format!("unknown key '{other}' (keys: {KEYS})"))),
             }
         }
-        if !rtt {
-            return Err(bad("needs rtt=DURATION, e.g. rtt=1ms".into()));
+        match (rtt, up, down) {
+            (Some(r), None, None) => l.rtt_us = r,
+            (None, None, None) => {
+                return Err(bad("needs rtt=DURATION (e.g. rtt=1ms) or up=/down= one-way delays".into()))
+            }
+            (None, u, d) => {
+                let (u, d) = (u.unwrap_or(0), d.unwrap_or(0));
+                l.rtt_us = u + d;
+                l.up_us = Some(u);
+            }
+            (Some(_), _, _) => {
+                return Err(bad("give rtt= (half each way) or up=/down= (one-way delays), not both".into()))
+            }
         }
         Ok(l)
     }
 
     /// The form `parse` reads.
     pub fn to_arg(&self) -> String {
-        let mut s = format!("rtt={}ms", self.rtt_us as f64 / 1000.0);
-        if let Some(b) = self.bw_bps {
-            s.push_str(&format!(",bw={b}bit"));
+        let ms = |us: u64| us as f64 / 1000.0;
+        let mut s = match self.up_us {
+            None => format!("rtt={}ms", ms(self.rtt_us)),
+            Some(up) => format!("up={}ms,down={}ms", ms(up), ms(self.rtt_us.saturating_sub(up))),
+        };
+        for (key, b) in [("bw", self.bw_bps), ("up_bw", self.up_bw_bps), ("down_bw", self.down_bw_bps)] {
+            if let Some(b) = b {
+                s.push_str(&format!(",{key}={b}bit"));
+            }
         }
         if self.jitter_us > 0 {
-            s.push_str(&format!(",jitter={}ms", self.jitter_us as f64 / 1000.0));
+            s.push_str(&format!(",jitter={}ms", ms(self.jitter_us)));
         }
         s
+    }
+
+    /// One direction's one-way delay and bandwidth cap.
+    pub fn one_way(&self, d: Direction) -> (Duration, Option<u64>) {
+        let delay = match (self.up_us, d) {
+            (None, _) => Duration::from_micros(self.rtt_us) / 2,
+            (Some(up), Direction::Up) => Duration::from_micros(up),
+            (Some(up), Direction::Down) => Duration::from_micros(self.rtt_us.saturating_sub(up)),
+        };
+        let bw = match d {
+            Direction::Up => self.up_bw_bps,
+            Direction::Down => self.down_bw_bps,
+        };
+        (delay, bw.or(self.bw_bps))
     }
 }
 
@@ -94,41 +154,44 @@ fn parse_bandwidth(v: &str) -> Result<u64, String> {
     Ok(b as u64)
 }
 
-/// One direction's release schedule: when the link is free again and the
-/// last chunk's due time (so jitter never reorders).
+/// One direction's release schedule: its delay and cap, when the link is
+/// free again and the last chunk's due time (so jitter never reorders).
 struct Schedule {
-    link: Link,
+    delay: Duration,
+    bw_bps: Option<u64>,
+    jitter_us: u64,
     link_free: Instant,
     last_due: Instant,
     rng: u64,
 }
 
 impl Schedule {
-    fn new(link: Link) -> Schedule {
+    fn new(link: &Link, dir: Direction) -> Schedule {
         let now = Instant::now();
         let clock = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0);
         let seed = (clock ^ ((std::process::id() as u64) << 32)) | 1;
-        Schedule { link, link_free: now, last_due: now, rng: seed }
+        let (delay, bw_bps) = link.one_way(dir);
+        Schedule { delay, bw_bps, jitter_us: link.jitter_us, link_free: now, last_due: now, rng: seed }
     }
 
     /// When a chunk of `len` bytes read at `now` is due at the other end.
     fn due(&mut self, now: Instant, len: usize) -> Instant {
         let mut sent = now;
-        if let Some(bw) = self.link.bw_bps {
+        if let Some(bw) = self.bw_bps {
             let tx = Duration::from_nanos((len as u128 * 8 * 1_000_000_000 / bw as u128) as u64);
             sent = self.link_free.max(now) + tx;
             self.link_free = sent;
         }
-        let mut delay = Duration::from_micros(self.link.rtt_us) / 2;
-        if self.link.jitter_us > 0 {
+        let mut delay = self.delay;
+        if self.jitter_us > 0 {
             // xorshift64: enough for jitter, no dependency.
             self.rng ^= self.rng << 13;
             self.rng ^= self.rng >> 7;
             self.rng ^= self.rng << 17;
-            delay += Duration::from_micros(self.rng % self.link.jitter_us);
+            delay += Duration::from_micros(self.rng % self.jitter_us);
         }
         let due = (sent + delay).max(self.last_due);
         self.last_due = due;
@@ -138,7 +201,7 @@ impl Schedule {
 
 /// Copies `from` to `to` through a queue released at due times: this
 /// thread reads and stamps, a writer thread waits for each chunk's time.
-fn pipe(mut from: TcpStream, mut to: TcpStream, link: Link) {
+fn pipe(mut from: TcpStream, mut to: TcpStream, link: Link, dir: Direction) {
     let (tx, rx) = mpsc::channel::<(Instant, Vec<u8>)>();
     let writer = std::thread::spawn(move || {
         for (due, chunk) in rx {
@@ -155,7 +218,7 @@ fn pipe(mut from: TcpStream, mut to: TcpStream, link: Link) {
         }
         let _ = to.shutdown(Shutdown::Both);
     });
-    let mut sched = Schedule::new(link);
+    let mut sched = Schedule::new(&link, dir);
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         match from.read(&mut buf) {
@@ -176,8 +239,9 @@ fn pipe(mut from: TcpStream, mut to: TcpStream, link: Link) {
     let _ = from.shutdown(Shutdown::Both);
 }
 
-/// Serves `listener` forever: each connection is joined to `upstream`
-/// through the link, both directions delayed.
+/// Serves `listener` forever: each connection (a standby's) is joined to
+/// `upstream` (the primary) through the link, each direction delayed as
+/// the link says.
 pub fn serve(listener: TcpListener, upstream: SocketAddr, link: Link) -> std::io::Result<()> {
     for client in listener.incoming() {
         let Ok(client) = client else { continue };
@@ -188,8 +252,8 @@ pub fn serve(listener: TcpListener, upstream: SocketAddr, link: Link) -> std::io
             let _ = server.set_nodelay(true);
             let (Ok(c2), Ok(s2)) = (client.try_clone(), server.try_clone()) else { return };
             let l2 = link.clone();
-            let up = std::thread::spawn(move || pipe(client, server, link));
-            pipe(s2, c2, l2);
+            let up = std::thread::spawn(move || pipe(client, server, link, Direction::Up));
+            pipe(s2, c2, l2, Direction::Down);
             let _ = up.join();
         });
     }
@@ -270,7 +334,7 @@ mod tests {
     #[test]
     fn a_link_reads_its_parts_and_names_a_bad_one() {
         let l = Link::parse("rtt=1ms,bw=1gbit,jitter=0.1ms").unwrap();
-        assert_eq!(l, Link { rtt_us: 1000, bw_bps: Some(1_000_000_000), jitter_us: 100 });
+        assert_eq!(l, Link { rtt_us: 1000, bw_bps: Some(1_000_000_000), jitter_us: 100, ..Link::default() });
         assert_eq!(Link::parse(&l.to_arg()).unwrap(), l);
         assert_eq!(Link::parse("rtt=0.2ms").unwrap().rtt_us, 200);
         let e = Link::parse("rtt=1ms,bw=fast").unwrap_err().to_string();
@@ -282,9 +346,70 @@ mod tests {
     }
 
     #[test]
+    fn each_direction_takes_its_own_delay_and_cap() {
+        let l = Link::parse("up=0.2ms,down=0.8ms,bw=1gbit,down_bw=100mbit").unwrap();
+        assert_eq!(
+            l,
+            Link {
+                rtt_us: 1000,
+                up_us: Some(200),
+                bw_bps: Some(1_000_000_000),
+                down_bw_bps: Some(100_000_000),
+                ..Link::default()
+            }
+        );
+        assert_eq!(Link::parse(&l.to_arg()).unwrap(), l);
+        assert_eq!(l.one_way(Direction::Up), (Duration::from_micros(200), Some(1_000_000_000)));
+        assert_eq!(l.one_way(Direction::Down), (Duration::from_micros(800), Some(100_000_000)));
+        // rtt is half each way; one direction alone leaves the other at 0.
+        let r = Link::parse("rtt=1ms,up_bw=10mbit").unwrap();
+        assert_eq!(r.one_way(Direction::Up), (Duration::from_micros(500), Some(10_000_000)));
+        assert_eq!(r.one_way(Direction::Down), (Duration::from_micros(500), None));
+        let d = Link::parse("down=2ms").unwrap();
+        assert_eq!((d.rtt_us, d.to_arg()), (2000, "up=0ms,down=2ms".to_string()));
+        let e = Link::parse("rtt=1ms,up=0.5ms").unwrap_err().to_string();
+        assert!(e.contains("not both"), "{e}");
+        // A registry written before directions existed reads as before.
+        let old: Link = serde_json::from_str(r#"{"rtt_us":1000,"bw_bps":null,"jitter_us":0}"#).unwrap();
+        assert_eq!(old.one_way(Direction::Down), (Duration::from_micros(500), None));
+    }
+
+    #[test]
+    fn a_byte_through_the_proxy_takes_each_direction_its_own_delay() {
+        // The far end is ours, so each direction is timed on its own.
+        let upstream = TcpListener::bind("127.0.0.1:0").unwrap();
+        let link = Link::parse("up=2ms,down=12ms").unwrap();
+        let port = spawn_local(upstream.local_addr().unwrap(), link).unwrap();
+        let mut standby = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let (mut primary, _) = upstream.accept().unwrap();
+        for s in [&standby, &primary] {
+            s.set_nodelay(true).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        }
+        let (mut up, mut down) = (Vec::new(), Vec::new());
+        let mut b = [0u8; 1];
+        for _ in 0..9 {
+            let t = Instant::now();
+            standby.write_all(b"u").unwrap();
+            primary.read_exact(&mut b).unwrap();
+            up.push(t.elapsed());
+            let t = Instant::now();
+            primary.write_all(b"d").unwrap();
+            standby.read_exact(&mut b).unwrap();
+            down.push(t.elapsed());
+        }
+        up.sort();
+        down.sort();
+        assert!(up[0] >= Duration::from_millis(2), "fastest up {:?}", up[0]);
+        assert!(down[0] >= Duration::from_millis(12), "fastest down {:?}", down[0]);
+        // Medians: a stalled thread on a busy machine moves one sample, not five.
+        assert!(up[4] < down[4], "up {up:?}, down {down:?}");
+    }
+
+    #[test]
     fn the_schedule_serialises_at_the_cap_then_delays_and_never_reorders() {
-        let link = Link { rtt_us: 2000, bw_bps: Some(8_000_000), jitter_us: 500 };
-        let mut s = Schedule::new(link);
+        let link = Link { rtt_us: 2000, bw_bps: Some(8_000_000), jitter_us: 500, ..Link::default() };
+        let mut s = Schedule::new(&link, Direction::Down);
         let t0 = Instant::now();
         // 1000 bytes at 8 Mbit/s take exactly 1 ms on the wire.
         let a = s.due(t0, 1000);

@@ -132,13 +132,26 @@ fn a_remote_apply_standby_streams_sync_and_sees_each_commit_at_once() {
 fn local_leaves_the_standby_async_and_a_link_puts_the_proxy_in_its_path() {
     let s = State::new();
     let data = s.path("pd");
-    s.ok(&["pg", "up", "lo", "--data", &data, "--standby", "1", "--sync", "local", "--link", "rtt=40ms"]);
+    // Per direction: 10 ms for the acknowledgements, 30 ms for the WAL.
+    s.ok(&[
+        "pg",
+        "up",
+        "lo",
+        "--data",
+        &data,
+        "--standby",
+        "1",
+        "--sync",
+        "local",
+        "--link",
+        "up=10ms,down=30ms",
+    ]);
     let st = s.status("lo");
     let port = st["port"].as_u64().unwrap();
     assert_eq!(psql(port, "SHOW synchronous_commit"), "local");
     assert_eq!(psql(port, "SHOW synchronous_standby_names"), "");
     assert_eq!(st["standbys"][0]["sync_state"], "async");
-    assert_eq!(st["standbys"][0]["link"], "rtt=40ms");
+    assert_eq!(st["standbys"][0]["link"], "up=10ms,down=30ms");
     let s1 = s.status("lo-s1");
     let proxy = &s1["proxy"];
     assert_eq!(proxy["running"], true);
@@ -150,7 +163,7 @@ fn local_leaves_the_standby_async_and_a_link_puts_the_proxy_in_its_path() {
     let conninfo = psql(sport, "SHOW primary_conninfo");
     assert!(conninfo.contains(&format!("port={proxy_port} ")), "{conninfo}");
     // With the primary now waiting for s1 (ALTER SYSTEM on it), a commit
-    // waits a round trip through the proxy: at least the 40 ms asked.
+    // waits a round trip through the proxy: at least the 10 + 30 ms asked.
     psql(port, "ALTER SYSTEM SET synchronous_standby_names = 's1'");
     psql(port, "ALTER SYSTEM SET synchronous_commit = 'on'");
     psql(port, "SELECT pg_reload_conf()");
@@ -251,6 +264,10 @@ fn bad_replication_flags_are_one_line_exit_2_and_make_nothing() {
             "--sync-names 'ANY 2': use \"FIRST n\" or \"ANY n\" with n from 1 to 1",
         ),
         (vec!["--sync", "on", "--link", "rtt=1ms"], "--sync-names and --link need --standby N"),
+        (
+            vec!["--standby", "1", "--link", "rtt=1ms,up=1ms"],
+            "--link rtt=1ms,up=1ms: give rtt= (half each way) or up=/down=",
+        ),
         (
             vec!["--standby", "1", "--link", "rtt=1ms,bw=fast"],
             "--link rtt=1ms,bw=fast: 'fast' is not a bandwidth",

@@ -71,7 +71,9 @@ pub enum PgVerb {
         #[arg(long, value_name = "FORM")]
         sync_names: Option<String>,
         /// A delay proxy between each standby and the primary:
-        /// rtt=1ms[,bw=1gbit][,jitter=0.1ms] (one-way delay rtt/2 each way).
+        /// rtt=1ms[,bw=1gbit][,jitter=0.1ms] (one-way delay rtt/2 each way),
+        /// or per direction up=0.2ms,down=0.8ms[,up_bw=10mbit][,down_bw=1gbit]
+        /// (up: standby to primary, the acknowledgements; down: the WAL).
         #[arg(long, value_name = "LINK")]
         link: Option<String>,
     },
