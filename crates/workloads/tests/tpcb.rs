@@ -4,14 +4,23 @@
 //! branches and history). The transactions the users committed are the
 //! rows in history, exactly; on PostgreSQL also the server's own counts,
 //! read once every session of the step has ended (a backend flushes its
-//! statistics when it exits, before it leaves `pg_stat_activity`).
+//! statistics when it exits, before it leaves `pg_stat_activity`), with
+//! every other commit the driver made counted: one per login, one per
+//! probe of the server's counters. And `tps.server` is the server's own
+//! count of the window, exactly, once each user's commits are published
+//! as they happen (see [`Observed`]).
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
-use storbench_db::{connect, Connection, DbError, DbUrl, Stmt};
+use storbench_db::{connect, Connection, DbError, DbUrl, Stmt, Value};
+use storbench_metrics::Figure;
+use storbench_workloads::runner::{Probe, Worker, Workload};
 use storbench_workloads::tpcb::{self, InitOptions, Tpcb};
-use storbench_workloads::{runner::run_step, StepSpec};
+use storbench_workloads::{runner::run_step, Done, StepSpec};
+
+const PG_ADMIN: &str = "postgres://root@127.0.0.1:5432/postgres";
 
 /// A fresh database on a server, dropped when the test ends.
 struct TempDb {
@@ -47,26 +56,40 @@ fn sum(c: &mut dyn Connection, sql: &str) -> i64 {
     }
 }
 
-/// The server's counters for database `name`, read from another database
-/// once no session of `name` is left, so every one has flushed its
-/// statistics: (xact_commit, xact_rollback, rows inserted into history).
-fn server_counts(name: &str) -> (i64, i64, i64) {
-    let mut admin = connect(&DbUrl::parse("postgres://root@127.0.0.1:5432/postgres").unwrap()).unwrap();
-    let p = [storbench_db::Value::Text(name.to_string())];
+/// Waits until no session of database `name` is left: each has flushed its
+/// statistics by then.
+fn no_session_left(admin: &mut dyn Connection, name: &str) {
+    let p = [Value::Text(name.to_string())];
     let left = Stmt::new("SELECT COUNT(*) FROM pg_stat_activity WHERE datname = $1");
     let until = std::time::Instant::now() + Duration::from_secs(10);
     while admin.query_one(&left, &p).unwrap().int(0).unwrap() > 0 {
         assert!(std::time::Instant::now() < until, "sessions of {name} did not end");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Commits the server counts in a database for each call of
+/// [`server_counts`], all made after it reads the database's counters: its
+/// own session's login, the preparation of its one statement (Parse and
+/// Sync outside a transaction are a transaction of their own) and the
+/// statement.
+const SERVER_COUNTS_OWN: i64 = 3;
+
+/// The server's counters for database `name`, read from another database
+/// once no session of `name` is left, so every one has flushed its
+/// statistics: (xact_commit, xact_rollback, rows inserted into history).
+fn server_counts(name: &str) -> (i64, i64, i64) {
+    let mut admin = connect(&DbUrl::parse(PG_ADMIN).unwrap()).unwrap();
+    no_session_left(admin.as_mut(), name);
     let db = admin
         .query_one(
             &Stmt::new("SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = $1"),
-            &p,
+            &[Value::Text(name.to_string())],
         )
         .unwrap();
     // Table statistics are per database: read them from a session in it,
-    // opened after the others ended and closed before anything else runs.
+    // opened after the others ended, and gone (its commits flushed) before
+    // this returns.
     let mut own = connect(&DbUrl::parse(&format!("postgres://root@127.0.0.1:5432/{name}")).unwrap()).unwrap();
     let ins = own
         .query_one(
@@ -76,7 +99,100 @@ fn server_counts(name: &str) -> (i64, i64, i64) {
         .unwrap()
         .int(0)
         .unwrap();
+    drop(own);
+    no_session_left(admin.as_mut(), name);
     (db.int(0).unwrap(), db.int(1).unwrap(), ins)
+}
+
+/// [`Tpcb`] as the runner sees it, plus what a test needs to account for
+/// every transaction the server counts: how many times the runner probed
+/// the server's counters. With `exact`, also what makes the server's count
+/// of the window exact:
+///
+/// - PostgreSQL publishes a busy backend's counts when it goes idle, at
+///   most once a second (PGSTAT_MIN_INTERVAL, 15+), and no session can
+///   make another publish; so each user waits `gap` (> 1 s) before each
+///   transaction, staggered by user so no two publish at once (a publish
+///   that finds the entry locked is put off). Each commit is then
+///   published before COMMIT returns to the client.
+/// - The runner's observer asks for its own counts (its probe read) to be
+///   published at once (`pg_stat_force_next_flush()`, one commit more).
+///   The request reads pg_database: a backend with no table statistics
+///   pending publishes nothing, not even its commit count, until it has
+///   some or exits.
+/// - The same counters are read from another session, in another
+///   database, at each probe: the test's own view of the window's edges.
+struct Observed<'a> {
+    inner: &'a Tpcb,
+    probes: AtomicU64,
+    exact: Option<Exact>,
+}
+
+struct Exact {
+    gap: Duration,
+    stagger: Duration,
+    admin: Mutex<Box<dyn Connection>>,
+    name: String,
+    /// (xact_commit, xact_rollback) at each probe.
+    reads: Mutex<Vec<(i64, i64)>>,
+}
+
+impl Workload for Observed<'_> {
+    fn kinds(&self) -> &[&'static str] {
+        self.inner.kinds()
+    }
+
+    fn worker(&self, user: usize, users: usize) -> Box<dyn Worker> {
+        let inner = self.inner.worker(user, users);
+        match &self.exact {
+            None => inner,
+            Some(x) => Box::new(Spaced { inner, gap: x.gap, first: x.gap + x.stagger * user as u32, n: 0 }),
+        }
+    }
+
+    fn probe(&self, conn: &mut dyn Connection) -> Result<Probe, DbError> {
+        let p = self.inner.probe(conn)?;
+        self.probes.fetch_add(1, Ordering::Relaxed);
+        if let Some(x) = &self.exact {
+            conn.batch(
+                "SELECT pg_stat_force_next_flush() FROM pg_database WHERE datname = current_database()",
+            )?;
+            let r = x.admin.lock().unwrap().query_one(
+                &Stmt::new("SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = $1"),
+                &[Value::Text(x.name.clone())],
+            )?;
+            x.reads.lock().unwrap().push((r.int(0)?, r.int(1)?));
+        }
+        Ok(p)
+    }
+
+    fn probe_figures(&self, before: &Probe, after: &Probe, window: Duration) -> Vec<Figure> {
+        self.inner.probe_figures(before, after, window)
+    }
+}
+
+/// A TPC-B user that waits before each transaction (keying time).
+struct Spaced {
+    inner: Box<dyn Worker>,
+    gap: Duration,
+    first: Duration,
+    n: u64,
+}
+
+impl Worker for Spaced {
+    fn next(&mut self) -> Duration {
+        self.inner.next();
+        self.n += 1;
+        if self.n == 1 {
+            self.first
+        } else {
+            self.gap
+        }
+    }
+
+    fn run_one(&mut self, conn: &mut dyn Connection, attempt: u32) -> Result<Done, DbError> {
+        self.inner.run_one(conn, attempt)
+    }
 }
 
 fn exercise(url: &str) {
@@ -85,7 +201,11 @@ fn exercise(url: &str) {
 
 fn exercise_with(url: &str, pg_name: Option<&str>) {
     let url = DbUrl::parse(url).unwrap();
-    let connector = || -> Result<Box<dyn Connection>, DbError> { connect(&url) };
+    let connects = AtomicU64::new(0);
+    let connector = || -> Result<Box<dyn Connection>, DbError> {
+        connects.fetch_add(1, Ordering::Relaxed);
+        connect(&url)
+    };
     let stats =
         tpcb::init(&connector, &InitOptions { scale: 1, fillfactor: 100, jobs: 2 }, &|_| {}).expect("init");
     assert_eq!(stats.rows, 1 + 10 + 100_000);
@@ -95,6 +215,7 @@ fn exercise_with(url: &str, pg_name: Option<&str>) {
 
     drop(c);
     let before = pg_name.map(server_counts);
+    let connects_before = connects.load(Ordering::Relaxed);
 
     let spec = StepSpec {
         users: 2,
@@ -105,7 +226,8 @@ fn exercise_with(url: &str, pg_name: Option<&str>) {
     let stop = AtomicBool::new(false);
     let mut ticks = 0;
     let wl = Tpcb::new(1, 7);
-    let res = run_step(&wl, &connector, &spec, &stop, &mut |_| ticks += 1).expect("step");
+    let observed = Observed { inner: &wl, probes: AtomicU64::new(0), exact: None };
+    let res = run_step(&observed, &connector, &spec, &stop, &mut |_| ticks += 1).expect("step");
     assert!(!res.stopped);
     assert!(ticks >= 2, "one tick a second, got {ticks}");
     let r = &res.report;
@@ -125,11 +247,28 @@ fn exercise_with(url: &str, pg_name: Option<&str>) {
         let (commit1, rollback1, ins1) = server_counts(name);
         assert_eq!(ins1 - ins0, committed as i64, "history rows the server inserted vs commits returned");
         assert_eq!(rollback1, rollback0, "no transaction rolled back");
-        // Beyond the TPC-B transactions the server counts each session's
-        // login, its statement preparations and the two probe reads: a
-        // few per session, never a TPC-B transaction more or less.
-        let extra = commit1 - commit0 - committed as i64;
-        assert!((1..=3 * 8).contains(&extra), "{extra} commits beyond the {committed} TPC-B ones");
+        // Beyond the TPC-B transactions the server counts the driver's own
+        // commits, each counted here: a login per connection (the observer
+        // and each user; a reconnect would be one more), a read per probe
+        // of the counters, and the test's own session in server_counts.
+        // Statements are prepared inside the transaction, so they add none.
+        let logins = (connects.load(Ordering::Relaxed) - connects_before) as i64;
+        let probes = observed.probes.load(Ordering::Relaxed) as i64;
+        assert_eq!((logins, probes), (3, 2), "the observer and two users; a probe at each edge");
+        assert_eq!(
+            commit1 - commit0,
+            committed as i64 + logins + probes + SERVER_COUNTS_OWN,
+            "commits the server counted vs {committed} TPC-B + {logins} logins + {probes} probes"
+        );
+        // The window's server count holds no more than the step's commits,
+        // the observer's own first read and the users' logins (were one
+        // still unpublished at the start); how many fewer depends on when
+        // each user last published its counts (see Observed).
+        let server = r.get("tps.server").unwrap() * res.window.as_secs_f64();
+        assert!(
+            server.round() <= (committed + 1 + 2) as f64,
+            "{server} in the window, {committed} in the step"
+        );
     }
     let mut c = connect(&url).unwrap();
 
@@ -152,6 +291,71 @@ fn tpcb_on_sqlite() {
 fn tpcb_on_postgres() {
     let db = TempDb::new("postgres://root@127.0.0.1:5432/postgres", "postgres://root@127.0.0.1:5432", "tpcb");
     exercise_with(&db.url, Some(&db.name));
+}
+
+#[test]
+fn tps_server_is_the_servers_own_count_of_the_window_exactly() {
+    let db = TempDb::new(PG_ADMIN, "postgres://root@127.0.0.1:5432", "tpsx");
+    let url = DbUrl::parse(&db.url).unwrap();
+    let connects = AtomicU64::new(0);
+    // One login at a time: a login publishes its commit on its way in, and
+    // a publish that finds another holding the database's entry is put off.
+    let one_at_a_time = Mutex::new(());
+    let connector = || {
+        let _turn = one_at_a_time.lock().unwrap();
+        connects.fetch_add(1, Ordering::Relaxed);
+        connect(&url)
+    };
+    tpcb::init(&connector, &InitOptions { scale: 1, fillfactor: 100, jobs: 1 }, &|_| {}).unwrap();
+    let (commit0, rollback0, _) = server_counts(&db.name);
+    let connects_before = connects.load(Ordering::Relaxed);
+    let wl = Tpcb::new(1, 11);
+    let observed = Observed {
+        inner: &wl,
+        probes: AtomicU64::new(0),
+        exact: Some(Exact {
+            gap: Duration::from_millis(1500),
+            stagger: Duration::from_millis(300),
+            admin: Mutex::new(connect(&DbUrl::parse(PG_ADMIN).unwrap()).unwrap()),
+            name: db.name.clone(),
+            reads: Mutex::default(),
+        }),
+    };
+    // User 0 commits at 1.5 s and 3.0 s, user 1 at 1.8 s and 3.3 s; their
+    // third transactions would start after the window's 4 s. Every edge
+    // is half a second or more from a commit.
+    let spec = StepSpec { users: 2, duration: Duration::from_secs(4), ..StepSpec::default() };
+    let res = run_step(&observed, &connector, &spec, &AtomicBool::new(false), &mut |_| {}).expect("step");
+    let r = &res.report;
+    let window = res.window.as_secs_f64();
+    let n = r.get("txn.count").unwrap();
+    assert_eq!(n, 4.0, "two transactions per user in the window");
+    assert_eq!(r.get("step.txn.count"), Some(4.0), "and none outside it");
+
+    let x = observed.exact.as_ref().unwrap();
+    let reads = x.reads.lock().unwrap().clone();
+    assert_eq!(reads.len(), 2, "a read at each edge of the window");
+    let (commits, rollbacks) = (reads[1].0 - reads[0].0, reads[1].1 - reads[0].1);
+    assert_eq!(rollbacks, 0);
+    // tps.server is the server's count of the window over the window:
+    // what pg_stat_database says, read from another session at the edges.
+    let server = r.get("tps.server").unwrap() * window;
+    assert!((server - server.round()).abs() < 1e-9, "{server}");
+    assert_eq!(server.round() as i64, commits, "tps.server x window vs pg_stat_database's delta");
+    // It counts the users' commits (tps.client's count) and the observer's
+    // two at the window's start: its probe read and its flush request.
+    let client = r.get("tps").unwrap() * window;
+    assert!((client - n).abs() < 1e-9, "tps.client x window = txn.count");
+    assert_eq!(server.round() - 2.0, client.round(), "tps.server vs tps.client");
+
+    // Over the step, after every session ended: the users' commits, a login
+    // per connection, and per probe its read and its flush request.
+    let (commit1, rollback1, _) = server_counts(&db.name);
+    let logins = (connects.load(Ordering::Relaxed) - connects_before) as i64;
+    let probes = observed.probes.load(Ordering::Relaxed) as i64;
+    assert_eq!((logins, probes), (3, 2));
+    assert_eq!(rollback1, rollback0);
+    assert_eq!(commit1 - commit0, 4 + logins + 2 * probes + SERVER_COUNTS_OWN);
 }
 
 #[test]
