@@ -226,7 +226,7 @@ pub fn run_profile(
             rng: seed_of(t),
             writes_since_sync: 0,
             rate_step: p.rate.map(|r| Duration::from_secs_f64(p.threads as f64 / r)),
-            next_due: clock.start,
+            next_due: in_burst(p.bursts, clock.start, clock.start),
         };
         if let Err(e) = io_loop(&mut w, queue.as_mut(), depth) {
             *loop_error_ref.lock().expect("loop error") = Some(e);
@@ -340,6 +340,23 @@ struct Worker<'a> {
     next_due: Instant,
 }
 
+/// `t`, or the start of the next burst when `t` falls in an idle part of
+/// the `(burst, idle)` periods counted from `start`.
+fn in_burst(bursts: Option<(Duration, Duration)>, start: Instant, t: Instant) -> Instant {
+    let Some((on, off)) = bursts else { return t };
+    let period = on + off;
+    if period.is_zero() {
+        return t;
+    }
+    let since = t.saturating_duration_since(start).as_nanos();
+    let phase = since % period.as_nanos();
+    if phase < on.as_nanos() {
+        t
+    } else {
+        t + Duration::from_nanos((period.as_nanos() - phase) as u64)
+    }
+}
+
 impl Worker<'_> {
     fn is_write(&mut self) -> bool {
         match self.p.read_pct {
@@ -354,13 +371,14 @@ impl Worker<'_> {
         }
     }
 
-    /// The time an I/O is due: now without a rate, else its schedule.
+    /// The time an I/O is due: now without a rate, else its schedule
+    /// (which skips the idle part of each burst period).
     fn due(&mut self, now: Instant) -> Instant {
         match self.rate_step {
             None => now,
             Some(step) => {
                 let d = self.next_due;
-                self.next_due += step;
+                self.next_due = in_burst(self.p.bursts, self.clock.start, self.next_due + step);
                 d
             }
         }

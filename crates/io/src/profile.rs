@@ -69,6 +69,11 @@ pub struct Profile {
     pub dist: Distribution,
     /// Target rate in IOPS over all threads; latency counts from the schedule.
     pub rate: Option<f64>,
+    /// Bursts: with a rate, I/O is scheduled only in the first `burst` of
+    /// every `burst + idle`, from the step's start (a neighbour that loads
+    /// the device in phases); `(burst, idle)`.
+    #[serde(with = "burst_secs")]
+    pub bursts: Option<(Duration, Duration)>,
     /// Use only this many bytes from the start of the target (from
     /// `offset`, when that is set).
     pub span: Option<u64>,
@@ -80,6 +85,18 @@ pub struct Profile {
     pub random_map: bool,
     /// Where the profile comes from.
     pub source: &'static str,
+}
+
+mod burst_secs {
+    pub fn serialize<S: serde::Serializer>(
+        b: &Option<(std::time::Duration, std::time::Duration)>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match b {
+            Some((on, off)) => s.collect_map([("burst_s", on.as_secs_f64()), ("idle_s", off.as_secs_f64())]),
+            None => s.serialize_none(),
+        }
+    }
 }
 
 mod secs {
@@ -107,6 +124,7 @@ impl Profile {
             fdatasync: false,
             dist: Distribution::Uniform,
             rate: None,
+            bursts: None,
             span: None,
             offset: 0,
             random_map: false,
@@ -170,6 +188,14 @@ impl Profile {
         if let Some(r) = self.rate {
             if !(r.is_finite() && r > 0.0) {
                 return Err(format!("{n}: rate {r}: must be a positive number of IOPS"));
+            }
+        }
+        if let Some((on, _)) = self.bursts {
+            if self.rate.is_none() {
+                return Err(format!("{n}: --idle needs a rate (--rate or --rate-mbps) to shape"));
+            }
+            if on.is_zero() {
+                return Err(format!("{n}: burst 0: must be more than zero"));
             }
         }
         match self.dist {

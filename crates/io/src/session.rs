@@ -45,6 +45,10 @@ pub struct Overrides {
     pub dist: Option<Distribution>,
     /// Target IOPS.
     pub rate: Option<f64>,
+    /// Target MB/s (10^6 bytes), turned into IOPS at the profile's block size.
+    pub rate_mbps: Option<f64>,
+    /// Bursts of I/O and idle phases between them (with a rate).
+    pub bursts: Option<(Duration, Duration)>,
     /// Bytes of the target used.
     pub span: Option<u64>,
     /// The random map on (true) or off (false).
@@ -97,6 +101,12 @@ impl Overrides {
         }
         if let Some(r) = self.rate {
             p.rate = Some(r);
+        }
+        if let Some(m) = self.rate_mbps {
+            p.rate = Some(m * 1e6 / p.bs as f64);
+        }
+        if let Some(b) = self.bursts {
+            p.bursts = Some(b);
         }
         if let Some(s) = self.span {
             p.span = Some(s);
@@ -253,6 +263,12 @@ mod tests {
         o.apply(&mut c, true);
         assert_eq!(c.read_pct, 50, "a mix made from flags is 50/50");
         assert_eq!(access(&c), "random-map");
+        // A rate in MB/s is IOPS at the profile's own block size.
+        let mbps = Overrides { rate_mbps: Some(16.384), ..Overrides::default() };
+        let mut q = Profile::new("q");
+        q.bs = 65536;
+        mbps.apply(&mut q, true);
+        assert_eq!(q.rate, Some(250.0));
     }
 
     #[test]

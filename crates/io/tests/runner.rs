@@ -90,6 +90,22 @@ fn a_rate_is_held_to_its_schedule() {
 }
 
 #[test]
+fn bursts_schedule_the_rate_only_in_their_on_phases() {
+    // 1000 IOPS in bursts of 100 ms every 250 ms over 1 s: the on phases
+    // are 0-100, 250-350, 500-600 and 750-850 ms, 400 ms in all, so 400
+    // I/Os at the rate's spacing, and none in the idle parts.
+    let mut p = profile(4, 1, 1000);
+    p.rate = Some(1000.0);
+    p.bursts = Some((Duration::from_millis(100), Duration::from_millis(150)));
+    let r = run_profile(&p, &target(), &null(), &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let n = r.report.get("io.read.count").unwrap();
+    assert!((398.0..=402.0).contains(&n), "{n} I/Os in 400 ms of bursts at 1000 IOPS");
+    // Latency still counts from the schedule: a null I/O is instant, so no
+    // I/O waited into an idle phase.
+    assert!(r.report.get("io.read.lat.max").unwrap() < 50_000.0);
+}
+
+#[test]
 fn every_nth_write_is_followed_by_a_sync() {
     let mut p = profile(4, 1, 300);
     p.read_pct = 0;

@@ -96,6 +96,9 @@ fn flags_make_a_profile_and_bad_values_exit_2_recording_nothing() {
         (&["io", "--size", "900T"], "larger than the free space"),
         (&["io", "--target", "/"], "not a regular file"),
         (&["io", "--qd", "0"], "queue depth 0"),
+        (&["io", "--rate-mbps", "0"], "--rate-mbps 0"),
+        (&["io", "--burst", "1s", "--idle", "2s"], "--idle: give a rate"),
+        (&["io", "--rate", "100", "--burst", "0s", "--idle", "2s"], "burst 0"),
     ];
     for (args, want) in cases {
         let out = sb(e.path()).args(*args).output().unwrap();
@@ -106,6 +109,39 @@ fn flags_make_a_profile_and_bad_values_exit_2_recording_nothing() {
         assert!(runs(e.path()).is_empty(), "{args:?} recorded a run");
         assert!(!e.path().join("storbench-data/io.dat").exists(), "{args:?} created the file");
     }
+}
+
+/// A bounded neighbour: `--rate-mbps` holds the bandwidth asked for, and
+/// `--burst`/`--idle` leave the device idle between bursts, in the
+/// per-second samples too.
+#[test]
+fn a_rate_in_mbps_and_bursts_bound_the_load() {
+    let d = tempfile::tempdir().unwrap();
+    let out = sb(d.path())
+        .args(["--json", "io", "--size", "64M", "--bs", "64k", "--rw", "write", "--qd", "2"])
+        .args(["--rate-mbps", "8.192", "--burst", "1s", "--idle", "1s", "--duration", "4s", "--rampup", "0s"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let step = &rec["steps"][0];
+    // 8.192 MB/s at 64 KiB is 125 IOPS, in 2 s of bursts out of 4: 250.
+    let n = step["metrics"]["io.write.count"]["value"].as_f64().unwrap();
+    assert!((245.0..=252.0).contains(&n), "{n} writes");
+    assert_eq!(rec["run"]["config"]["profiles"][0]["rate"], 125.0);
+    assert_eq!(rec["run"]["config"]["profiles"][0]["bursts"]["idle_s"], 1.0);
+    let per_s: Vec<f64> = step["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["name"] == "io.write.iops")
+        .map(|s| s["value"].as_f64().unwrap())
+        .collect();
+    assert!(per_s.len() >= 4, "{per_s:?}");
+    assert!(
+        per_s[0] > 100.0 && per_s[1] < 5.0 && per_s[2] > 100.0 && per_s[3] < 5.0,
+        "on, idle, on, idle: {per_s:?}"
+    );
 }
 
 #[test]

@@ -86,6 +86,16 @@ pub struct IoArgs {
     /// Target rate in IOPS over all threads (latency counts from the schedule).
     #[arg(long, alias = "rate-iops")]
     pub rate: Option<f64>,
+    /// Target rate in MB/s (10^6 bytes) over all threads: a bounded
+    /// neighbour's load (IOPS = MB/s ÷ block size).
+    #[arg(long, conflicts_with = "rate")]
+    pub rate_mbps: Option<f64>,
+    /// With a rate: after each --burst of I/O, this long idle (e.g. 5s).
+    #[arg(long, requires = "burst")]
+    pub idle: Option<String>,
+    /// With --idle: how long each burst of I/O lasts (e.g. 2s).
+    #[arg(long, requires = "idle")]
+    pub burst: Option<String>,
     /// Use only this much of the target, from its start.
     #[arg(long)]
     pub span: Option<String>,
@@ -132,6 +142,11 @@ fn overrides(a: &IoArgs) -> Result<Overrides> {
         fdatasync: a.fdatasync,
         dist: a.dist.as_deref().map(parse_dist).transpose().map_err(|e| usage(format!("--dist: {e}")))?,
         rate: a.rate,
+        rate_mbps: a.rate_mbps,
+        bursts: match (dur("--burst", &a.burst)?, dur("--idle", &a.idle)?) {
+            (Some(on), Some(off)) => Some((on, off)),
+            _ => None,
+        },
         span: size("--span", &a.span)?,
         random_map: if a.randommap {
             Some(true)
@@ -141,6 +156,12 @@ fn overrides(a: &IoArgs) -> Result<Overrides> {
             None
         },
     };
+    if let Some(m) = o.rate_mbps.filter(|m| !(m.is_finite() && *m > 0.0)) {
+        return Err(usage(format!("--rate-mbps {m}: must be a positive number of MB/s")));
+    }
+    if o.bursts.is_some() && o.rate.is_none() && o.rate_mbps.is_none() {
+        return Err(usage("--idle: give a rate to shape, --rate or --rate-mbps"));
+    }
     if let Some(r) = o.read_pct.filter(|r| *r > 100) {
         return Err(usage(format!("--read {r}: must be 0 to 100")));
     }
