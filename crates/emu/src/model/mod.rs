@@ -93,6 +93,20 @@ pub enum Kind {
     Name,
 }
 
+impl Kind {
+    /// How the value reads, in a word (`media models --json`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Dur => "duration",
+            Kind::Rate => "rate",
+            Kind::Size => "size",
+            Kind::Int => "integer",
+            Kind::Bool => "bool",
+            Kind::Name => "model",
+        }
+    }
+}
+
 /// One parameter of a built-in model: key, default as written, kind, what
 /// it means and where the default comes from.
 #[derive(Clone, Copy, Debug)]

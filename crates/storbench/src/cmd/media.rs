@@ -231,6 +231,25 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         MediaVerb::Models => {
+            if g.json {
+                let v: Vec<_> = storbench_emu::model::builtins()
+                    .iter()
+                    .map(|b| {
+                        let params: Vec<_> = b
+                            .params
+                            .iter()
+                            .map(|p| {
+                                serde_json::json!({
+                                    "key": p.key, "default": p.default, "kind": p.kind.as_str(), "doc": p.doc,
+                                })
+                            })
+                            .collect();
+                        serde_json::json!({ "name": b.name, "about": b.about, "params": params })
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&v)?);
+                return Ok(ExitCode::SUCCESS);
+            }
             for b in storbench_emu::model::builtins() {
                 println!("{}: {}", b.name, b.about);
                 for p in b.params {
