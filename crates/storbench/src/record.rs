@@ -169,16 +169,7 @@ impl Recorder {
                 v.system.push((format!("cpu.{n}"), val));
             }
             for (dev, d) in &s.disks {
-                for (n, val) in [
-                    ("r_iops", d.r_iops),
-                    ("w_iops", d.w_iops),
-                    ("r_mbps", d.r_mbps),
-                    ("w_mbps", d.w_mbps),
-                    ("r_await", d.r_await),
-                    ("w_await", d.w_await),
-                    ("aqu_sz", d.aqu_sz),
-                    ("util", d.util),
-                ] {
+                for (n, val) in storbench_sysmon::disk_fields(d) {
                     v.system.push((format!("dev.{dev}.{n}"), val));
                 }
             }

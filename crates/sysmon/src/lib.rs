@@ -13,4 +13,4 @@ mod monitor;
 pub mod procfs;
 
 pub use env::{host_env, path_env, PathInfo};
-pub use monitor::{devices_behind, summarise, Monitor, Snapshot, STEAL_FLAG_PCT};
+pub use monitor::{devices_behind, disk_fields, summarise, Monitor, Snapshot, STEAL_FLAG_PCT};

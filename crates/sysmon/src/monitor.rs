@@ -238,7 +238,9 @@ pub fn summarise(snaps: &[Snapshot], start: Instant, measure_from: Instant) -> S
     r
 }
 
-fn disk_fields(d: &DiskRates) -> [(&'static str, f64); 8] {
+/// A device's second as (name, value) pairs, in the order the monitor's
+/// figures and samples name them (`dev.DEVICE.NAME`).
+pub fn disk_fields(d: &DiskRates) -> [(&'static str, f64); 8] {
     [
         ("r_iops", d.r_iops),
         ("w_iops", d.w_iops),
