@@ -91,7 +91,9 @@ pub enum MediaVerb {
     },
 }
 
-/// Below this a model's QD1 read is dominated by the daemon's round trip.
+/// Below this a model's idle 4 KiB read is within ten times the daemon's
+/// floor (the loop device and FUSE round trip it adds, a few tens of µs at
+/// QD1 here: bench/emu-floor.sh), so the floor is more than a tenth of it.
 const FLOOR_HINT: std::time::Duration = std::time::Duration::from_micros(300);
 
 /// A 4 KiB read's latency on a fresh, idle model (no queue, nothing
@@ -147,7 +149,7 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
                 if let Some(svc) = m.model.as_ref().and_then(|s| qd1_read_service(s, m.size)) {
                     if svc < FLOOR_HINT {
                         eprintln!(
-                            "storbench: note: a 4k read on this model takes {} µs, near what the loop device and FUSE add (~100-400 µs here); QD1 latency is then mostly the daemon's (docs/media.md, bench/emu-floor.sh); the daemon's counters count late replies",
+                            "storbench: note: a 4k read on this model takes {} µs, under ten times what the loop device and FUSE round trip adds (tens of µs at QD1, more on a busy host: bench/emu-floor.sh); read QD1 latency here as the model's plus that floor, and compare such media with each other (docs/media.md); the daemon's counters count late replies",
                             svc.as_micros()
                         );
                     }
