@@ -1,6 +1,8 @@
 //! The daemon: a FUSE filesystem holding one file (`image`, the medium)
-//! whose reads and writes go to the backing image on the host disk with
-//! pread/pwrite and complete when the model says ([`crate::sched`]). The
+//! whose reads come from a read-only mapping of the backing image on the
+//! host disk (or pread, where the volatile cache holds part of them) and
+//! whose writes go to it with pwrite, each completing when the model says
+//! ([`crate::sched`]). The
 //! volatile write cache of a model that has one holds written blocks in
 //! memory until a flush drains them to the image, so a power cut
 //! (SIGUSR1) loses exactly what was not yet durable; later I/O fails.
