@@ -54,6 +54,13 @@ pub fn begin_next_step_at(at: SystemTime) {
     *NEXT_START.lock().expect("start instant") = Some(at);
 }
 
+/// For a command that does not run its work through [`run_step`] (a
+/// backup): waits for the start instant [`begin_next_step_at`] set, if any,
+/// so it begins with the steps of the processes beside it.
+pub fn wait_for_start_instant(stop: &AtomicBool) {
+    wait_for_start(&NEXT_START, stop);
+}
+
 /// Waits for a pending start instant, if one was set, in slices of at most
 /// 20 ms so a stop raised meanwhile ends the wait at once.
 fn wait_for_start(slot: &Mutex<Option<SystemTime>>, stop: &AtomicBool) {

@@ -157,6 +157,10 @@ pub struct WorkloadDef {
     /// Flags of `io` / `tpcb run` / `tpcc run`.
     #[serde(default)]
     pub run: BTreeMap<String, Spanned<toml::Value>>,
+    /// Workloads with the same `together` group run in one cell, side by
+    /// side, their first steps started at one instant (a noisy neighbour).
+    #[serde(default)]
+    pub together: Option<Spanned<String>>,
 }
 
 /// The quick form of a plan (`storbench run --quick`).
@@ -193,6 +197,10 @@ pub struct PlanDef {
     /// Destroy created media and managed databases when the plan ends.
     #[serde(default = "yes")]
     pub cleanup: bool,
+    /// Also run each workload of a `together` group alone, in its own cell
+    /// before the group's, so the report can say what the neighbours cost.
+    #[serde(default)]
+    pub alone: bool,
     /// Named targets.
     #[serde(default, rename = "target")]
     pub targets: BTreeMap<String, Spanned<TargetDef>>,
@@ -240,6 +248,54 @@ pub struct Cell {
     pub db: Option<String>,
     /// Estimated duration.
     pub estimate: Duration,
+    /// The workloads that run beside this one, started at the same instant
+    /// (a `together` group); empty for a workload that runs on its own.
+    pub neighbours: Vec<Part>,
+    /// The `together` group this cell runs (all of it, or, with `alone`,
+    /// one member on its own: then `neighbours` is empty).
+    pub together: Option<String>,
+}
+
+/// A workload of a cell as [`Cell::parts`] gives it: its name, the
+/// commands run before it, and its measured command.
+pub type PartRef<'a> = (&'a str, &'a [Vec<String>], &'a [String]);
+
+/// A workload's commands in one combination: name, before, measured
+/// command, estimate.
+type Commands = (String, Vec<Vec<String>>, Vec<String>, Duration);
+
+/// One workload of a `together` cell beside the cell's own.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Part {
+    /// The workload's name.
+    pub workload: String,
+    /// Its commands run before the measured ones.
+    pub before: Vec<Vec<String>>,
+    /// Its measured command.
+    pub command: Vec<String>,
+}
+
+impl Cell {
+    /// Every workload of the cell, its own first: (name, before, command).
+    pub fn parts(&self) -> Vec<PartRef<'_>> {
+        let mut v = vec![(self.workload.as_str(), self.before.as_slice(), self.command.as_slice())];
+        v.extend(
+            self.neighbours.iter().map(|p| (p.workload.as_str(), p.before.as_slice(), p.command.as_slice())),
+        );
+        v
+    }
+
+    /// The tags a workload's run carries beside the cell's axes: which
+    /// workload it is and what ran beside it (`alone`, or the others'
+    /// names joined by `+`); none for a cell outside a `together` group.
+    pub fn neighbour_axes(&self, workload: &str) -> Vec<(String, String)> {
+        if self.together.is_none() {
+            return Vec::new();
+        }
+        let others: Vec<&str> = self.parts().into_iter().map(|p| p.0).filter(|w| *w != workload).collect();
+        let with = if others.is_empty() { "alone".to_string() } else { others.join("+") };
+        vec![("workload".into(), workload.to_string()), ("with".into(), with)]
+    }
 }
 
 /// A validated plan, expanded into cells.
@@ -291,7 +347,7 @@ impl Src<'_> {
 
 /// The workload kinds a plan can run, and the flags each takes. Checked
 /// here so a plan fails before anything runs; the command validates values.
-pub const KINDS: &[&str] = &["io", "tpcb", "tpcc", "tpch"];
+pub const KINDS: &[&str] = &["io", "tpcb", "tpcc", "tpch", "backup"];
 
 /// Reads, validates and expands a plan. `quick` selects its quick form.
 pub fn load(path: &Path, quick: bool) -> Result<Plan, PlanError> {
@@ -336,10 +392,10 @@ pub fn parse(file: &str, text: &str, quick: bool) -> Result<(PlanDef, Vec<Cell>)
                 }
             }
             for (k, v) in &q.set {
-                // `tpch run` has no ramp-up or duration (a test runs its
-                // queries to the end): a quick form only shortens the flags
-                // a TPC-H workload names itself.
-                if w.kind.get_ref() == "tpch" && !w.run.contains_key(k) {
+                // `tpch run` and `backup` have no ramp-up or duration (they
+                // run to their end): a quick form only shortens the flags
+                // such a workload names itself.
+                if matches!(w.kind.get_ref().as_str(), "tpch" | "backup") && !w.run.contains_key(k) {
                     continue;
                 }
                 let span = w.run.get(k).map(|o| o.span()).unwrap_or_else(|| w.kind.span());
@@ -454,8 +510,33 @@ pub fn parse(file: &str, text: &str, quick: bool) -> Result<(PlanDef, Vec<Cell>)
                 format!("unknown workload kind '{}': use {}", w.kind.get_ref(), KINDS.join(", ")),
             );
         }
-        if w.kind.get_ref() == "io" && !w.init.is_empty() {
-            return src.err_at(Some(w.kind.span()), "an io workload has no init flags");
+        if matches!(w.kind.get_ref().as_str(), "io" | "backup") && !w.init.is_empty() {
+            return src
+                .err_at(Some(w.kind.span()), format!("an {} workload has no init flags", w.kind.get_ref()));
+        }
+        if let Some(g) = &w.together {
+            let members = def
+                .workloads
+                .iter()
+                .filter(|x| x.together.as_ref().map(|t| t.get_ref()) == Some(g.get_ref()));
+            let names: Vec<String> =
+                members.map(|x| x.name.clone().unwrap_or_else(|| x.kind.get_ref().clone())).collect();
+            if names.len() < 2 {
+                return src.err_at(
+                    Some(g.span()),
+                    format!("together = \"{}\": a group needs at least two workloads", g.get_ref()),
+                );
+            }
+            if (1..names.len()).any(|i| names[..i].contains(&names[i])) {
+                return src.err_at(
+                    Some(g.span()),
+                    format!(
+                        "together = \"{}\": two workloads named alike ({}); give each a name = \"...\"",
+                        g.get_ref(),
+                        names.join(", ")
+                    ),
+                );
+            }
         }
         for (k, v) in w.run.iter().chain(w.init.iter()) {
             check_value(&src, &def, k, v)?;
@@ -484,6 +565,8 @@ fn check_value(src: &Src<'_>, def: &PlanDef, key: &str, v: &Spanned<toml::Value>
         toml::Value::String(s) => {
             for ph in placeholders(s) {
                 let ok = match ph.as_str() {
+                    // A token unique to each cell, e.g. for a backup's path.
+                    "cell" => true,
                     "target" => def.axes.contains_key("target") || def.targets.len() == 1,
                     "db" => def.axes.contains_key("db") || def.dbs.len() == 1,
                     other => def.axes.contains_key(other),
@@ -612,6 +695,8 @@ fn estimate(run: &BTreeMap<String, Spanned<toml::Value>>, kind: &str) -> Duratio
         // A power test at SF 1 on this class of machine: about a minute of
         // queries and a second per step for the system monitor.
         "tpch" => Duration::from_secs(120),
+        // A backup runs to its end; a small database's takes under a minute.
+        "backup" => Duration::from_secs(60),
         "tpcc" => {
             (dur("rampup", Duration::from_secs(30)) + dur("duration", Duration::from_secs(120)))
                 * steps("users")
@@ -648,6 +733,46 @@ fn io_profiles(set: Option<&str>, names: Option<&str>) -> Vec<(Duration, Duratio
     profiles.iter().map(|p| (p.rampup, p.duration)).collect()
 }
 
+/// A workload's commands in one combination: (name, before, command,
+/// estimate). `token` fills `{cell}`: unique to the cell and workload.
+fn commands(w: &WorkloadDef, combo: &BTreeMap<String, String>, def: &PlanDef, token: &str) -> Commands {
+    let kind = w.kind.get_ref().as_str();
+    let wname = w.name.clone().unwrap_or_else(|| kind.to_string());
+    let mut combo = combo.clone();
+    combo.insert("cell".into(), format!("{token}-{wname}"));
+    let mut before = Vec::new();
+    let mut command = Vec::new();
+    match kind {
+        "io" | "backup" => {
+            command.push(kind.to_string());
+            command.extend(flags(&w.run, &combo, def));
+        }
+        "tpcb" | "tpcc" | "tpch" => {
+            let init_verb = if kind == "tpcb" { "init" } else { "build" };
+            // The database flag is shared by init and run.
+            let mut init = w.init.clone();
+            if let Some(db) = w.run.get("db") {
+                init.entry("db".into()).or_insert_with(|| db.clone());
+            }
+            if !w.init.is_empty() {
+                // Both refuse existing tables without --replace.
+                let mut b = vec![kind.to_string(), init_verb.to_string(), "--replace".to_string()];
+                b.extend(flags(&init, &combo, def));
+                before.push(b);
+            }
+            command.extend([kind.to_string(), "run".to_string()]);
+            command.extend(flags(&w.run, &combo, def));
+        }
+        _ => unreachable!("kinds are validated"),
+    }
+    let est =
+        estimate(&w.run, kind) + if before.is_empty() { Duration::ZERO } else { Duration::from_secs(10) };
+    (wname, before, command, est)
+}
+
+/// The cells of one combination and repeat, in order: each workload on its
+/// own, and each `together` group as one cell (after its members alone,
+/// with `alone = true`), where its first member appears.
 fn expand(def: &PlanDef) -> Vec<Cell> {
     let mut cells = Vec::new();
     for combo in combinations(&def.axes) {
@@ -656,65 +781,79 @@ fn expand(def: &PlanDef) -> Vec<Cell> {
         } else {
             combo.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
         };
+        let token_of = |r: u32| {
+            let t: String = label.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+            format!("{t}-r{r}")
+        };
         for r in 1..=def.repeats {
+            let token = token_of(r);
+            let mut done_groups: Vec<&str> = Vec::new();
             for w in &def.workloads {
-                let kind = w.kind.get_ref().as_str();
-                let wname = w.name.clone().unwrap_or_else(|| kind.to_string());
-                let mut before = Vec::new();
-                let mut command = Vec::new();
-                match kind {
-                    "io" => {
-                        command.push("io".to_string());
-                        command.extend(flags(&w.run, &combo, def));
+                let group = w.together.as_ref().map(|g| g.get_ref().as_str());
+                let members: Vec<&WorkloadDef> = match group {
+                    None => vec![w],
+                    Some(g) if done_groups.contains(&g) => continue,
+                    Some(g) => {
+                        done_groups.push(g);
+                        def.workloads
+                            .iter()
+                            .filter(|x| x.together.as_ref().map(|t| t.get_ref().as_str()) == Some(g))
+                            .collect()
                     }
-                    "tpcb" | "tpcc" | "tpch" => {
-                        let init_verb = if kind == "tpcb" { "init" } else { "build" };
-                        // The database flag is shared by init and run.
-                        let mut init = w.init.clone();
-                        if let Some(db) = w.run.get("db") {
-                            init.entry("db".into()).or_insert_with(|| db.clone());
+                };
+                // `{cell}` differs between a workload's cell alone and its
+                // group's, so a backup's path is each cell's own.
+                let parts_with = |suffix: &str| -> Vec<_> {
+                    members.iter().map(|m| commands(m, &combo, def, &format!("{token}{suffix}"))).collect()
+                };
+                let parts = parts_with("");
+                let mut make = |parts: &[Commands], id_name: String| {
+                    let (wname, before, command, est) = parts[0].clone();
+                    let mut targets: Vec<String> = Vec::new();
+                    let mut db = None;
+                    let all = parts.iter().flat_map(|p| p.1.iter().flatten().chain(p.2.iter()));
+                    for a in all {
+                        for t in def.targets.keys() {
+                            if a.contains(&target_placeholder(t)) && !targets.contains(t) {
+                                targets.push(t.clone());
+                            }
                         }
-                        if !w.init.is_empty() {
-                            // Both refuse existing tables without --replace.
-                            let mut b =
-                                vec![kind.to_string(), init_verb.to_string(), "--replace".to_string()];
-                            b.extend(flags(&init, &combo, def));
-                            before.push(b);
+                        for d in def.dbs.keys() {
+                            if a.contains(&db_placeholder(d)) {
+                                db = Some(d.clone());
+                            }
                         }
-                        command.extend([kind.to_string(), "run".to_string()]);
-                        command.extend(flags(&w.run, &combo, def));
                     }
-                    _ => unreachable!("kinds are validated"),
+                    let estimate = parts.iter().map(|p| p.3).max().unwrap_or(est);
+                    cells.push(Cell {
+                        id: format!("{label}/{id_name}#r{r}"),
+                        label: label.clone(),
+                        axes: combo.clone(),
+                        workload: wname,
+                        repeat: r,
+                        before,
+                        command,
+                        targets,
+                        db,
+                        estimate,
+                        neighbours: parts[1..]
+                            .iter()
+                            .map(|p| Part {
+                                workload: p.0.clone(),
+                                before: p.1.clone(),
+                                command: p.2.clone(),
+                            })
+                            .collect(),
+                        together: group.map(str::to_string),
+                    });
+                };
+                if group.is_some() && def.alone {
+                    for p in &parts_with("-alone") {
+                        make(std::slice::from_ref(p), format!("{}-alone", p.0));
+                    }
                 }
-                let mut targets: Vec<String> = Vec::new();
-                let mut db = None;
-                let all = before.iter().flatten().chain(command.iter());
-                for a in all {
-                    for t in def.targets.keys() {
-                        if a.contains(&target_placeholder(t)) && !targets.contains(t) {
-                            targets.push(t.clone());
-                        }
-                    }
-                    for d in def.dbs.keys() {
-                        if a.contains(&db_placeholder(d)) {
-                            db = Some(d.clone());
-                        }
-                    }
-                }
-                let est = estimate(&w.run, kind)
-                    + if before.is_empty() { Duration::ZERO } else { Duration::from_secs(10) };
-                cells.push(Cell {
-                    id: format!("{label}/{wname}#r{r}"),
-                    label: label.clone(),
-                    axes: combo.clone(),
-                    workload: wname,
-                    repeat: r,
-                    before,
-                    command,
-                    targets,
-                    db,
-                    estimate: est,
-                });
+                let id_name = parts.iter().map(|p| p.0.as_str()).collect::<Vec<_>>().join("+");
+                make(&parts, id_name);
             }
         }
     }
@@ -799,6 +938,62 @@ set = { duration = "1s" }
         assert_eq!(io_estimate("set = \"quick\""), Duration::from_secs(14) * 4);
         assert_eq!(io_estimate("profile = \"read-random-8k,log-write-8k\""), Duration::from_secs(22 + 22));
         assert_eq!(io_estimate("bs = \"8k\", duration = \"10s\""), Duration::from_secs(12));
+    }
+
+    #[test]
+    fn a_together_group_is_one_cell_after_its_members_alone() {
+        let text = r#"
+name = "n"
+alone = true
+[target.a]
+path = "/tmp/a"
+[db.pg]
+url = "postgres://x@h:5432/d"
+[[workload]]
+kind = "tpcc"
+init = { warehouses = 1 }
+run = { db = "{db}", users = "4", duration = "30s", rampup = "5s" }
+together = "g"
+[[workload]]
+kind = "io"
+name = "seqw"
+run = { target = "{target}/n.dat", rw = "write", bs = "64k", rate_mbps = 50, duration = "40s" }
+together = "g"
+[[workload]]
+kind = "backup"
+run = { db = "{db}", to = "{target}/bk-{cell}" }
+"#;
+        let (_, cells) = parse("n.toml", text, false).unwrap();
+        let ids: Vec<&str> = cells.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["all/tpcc-alone#r1", "all/seqw-alone#r1", "all/tpcc+seqw#r1", "all/backup#r1"]);
+        let both = &cells[2];
+        assert_eq!((both.workload.as_str(), both.neighbours.len()), ("tpcc", 1));
+        assert_eq!(both.neighbours[0].command[..3], ["io".to_string(), "--bs".into(), "64k".into()]);
+        assert_eq!(both.estimate, Duration::from_secs(5 + 30 + 10), "the longest part: TPC-C and its build");
+        assert_eq!(both.targets, ["a"]);
+        assert_eq!(both.db.as_deref(), Some("pg"));
+        let tags = |c: &Cell, w: &str| c.neighbour_axes(w);
+        assert_eq!(
+            tags(both, "seqw"),
+            [("workload".to_string(), "seqw".to_string()), ("with".into(), "tpcc".into())]
+        );
+        assert_eq!(tags(&cells[0], "tpcc")[1], ("with".to_string(), "alone".to_string()));
+        assert!(tags(&cells[3], "backup").is_empty(), "outside a group: no tags");
+        assert!(
+            cells[3].command.contains(&"@target:a@/bk-all-r1-backup".to_string()),
+            "{:?}",
+            cells[3].command
+        );
+
+        let lonely = text.replace(
+            "rate_mbps = 50, duration = \"40s\" }\ntogether = \"g\"",
+            "rate_mbps = 50, duration = \"40s\" }\ntogether = \"h\"",
+        );
+        let e = parse("n.toml", &lonely, false).unwrap_err().to_string();
+        assert!(e.contains("together = \"g\": a group needs at least two workloads"), "{e}");
+        let twins = text.replace("name = \"seqw\"\n", "name = \"tpcc\"\n");
+        let e = parse("n.toml", &twins, false).unwrap_err().to_string();
+        assert!(e.contains("two workloads named alike (tpcc, tpcc)"), "{e}");
     }
 
     #[test]

@@ -241,11 +241,14 @@ pub(crate) fn findings(report: &Report) -> Vec<Finding> {
         // A replication study leads with each sync level against `local`
         // per RTT (one sentence per RTT and placement), not the generic
         // comparison of its cells.
-        let texts = match crate::repl::study(&s) {
+        // A noisy-neighbour study leads with what the neighbours cost each
+        // workload (S4: "NOPM fell from X to Y while a backup ran at W MB/s").
+        let mut texts = crate::neighbour::sentences(report, &s);
+        texts.extend(match crate::repl::study(&s) {
             Some(st) => crate::repl::sentences(&s, &st),
             None if s.groups.len() > 1 => vec![across_groups(&s, &figs)],
             None => vec![one_group(&s, &figs)],
-        };
+        });
         let mut warnings = section_warnings(&s);
         for text in texts.into_iter().filter(|t| !t.is_empty()) {
             out.push(Finding {

@@ -761,6 +761,9 @@ impl Report {
             // and the table of each sync level relative to `local`.
             repl_chart(&mut out, s)?;
             tables_html(&mut out, crate::tables::repl_table(s));
+            // A noisy-neighbour study: each workload beside its neighbours
+            // against itself alone.
+            tables_html(&mut out, crate::neighbour::table(s));
             main_charts(&mut out, s)?;
             if let Some(charts) = s.spec().extra_charts {
                 out.push_str(&charts(s)?);

@@ -20,6 +20,7 @@ mod html;
 mod kinds;
 mod model;
 pub mod mrc;
+mod neighbour;
 mod repl;
 mod tables;
 mod tpch;
@@ -28,6 +29,7 @@ pub use compare::{CompareRow, Comparison, Noise, Side};
 pub use findings::Finding;
 pub use kinds::{ChartsFn, FigureSpec, KindSpec};
 pub use model::{FigureCol, Group, Report, RunData, Section, Stat, StepData};
+pub use neighbour::{rows as interference, Interference};
 pub use repl::{ReplBlock, ReplLevel, ReplModel, ReplRow, ReplStudy};
 pub use tables::Table;
 

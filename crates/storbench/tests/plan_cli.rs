@@ -221,3 +221,84 @@ fn ctrl_c_stops_the_plan_keeps_the_step_and_a_rerun_continues() {
     assert_eq!(tpcb.len(), 2);
     assert!(tpcb.iter().any(|r| r["status"] == "complete"));
 }
+
+/// A `together` group with `alone = true`: each workload alone, then both
+/// in one cell started at one instant; the report leads with what the
+/// neighbour cost, from the recorded runs.
+#[test]
+fn workloads_together_start_at_one_instant_and_the_report_gives_the_interference() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("nb.toml"),
+        r#"
+name = "nb"
+alone = true
+[target.data]
+path = "./data"
+[[workload]]
+kind = "tpcb"
+init = { scale = 1 }
+run = { db = "sqlite:{target}/b.db", clients = "2", duration = "3s", rampup = "0s" }
+together = "g"
+[[workload]]
+kind = "io"
+name = "seqw"
+run = { target = "{target}/n.dat", size = "32M", rw = "write", bs = "64k", rate_mbps = 16, duration = "3s", rampup = "0s" }
+together = "g"
+"#,
+    )
+    .unwrap();
+    let out = sb(d.path()).args(["run", "nb.toml", "--no-report"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let list = sb(d.path()).args(["--json", "results", "list", "--plan", "nb"]).output().unwrap();
+    let all: Vec<Value> = serde_json::from_slice::<Value>(&list.stdout).unwrap().as_array().cloned().unwrap();
+    let measured: Vec<&Value> = all.iter().filter(|r| r["kind"] != "tpcb-init").collect();
+    let cells: Vec<&str> = measured.iter().map(|r| r["cell"].as_str().unwrap()).collect();
+    assert_eq!(measured.len(), 4, "{cells:?}");
+    let together: Vec<&Value> =
+        measured.iter().copied().filter(|r| r["cell"] == "all/tpcb+seqw#r1").collect();
+    assert_eq!(together.len(), 2, "one run per workload, linked by their cell: {cells:?}");
+    for id in ["all/tpcb-alone#r1", "all/seqw-alone#r1"] {
+        assert!(cells.contains(&id), "{id} in {cells:?}");
+    }
+    // Both first steps began at the common instant.
+    let show = |id: &Value| -> Value {
+        let out = sb(d.path()).args(["--json", "results", "show", &id.to_string()]).output().unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let recs: Vec<Value> = together.iter().map(|r| show(&r["id"])).collect();
+    let starts: Vec<chrono::DateTime<chrono::FixedOffset>> = recs
+        .iter()
+        .map(|r| chrono::DateTime::parse_from_rfc3339(r["steps"][0]["started_at"].as_str().unwrap()).unwrap())
+        .collect();
+    let apart = (starts[0] - starts[1]).num_milliseconds().abs();
+    assert!(apart < 100, "together workloads began {apart} ms apart");
+    for r in &recs {
+        assert!(r["run"]["config"]["start_at"].is_string());
+        assert_eq!(
+            r["run"]["config"]["axes"]["with"],
+            if r["run"]["kind"] == "io" { "tpcb" } else { "seqw" }
+        );
+    }
+
+    // The report's sentence and table come from the recorded figures.
+    let tps = |cell: &str| -> f64 {
+        let r = measured.iter().find(|r| r["cell"] == cell && r["kind"] == "tpcb").unwrap();
+        show(&r["id"])["steps"][0]["metrics"]["tps.client"]["value"].as_f64().unwrap()
+    };
+    let (alone, beside) = (tps("all/tpcb-alone#r1"), tps("all/tpcb+seqw#r1"));
+    let fmt = storbench_metrics::units::format_figure;
+    let out = sb(d.path()).args(["report", "nb", "--text"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let change = (beside / alone - 1.0) * 100.0;
+    let verb = if change < 0.0 { "fell" } else { "rose" };
+    let want = format!(
+        "tpcb at clients=2 on all: TPS {verb} from {} alone to {} beside seqw ({change:+.0} %)",
+        fmt(alone),
+        fmt(beside)
+    );
+    assert!(text.contains(&want), "wanted '{want}' in\n{text}");
+    assert!(text.contains("while seqw ran at "), "{text}");
+    assert!(text.contains("interference: beside its neighbours vs alone"), "{text}");
+}

@@ -424,6 +424,8 @@ pub fn backup(g: &Global, a: BackupArgs) -> Result<ExitCode> {
     });
     let mut rec =
         Recorder::begin(g, "backup", format!("backup {method_name} of {}", db.shown), config, env, &targets)?;
+    // Beside other workloads (a plan's `together` cell): begin with them.
+    storbench_metrics::runner::wait_for_start_instant(crate::interrupt::flag());
     let clock = rec.clock();
     let t0 = Instant::now();
     let res = match (engine, method) {

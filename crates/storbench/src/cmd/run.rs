@@ -191,9 +191,16 @@ fn end_report(store: &Store, name: &str, html: &Path) -> Result<String> {
 
 /// The cell's command as a user would type it (placeholders shown by name).
 fn shown(plan: &Plan, c: &Cell) -> String {
-    let mut s: Vec<String> = c.before.iter().map(|b| b.join(" ") + " && storbench").collect();
-    s.push(c.command.join(" "));
-    let mut out = s.join(" ");
+    let mut out = c
+        .parts()
+        .into_iter()
+        .map(|(_, before, command)| {
+            let mut s: Vec<String> = before.iter().map(|b| b.join(" ") + " && storbench").collect();
+            s.push(command.join(" "));
+            s.join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("  &  storbench ");
     for t in plan.def.targets.keys() {
         out = out.replace(&target_placeholder(t), &format!("<{t}>"));
     }
@@ -207,7 +214,11 @@ fn shown(plan: &Plan, c: &Cell) -> String {
 /// them: unknown flags and bad flag values fail before anything runs.
 fn validate_cells(plan: &Plan) -> Result<()> {
     for c in &plan.cells {
-        for argv in c.before.iter().chain(std::iter::once(&c.command)) {
+        let parts = c.parts();
+        let argvs = parts.iter().flat_map(|(_, before, command)| {
+            before.iter().map(Vec::as_slice).chain(std::iter::once(*command))
+        });
+        for argv in argvs {
             let filled: Vec<String> = argv
                 .iter()
                 .map(|a| {
@@ -451,7 +462,9 @@ impl Setup<'_> {
     }
 
     /// Fills the cell's placeholders, creating what it needs.
-    fn prepare(&mut self, cell: &Cell) -> Result<Vec<Vec<String>>> {
+    /// Each workload of the cell (its own, then its neighbours'): its name
+    /// and its commands, placeholders filled.
+    fn prepare(&mut self, cell: &Cell) -> Result<Vec<(String, Vec<Vec<String>>)>> {
         let mut fills: Vec<(String, String)> = Vec::new();
         for t in &cell.targets {
             let p = self.target_path(t)?;
@@ -474,9 +487,15 @@ impl Setup<'_> {
                 .map(|a| fills.iter().fold(a.clone(), |acc, (from, to)| acc.replace(from, to)))
                 .collect()
         };
-        let mut out: Vec<Vec<String>> = cell.before.iter().map(fill).collect();
-        out.push(fill(&cell.command));
-        Ok(out)
+        Ok(cell
+            .parts()
+            .into_iter()
+            .map(|(w, before, command)| {
+                let mut argv: Vec<Vec<String>> = before.iter().map(fill).collect();
+                argv.push(fill(&command.to_vec()));
+                (w.to_string(), argv)
+            })
+            .collect())
     }
 
     /// Destroys what the plan created, when the plan asks for cleanup.
@@ -519,44 +538,85 @@ fn media_mount(name: &str) -> Result<PathBuf> {
     m.mount_point.ok_or_else(|| anyhow!("medium '{name}' has no filesystem (fs = \"none\")"))
 }
 
-/// Runs a cell's commands; returns the measured command's exit code. The
-/// measured command begins its first step at `start_at` when given.
-fn run_cell(env: &Setup<'_>, cell: &Cell, argv: &[Vec<String>], start_at: Option<String>) -> Result<i32> {
-    let axes = serde_json::to_string(&cell.axes)?;
-    let (before, command) = argv.split_at(argv.len() - 1);
-    for b in before.iter().filter(|_| env.build) {
+/// How long before their common start a `together` cell's workloads are
+/// started: time for each to connect, open and set up before the instant.
+const TOGETHER_LEAD: Duration = Duration::from_secs(5);
+
+/// Runs a cell's commands; returns the measured commands' exit code (the
+/// first that is not 0). The measured command begins its first step at
+/// `start_at` when given; the workloads of a `together` cell are started
+/// side by side and begin at one instant, `start_at` or a few seconds on.
+fn run_cell(
+    env: &Setup<'_>,
+    cell: &Cell,
+    parts: &[(String, Vec<Vec<String>>)],
+    start_at: Option<String>,
+) -> Result<i32> {
+    for (_, argv) in parts {
+        let before = &argv[..argv.len() - 1];
+        for b in before.iter().filter(|_| env.build) {
+            let mut c = env.child();
+            c.args(b)
+                .env("STORBENCH_PLAN", &env.plan.def.name)
+                .env("STORBENCH_CELL", format!("{}:{}", cell.id, b[..2.min(b.len())].join("-")))
+                .env("STORBENCH_AXES", serde_json::to_string(&cell.axes)?)
+                .stdout(Stdio::null());
+            let st = c.status().with_context(|| format!("running storbench {}", b.join(" ")))?;
+            match st.code() {
+                Some(0) => {}
+                Some(code) => return Ok(code),
+                None => return Err(anyhow!("storbench {} was killed", b.join(" "))),
+            }
+        }
+    }
+    let start_at = if parts.len() > 1 {
+        start_at.or_else(|| {
+            let t = chrono::Utc::now() + chrono::Duration::from_std(TOGETHER_LEAD).unwrap_or_default();
+            Some(t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        })
+    } else {
+        start_at
+    };
+    let mut children = Vec::new();
+    for (w, argv) in parts {
+        let command = &argv[argv.len() - 1];
+        let tags = cell.neighbour_axes(w);
+        let mut axes = cell.axes.clone();
+        axes.extend(tags.iter().cloned());
+        let label = match tags.iter().find(|t| t.0 == "with") {
+            Some((_, with)) if with == "alone" => format!("{} {w} alone", cell.label),
+            Some((_, with)) => format!("{} {w} with {with}", cell.label),
+            None => cell.label.clone(),
+        };
         let mut c = env.child();
-        c.args(b)
+        c.args(command)
+            .arg("--label")
+            .arg(&label)
             .env("STORBENCH_PLAN", &env.plan.def.name)
-            .env("STORBENCH_CELL", format!("{}:{}", cell.id, b[..2.min(b.len())].join("-")))
-            .env("STORBENCH_AXES", &axes)
+            .env("STORBENCH_CELL", &cell.id)
+            .env("STORBENCH_AXES", serde_json::to_string(&axes)?)
             .stdout(Stdio::null());
-        let st = c.status().with_context(|| format!("running storbench {}", b.join(" ")))?;
-        match st.code() {
-            Some(0) => {}
-            Some(code) => return Ok(code),
-            None => return Err(anyhow!("storbench {} was killed", b.join(" "))),
+        for (k, v) in [
+            ("STORBENCH_SHARD", &env.shard),
+            ("STORBENCH_METRICS_ADDR", &env.metrics),
+            ("STORBENCH_START_AT", &start_at),
+        ] {
+            if let Some(v) = v {
+                c.env(k, v);
+            }
+        }
+        let child = c.spawn().with_context(|| format!("running storbench {}", command.join(" ")))?;
+        children.push((command.join(" "), child));
+    }
+    let mut code = 0;
+    for (what, mut child) in children {
+        let st = child.wait().with_context(|| format!("waiting for storbench {what}"))?;
+        let c = st.code().ok_or_else(|| anyhow!("storbench {what} was killed"))?;
+        if code == 0 || c == i32::from(EXIT_INTERRUPTED) {
+            code = if c == 0 { code } else { c };
         }
     }
-    let mut c = env.child();
-    c.args(&command[0])
-        .arg("--label")
-        .arg(&cell.label)
-        .env("STORBENCH_PLAN", &env.plan.def.name)
-        .env("STORBENCH_CELL", &cell.id)
-        .env("STORBENCH_AXES", &axes)
-        .stdout(Stdio::null());
-    for (k, v) in [
-        ("STORBENCH_SHARD", &env.shard),
-        ("STORBENCH_METRICS_ADDR", &env.metrics),
-        ("STORBENCH_START_AT", &start_at),
-    ] {
-        if let Some(v) = v {
-            c.env(k, v);
-        }
-    }
-    let st = c.status().with_context(|| format!("running storbench {}", command[0].join(" ")))?;
-    st.code().ok_or_else(|| anyhow!("storbench {} was killed", command[0].join(" ")))
+    Ok(code)
 }
 
 /// A cell that failed before its command could record a run still leaves a

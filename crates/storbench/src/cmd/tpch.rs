@@ -512,6 +512,8 @@ fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
         _ => format!("tpch {test} SF {sf} streams {streams}"),
     };
     let mut rec = Recorder::begin(g, "tpch", label, config, env, &targets)?;
+    // Beside other workloads (a plan's `together` cell): begin with them.
+    storbench_metrics::runner::wait_for_start_instant(crate::interrupt::flag());
     let opts =
         RunOptions { scale: sf, seed: a.seed, validation: a.validation, only: a.queries.clone(), timeout };
     let printer = Printer { quiet: g.quiet };
