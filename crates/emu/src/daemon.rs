@@ -171,8 +171,10 @@ impl Image {
     }
 
     /// Faults the range's pages in now, in the reader thread (one load per
-    /// page; nothing when mapped already), so the reply, possibly written
-    /// by the timer thread, never waits for the host disk.
+    /// page; nothing when mapped already), so a reply the timer thread
+    /// writes later never waits for the host disk. Not for a reply written
+    /// at once: its writev faults the pages in itself, and a touch first
+    /// only doubles the page walks.
     fn touch(&self, offset: u64, len: usize) {
         let (start, end) = (offset as usize, offset as usize + len);
         let mut at = start;
@@ -264,7 +266,6 @@ impl Fs {
         let end = offset + len as u64;
         let plain = |image: Option<&'static Image>| -> std::io::Result<ReadData> {
             if let Some(img) = image {
-                img.touch(offset, len);
                 return Ok(ReadData::Mapped(img, offset));
             }
             let mut buf = take_buf(len);
@@ -496,8 +497,18 @@ impl Filesystem for Fs {
         }
         match self.read_data(offset, len) {
             Ok(data) => {
+                let mapped = match data {
+                    ReadData::Mapped(img, _) => Some(img),
+                    ReadData::Buf(_) => None,
+                };
                 let req = Req { op: Op::Read, offset, len: len as u64 };
-                self.sched.submit(req, t0, Done::Data(reply, data, len));
+                if self.sched.submit(req, t0, Done::Data(reply, data, len)) {
+                    if let Some(img) = mapped {
+                        // A race with the timer thread's reply is harmless:
+                        // this only warms the pages.
+                        img.touch(offset, len);
+                    }
+                }
             }
             Err(e) => reply.error(errno(&e)),
         }
@@ -543,7 +554,9 @@ impl Filesystem for Fs {
             return reply.error(Errno::EIO);
         }
         match self.flush_data() {
-            Ok(()) => self.sched.submit(Req { op: Op::Flush, offset: 0, len: 0 }, t0, Done::Empty(reply)),
+            Ok(()) => {
+                self.sched.submit(Req { op: Op::Flush, offset: 0, len: 0 }, t0, Done::Empty(reply));
+            }
             Err(e) => reply.error(errno(&e)),
         }
     }
@@ -664,16 +677,18 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
     }
     // SAFETY: prctl with constant arguments. Ignored where unsupported.
     unsafe { libc::prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0) };
-    // A device answers when it is due, whatever else the host is doing: the
-    // daemon's threads (which inherit this) run SCHED_FIFO at a low
-    // real-time priority, so a busy machine delays replies by microseconds,
-    // not by a scheduler slice. Where refused (no privilege), it stays as is;
-    // the counters' `late` then shows what that costs.
-    // SAFETY: sched_setscheduler on this process with a valid parameter.
-    unsafe {
-        let p = libc::sched_param { sched_priority: 10 };
-        libc::sched_setscheduler(0, libc::SCHED_FIFO, &p);
-    }
+    // The reader threads (and the others, which inherit it from this one)
+    // run at nice -10: favoured on a busy host, so a request is picked up
+    // (and its arrival stamped) promptly, but in the normal scheduling
+    // class. Real-time readers were tried: each request then preempted its
+    // way in and put a reader to sleep after it (a context switch per
+    // request even at QD16, against about one per ten here) and the wake-up
+    // went to the reader's last CPU rather than the waker's, which on a VM
+    // costs an idle vCPU's wake-up; both cost more than they saved. The
+    // timer thread alone runs SCHED_FIFO (below). Where refused (no
+    // privilege), things stay as they are; the counters' `late` shows it.
+    // SAFETY: setpriority on the calling thread with a constant value.
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, -10) };
     let cache = Arc::new(DataCache {
         shape: model.volatile_cache(),
         blocks: Mutex::new(HashMap::new()),
@@ -704,7 +719,18 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
     let stop = Arc::new(AtomicBool::new(false));
     let timer = {
         let s = sched.clone();
-        std::thread::Builder::new().name("emu-timer".into()).spawn(move || s.run_timer())
+        std::thread::Builder::new().name("emu-timer".into()).spawn(move || {
+            // A reply leaves when it is due, whatever else the host is doing:
+            // the timer thread runs SCHED_FIFO at a low real-time priority,
+            // so a busy machine delays it by microseconds, not by a
+            // scheduler slice.
+            // SAFETY: sched_setscheduler on the calling thread, valid parameter.
+            unsafe {
+                let p = libc::sched_param { sched_priority: 10 };
+                libc::sched_setscheduler(0, libc::SCHED_FIFO, &p);
+            }
+            s.run_timer()
+        })
     }
     .map_err(|e| EmuError::Failed(format!("starting the timer thread: {e}")))?;
     let ticker = {

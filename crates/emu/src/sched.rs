@@ -38,6 +38,8 @@ pub trait Completion: Send + Sized {
 }
 
 struct Entry<C> {
+    /// Which submission (from 1), so `submit` can tell whether it answered it.
+    id: u64,
     req: Req,
     arrival_ns: u64,
     /// When it reaches the device ([`Model::approach`]); it queues for a
@@ -233,29 +235,34 @@ impl<C: Completion> Sched<C> {
     }
 
     /// Submits a request that arrived at `arrival_ns` (its data already
-    /// read or written); `done` is called at its completion time.
-    pub fn submit(&self, req: Req, arrival_ns: u64, done: C) {
+    /// read or written); `done` is called at its completion time. Says
+    /// whether the request is still pending on return (false: answered,
+    /// or failed, by this call).
+    pub fn submit(&self, req: Req, arrival_ns: u64, done: C) -> bool {
         let mut g = self.lock();
         if g.dead {
             g.stats.errors += 1;
             drop(g);
             done.fail(libc::EIO);
-            return;
+            return false;
         }
         let now = self.now_ns();
         g.account(now, 1);
         let ready_ns = self.model.approach(&req, &mut g.state, arrival_ns);
-        g.queue.push_back(Entry { req, arrival_ns, ready_ns, done });
+        g.seq += 1;
+        let id = g.seq;
+        g.queue.push_back(Entry { id, req, arrival_ns, ready_ns, done });
         let before = g.heap.peek().map(|t| t.at_ns);
         self.dispatch(&mut g, now);
         let mut due = Batch::new();
-        self.pop_due(&mut g, now, &mut due);
+        let answered = self.pop_due(&mut g, now, id, &mut due).1;
         let after = g.heap.peek().map(|t| t.at_ns);
         drop(g);
         if after.is_some() && (before.is_none() || after < before) {
             self.cv.notify_one();
         }
         due.answer();
+        !answered
     }
 
     /// Starts queued requests on units free by `now`. A unit that became
@@ -297,9 +304,11 @@ impl<C: Completion> Sched<C> {
     }
 
     /// Takes every reply due by `now`, recording its figures; says whether
-    /// anything was due (a reply, or a unit freeing).
-    fn pop_due(&self, g: &mut Inner<C>, now: u64, out: &mut Batch<C>) -> bool {
+    /// anything was due (a reply, or a unit freeing), and whether request
+    /// `mine` was among them.
+    fn pop_due(&self, g: &mut Inner<C>, now: u64, mine: u64, out: &mut Batch<C>) -> (bool, bool) {
         let mut any = false;
+        let mut found = false;
         while g.heap.peek().is_some_and(|t| t.at_ns <= now) {
             let t = g.heap.pop().expect("peeked");
             any = true;
@@ -328,9 +337,10 @@ impl<C: Completion> Sched<C> {
                     op: trace_op(r.op),
                 });
             }
+            found |= j.entry.id == mine;
             out.push(j.entry.done);
         }
-        any
+        (any, found)
     }
 
     /// The timer thread's loop: answers requests at their deadlines until
@@ -346,9 +356,10 @@ impl<C: Completion> Sched<C> {
                 return;
             }
             let now = self.now_ns();
-            if self.pop_due(&mut g, now, &mut due) {
+            // Ids start at 1: 0 is no request's.
+            if self.pop_due(&mut g, now, 0, &mut due).0 {
                 self.dispatch(&mut g, now);
-                self.pop_due(&mut g, now, &mut due);
+                self.pop_due(&mut g, now, 0, &mut due);
                 if !due.is_empty() {
                     drop(g);
                     due.answer();
@@ -513,8 +524,9 @@ mod tests {
     fn a_due_request_is_answered_by_the_submitter() {
         let s = sched(&[]);
         let (tx, rx) = mpsc::channel();
-        s.submit(Req { op: Op::Write, offset: 0, len: 4096 }, s.now_ns(), Tx(tx, s.clone()));
-        // Answered before submit returned.
+        let pending = s.submit(Req { op: Op::Write, offset: 0, len: 4096 }, s.now_ns(), Tx(tx, s.clone()));
+        // Answered before submit returned, and submit says so.
+        assert!(!pending);
         assert!(rx.try_recv().unwrap().1);
         s.stop();
     }
