@@ -10,7 +10,9 @@
 # 15 %; IOPS at QD 1, 4 and 32 within 5 % of the model's prediction (QD>1 by
 # simulating the model's NCQ: shortest positioning time first among up to 32
 # queued). fio's latency includes the loop device and FUSE round trip, which
-# the model does not: bench/emu-floor.sh measures that floor.
+# the model does not: bench/emu-floor.sh measures that floor. The IOPS table
+# gives the model alone beside the prediction with that round trip (the
+# goal's), so what the host costs is in view.
 # Runs under flock /tmp/storbench-measure.lock (measurements never overlap).
 set -euo pipefail
 if [ -z "${SB_MEASURE_LOCKED:-}" ]; then
@@ -123,15 +125,26 @@ q1 = meas[1]
 # predictions let replacements arrive that much after a completion.
 host = max(0.0, med([m[1] for m in q1]) - model["mean"])
 pred = {1: 1 / (model["mean"] + host), 4: sim_iops(4, host), 32: sim_iops(32, host)}
+# The model alone, with no host round trip: what the device would do. The
+# goal is judged against the prediction with the round trip (the model
+# cannot see the host), but the pure ratio shows what the host costs.
+pure = {1: 1 / model["mean"], 4: sim_iops(4), 32: sim_iops(32)}
 rows = [
     ("QD1 mean latency (ms)", model["mean"] * 1e3, med([m[1] for m in q1]) * 1e3, 0.10),
     ("QD1 p50 latency (ms)", model["p50"] * 1e3, med([m[2] for m in q1]) * 1e3, 0.10),
     ("QD1 p99 latency (ms)", model["p99"] * 1e3, med([m[3] for m in q1]) * 1e3, 0.15),
-] + [(f"QD{qd} IOPS", pred[qd], med([m[0] for m in meas[qd]]), 0.05) for qd in (1, 4, 32)]
+]
 print(f"hdd model accuracy, {datetime.date.today()}, {rounds} rounds of {dur} s, medians (fio libaio, 4 KiB randread over {cap >> 20} MiB)")
 print(f"host round trip (QD1 measured - model mean): {host * 1e6:.0f} µs")
 print(f"{'figure':<24}{'model':>10}{'measured':>10}{'ratio':>8}  goal")
 for name, m, x, tol in rows:
     ok = "ok" if abs(x / m - 1) <= tol else "MISS"
     print(f"{name:<24}{m:>10.2f}{x:>10.2f}{x / m:>8.3f}  ±{tol:.0%} {ok}")
+print()
+print("IOPS: the model alone, and with the host round trip (the goal's prediction)")
+print(f"{'figure':<24}{'alone':>10}{'+ trip':>10}{'measured':>10}{'/alone':>8}{'/+trip':>8}  goal")
+for qd in (1, 4, 32):
+    x = med([m[0] for m in meas[qd]])
+    ok = "ok" if abs(x / pred[qd] - 1) <= 0.05 else "MISS"
+    print(f"{f'QD{qd} IOPS':<24}{pure[qd]:>10.2f}{pred[qd]:>10.2f}{x:>10.2f}{x / pure[qd]:>8.3f}{x / pred[qd]:>8.3f}  ±5% (+trip) {ok}")
 PY
