@@ -298,6 +298,9 @@ fn a_killed_daemon_fails_the_run_cleanly_and_destroy_still_cleans_up() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(!status.success(), "the run went on without its device");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("model daemon for medium 'k' died (log: "), "the run names its dead daemon: {err}");
     assert_eq!(s.medium("k")["state"], "model daemon gone");
     // What a failed step can say about it: the medium behind the run's
     // target, named, with the daemon's log (read from the registry as
