@@ -71,9 +71,8 @@ pub struct ReplModel {
     /// The model's transactions per second.
     pub tps: f64,
     /// The model's ratio to `local` (`t_local / (t_local + RTT + t_standby)`).
+    /// The measured point beside it is the row's `one_client_tps`.
     pub ratio: f64,
-    /// The measured transactions per second of one client at this level.
-    pub measured_tps: Option<f64>,
 }
 
 /// One `synchronous_commit` level in a block.
@@ -92,7 +91,8 @@ pub struct ReplRow {
     /// The model for one client, for a level that waits.
     pub model: Option<ReplModel>,
     /// The first load above one client whose ratio to `local` is above
-    /// the model's by more than 20 %: where group commit shares the wait.
+    /// the model's by more than [`DIVERGES`]: where group commit shares
+    /// the wait.
     pub diverges_at: Option<ReplLevel>,
 }
 
@@ -283,7 +283,6 @@ pub(crate) fn study(s: &Section<'_>) -> Option<ReplStudy> {
                         t_standby_from: lag.map(|(_, run)| format!("{metric} ({run} run)")),
                         tps: 1e6 / total,
                         ratio: t_local / total,
-                        measured_tps: med(g, step, "tps"),
                     })
                 }
                 _ => None,
@@ -314,16 +313,15 @@ pub(crate) fn study(s: &Section<'_>) -> Option<ReplStudy> {
     if rows().any(|r| r.waits) && one.is_none() {
         notes.push("No step at one client: the model (one client) is not drawn.".into());
     }
-    let missing: Vec<&str> = rows()
+    let mut missing: Vec<&str> = rows()
         .filter_map(|r| r.model.as_ref().filter(|m| m.t_standby_from.is_none()).map(|_| r.sync.as_str()))
         .collect();
     if !missing.is_empty() {
-        let mut m = missing.clone();
-        m.sort_by_key(|l| level_rank(l));
-        m.dedup();
+        missing.sort_by_key(|l| level_rank(l));
+        missing.dedup();
         notes.push(format!(
-            "The local runs recorded no standby lag (repl.s1.*_lag): t_standby is taken as 0 in the model for {}, so it is an upper bound.",
-            m.join(", ")
+            "No standby lag was recorded (repl.s1.*_lag, in the level's own run or the local one): t_standby is taken as 0 in the model for {}, so it is an upper bound.",
+            missing.join(", ")
         ));
     }
     if s.kind != "tpcb" {
@@ -425,7 +423,7 @@ pub(crate) fn sentences(s: &Section<'_>, st: &ReplStudy) -> Vec<String> {
         if let Some(r) = shown {
             let m = r.model.as_ref().expect("filtered");
             let (_, term) = standby_term(&r.sync);
-            let measured = m.measured_tps.map(|v| format!(", measured {}", fmt_num(v))).unwrap_or_default();
+            let measured = r.one_client_tps.map(|v| format!(", measured {}", fmt_num(v))).unwrap_or_default();
             let t_standby =
                 if m.t_standby_from.is_some() { us(m.t_standby_us) } else { "0 (not recorded)".into() };
             let one = local.levels.iter().find(|l| l.load == Some(1.0)).map(|l| load_words(s, l));
@@ -458,7 +456,8 @@ pub(crate) fn sentences(s: &Section<'_>, st: &ReplStudy) -> Vec<String> {
                     over.join(", ")
                 ));
             } else if more {
-                text.push_str("; more clients stay within 20 % of the model's ratio.");
+                let within = ((DIVERGES - 1.0) * 100.0).round();
+                text.push_str(&format!("; more clients stay within {within} % of the model's ratio."));
             } else {
                 text.push('.');
             }
