@@ -158,7 +158,6 @@ struct Inner<C> {
     queue: VecDeque<Entry<C>>,
     heap: BinaryHeap<Timed<C>>,
     seq: u64,
-    dead: bool,
     outstanding: u64,
     last_change_ns: u64,
     stats: Stats,
@@ -185,7 +184,8 @@ pub struct Sched<C> {
     cv: Condvar,
     clock: Instant,
     stop: AtomicBool,
-    /// Mirrors `Inner::dead`, so the daemon can refuse I/O without the lock.
+    /// Power cut. Set under the lock (so a submit that holds the lock sees
+    /// it or is failed by the cut), read without it by [`Sched::is_dead`].
     dead: AtomicBool,
 }
 
@@ -205,7 +205,6 @@ impl<C: Completion> Sched<C> {
                 queue: VecDeque::new(),
                 heap: BinaryHeap::new(),
                 seq: 0,
-                dead: false,
                 outstanding: 0,
                 last_change_ns: 0,
                 stats: Stats::default(),
@@ -240,7 +239,7 @@ impl<C: Completion> Sched<C> {
     /// or failed, by this call).
     pub fn submit(&self, req: Req, arrival_ns: u64, done: C) -> bool {
         let mut g = self.lock();
-        if g.dead {
+        if self.dead.load(Ordering::Relaxed) {
             g.stats.errors += 1;
             drop(g);
             done.fail(libc::EIO);
@@ -401,8 +400,7 @@ impl<C: Completion> Sched<C> {
     /// every later one.
     pub fn cut(&self) {
         let mut g = self.lock();
-        g.dead = true;
-        self.dead.store(true, Ordering::SeqCst);
+        self.dead.store(true, Ordering::Relaxed);
         let mut failed: Vec<C> = g.queue.drain(..).map(|e| e.done).collect();
         failed.extend(g.heap.drain().filter_map(|t| t.job).map(|j| j.entry.done));
         g.stats.errors += failed.len() as u64;
