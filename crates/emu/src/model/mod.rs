@@ -76,40 +76,33 @@ pub struct Req {
 #[error("{0}")]
 pub struct ModelError(pub String);
 
-/// The kind of a parameter's value, for parsing and for `media models`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The kind of a parameter's value, for parsing and for `media models`
+/// (`--json` gives it in a word: `duration`, `rate`, …).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Kind {
     /// A duration: `8.5ms`, `90us`, `0`.
+    #[serde(rename = "duration")]
     Dur,
     /// A transfer rate: `210MB/s`, `1.2GB/s` (decimal units, as datasheets).
+    #[serde(rename = "rate")]
     Rate,
     /// A size: `64M`, `4k` (binary units).
+    #[serde(rename = "size")]
     Size,
     /// A whole number.
+    #[serde(rename = "integer")]
     Int,
     /// `true` or `false`.
+    #[serde(rename = "bool")]
     Bool,
     /// The name of another model (a network model's backing device).
+    #[serde(rename = "model")]
     Name,
-}
-
-impl Kind {
-    /// How the value reads, in a word (`media models --json`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Dur => "duration",
-            Kind::Rate => "rate",
-            Kind::Size => "size",
-            Kind::Int => "integer",
-            Kind::Bool => "bool",
-            Kind::Name => "model",
-        }
-    }
 }
 
 /// One parameter of a built-in model: key, default as written, kind, what
 /// it means and where the default comes from.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize)]
 pub struct Param {
     /// The key (`--set KEY=...`, a TOML key).
     pub key: &'static str,
@@ -121,8 +114,9 @@ pub struct Param {
     pub doc: &'static str,
 }
 
-/// A built-in model: name, base kind, one line, parameters.
-#[derive(Clone, Copy, Debug)]
+/// A built-in model: name, base kind, one line, parameters (as
+/// `media models --json` gives them).
+#[derive(Clone, Copy, Debug, Serialize)]
 pub struct Builtin {
     /// The name users give (`--model hdd`).
     pub name: &'static str,

@@ -234,22 +234,7 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
         }
         MediaVerb::Models => {
             if g.json {
-                let v: Vec<_> = storbench_emu::model::builtins()
-                    .iter()
-                    .map(|b| {
-                        let params: Vec<_> = b
-                            .params
-                            .iter()
-                            .map(|p| {
-                                serde_json::json!({
-                                    "key": p.key, "default": p.default, "kind": p.kind.as_str(), "doc": p.doc,
-                                })
-                            })
-                            .collect();
-                        serde_json::json!({ "name": b.name, "about": b.about, "params": params })
-                    })
-                    .collect();
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                println!("{}", serde_json::to_string_pretty(storbench_emu::model::builtins())?);
                 return Ok(ExitCode::SUCCESS);
             }
             for b in storbench_emu::model::builtins() {
