@@ -115,6 +115,12 @@ const KINDS: &[KindSpec] = &[
             ],
         )
     },
+    // A backup run has one step: the tool's throughput, then its time.
+    spec(
+        "backup",
+        "backup",
+        &[f("backup.mb_per_s", "throughput", "tool's elapsed time"), f("backup.seconds", "backup time", "")],
+    ),
     KindSpec { setup: true, ..spec("tpcb-init", "TPC-B init", &[f("load.seconds", "load time", "")]) },
     KindSpec { setup: true, ..spec("tpcc-build", "TPC-C build", &[f("build.seconds", "build time", "")]) },
 ];

@@ -12,19 +12,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::kinds::with_unit;
 use crate::model::{fmt_num, Group, Report, Section};
 use crate::tables::Table;
-
-/// A workload's headline figure and its p99 latency, by kind.
-fn figures(kind: &str) -> Option<(&'static str, &'static str, Option<&'static str>)> {
-    match kind {
-        "tpcc" => Some(("nopm.districts", "NOPM", Some("lat.p99"))),
-        "tpcb" => Some(("tps.client", "TPS", Some("lat.p99"))),
-        "io" => Some(("io.iops", "IOPS", Some("io.lat.p99"))),
-        "backup" => Some(("backup.mb_per_s", "MB/s", None)),
-        _ => None,
-    }
-}
 
 /// The neighbour tags and the other axes of a group's first run.
 fn tags(g: &Group) -> Option<(String, String, BTreeMap<String, String>)> {
@@ -42,18 +32,21 @@ fn tags(g: &Group) -> Option<(String, String, BTreeMap<String, String>)> {
 /// One step of one workload, beside its neighbours and alone.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Interference {
-    /// The configuration (the cell's axis values, without the tags).
-    pub config: String,
+    /// The configuration: the cell's axis values, without the tags.
+    pub axes: BTreeMap<String, String>,
     /// The workload's name in the plan.
     pub workload: String,
     /// What ran beside it (names joined by `+`).
     pub with: String,
     /// The step.
     pub step: String,
-    /// The headline figure's stored name and what people call it.
-    pub metric: &'static str,
+    /// The headline figure's stored name (`nopm.districts`), as the
+    /// section's tables lead with it.
+    pub metric: String,
     /// What people call it (`NOPM`).
     pub label: &'static str,
+    /// Its unit as stored (`per_min`).
+    pub unit: String,
     /// Median over repeats, alone.
     pub alone: f64,
     /// Median over repeats, beside the neighbours.
@@ -93,11 +86,23 @@ impl Interference {
     pub fn ratio(&self) -> f64 {
         self.together / self.alone
     }
+
+    /// The configuration in a word: the axis values (`40/nvme`), or `all`.
+    pub fn config(&self) -> String {
+        if self.axes.is_empty() {
+            "all".to_string()
+        } else {
+            self.axes.values().cloned().collect::<Vec<_>>().join("/")
+        }
+    }
 }
 
 /// Every workload step of a section that ran beside neighbours and alone.
 pub fn rows(s: &Section<'_>) -> Vec<Interference> {
-    let Some((metric, label, p99)) = figures(s.kind) else { return Vec::new() };
+    // The section's own headline (what its tables and findings lead with)
+    // and its latency figures' p99.
+    let Some(head) = s.headline_figures().into_iter().next() else { return Vec::new() };
+    let p99 = format!("{}.p99", s.spec().latency_prefix);
     let mut out = Vec::new();
     for g in &s.groups {
         let Some((workload, with, rest)) = tags(g) else { continue };
@@ -109,32 +114,26 @@ pub fn rows(s: &Section<'_>) -> Vec<Interference> {
             .iter()
             .find(|a| tags(a).is_some_and(|(w, x, r)| w == workload && x == "alone" && r == rest));
         let Some(alone) = alone else { continue };
-        let config = if rest.is_empty() {
-            "all".to_string()
-        } else {
-            rest.values().cloned().collect::<Vec<_>>().join("/")
-        };
         for step in s.step_labels() {
-            let (a, t) = (alone.stat(&step, metric), g.stat(&step, metric));
-            if a.n() == 0 || t.n() == 0 {
-                continue;
-            }
-            let p99 = p99.and_then(|m| {
+            let both = |m: &str| {
                 let (a, t) = (alone.stat(&step, m), g.stat(&step, m));
                 (a.n() > 0 && t.n() > 0).then(|| (a.median(), t.median()))
-            });
+            };
+            let Some((a, t)) = both(&head.metric) else { continue };
+            let p99 = both(&p99);
             let both =
                 |suffixes: &[&str]| Some((device(alone, &step, suffixes)?, device(g, &step, suffixes)?));
             let (util, await_ms) = (both(&[".util"]), both(&[".r_await", ".w_await"]));
             out.push(Interference {
-                config: config.clone(),
+                axes: rest.clone(),
                 workload: workload.clone(),
                 with: with.clone(),
                 step,
-                metric,
-                label,
-                alone: a.median(),
-                together: t.median(),
+                metric: head.metric.clone(),
+                label: head.label,
+                unit: g.unit(&head.metric).unwrap_or_default(),
+                alone: a,
+                together: t,
                 p99,
                 util,
                 await_ms,
@@ -168,13 +167,13 @@ pub(crate) fn table(s: &Section<'_>) -> Option<Table> {
                 None => ("–".into(), "–".into(), "–".into()),
             };
             vec![
-                r.config.clone(),
+                r.config(),
                 r.workload.clone(),
                 r.step.clone(),
                 r.with.clone(),
                 r.label.to_string(),
-                fmt_num(r.alone),
-                fmt_num(r.together),
+                with_unit(r.alone, &r.metric, &r.unit),
+                with_unit(r.together, &r.metric, &r.unit),
                 format!("{:.2}×", r.ratio()),
                 pa,
                 pt,
@@ -192,28 +191,28 @@ pub(crate) fn table(s: &Section<'_>) -> Option<Table> {
     })
 }
 
-/// What a neighbour did while it ran: its own headline over its run
-/// (the first step), e.g. `52.4 MB/s` for an I/O neighbour or a backup.
+/// What a neighbour did while it ran: the headline figure of its own
+/// section over its first step (`40.0 MB/s` for a 64 KiB writer is its
+/// IOPS × block size; a backup's MB/s), as its tables show it.
 fn neighbour_rate(
     report: &Report,
     plan: Option<&str>,
     name: &str,
-    rest: &BTreeMap<String, String>,
+    axes: &BTreeMap<String, String>,
 ) -> Option<String> {
-    let g = report.groups.iter().find(|g| {
-        g.plan.as_deref() == plan && tags(g).is_some_and(|(w, x, r)| w == name && x != "alone" && r == *rest)
-    })?;
-    let run = g.runs.first()?;
-    let step = run.steps.first()?;
-    let get = |m: &str| step.metrics.get(m).map(|x| x.0);
-    let text = match g.kind.as_str() {
-        "io" => format!("{} MB/s", fmt_num(get("io.mbps")?)),
-        "backup" => format!("{} MB/s", fmt_num(get("backup.mb_per_s")?)),
-        "tpcc" => format!("{} NOPM", fmt_num(get("nopm.districts").or(get("nopm.client"))?)),
-        "tpcb" => format!("{} TPS", fmt_num(get("tps.client").or(get("tps"))?)),
-        _ => return None,
+    let beside = |g: &Group| tags(g).is_some_and(|(w, with, r)| w == name && with != "alone" && r == *axes);
+    let section =
+        report.sections().into_iter().find(|x| x.plan == plan && x.groups.iter().any(|g| beside(g)))?;
+    let g = section.groups.iter().find(|g| beside(g))?;
+    let step = g.runs.first()?.steps.first()?;
+    // An I/O neighbour is told by its bandwidth, the rate it was bounded to.
+    let metric = if section.kind == "io" {
+        "io.mbps".to_string()
+    } else {
+        section.headline_figures().into_iter().next()?.metric
     };
-    Some(format!("{name} ran at {text}"))
+    let (v, unit) = step.metrics.get(&metric)?;
+    Some(format!("{name} ran at {}", with_unit(*v, &metric, unit)))
 }
 
 /// One sentence per workload step beside neighbours: "tpcc at users=8 on
@@ -227,25 +226,27 @@ pub(crate) fn sentences(report: &Report, s: &Section<'_>) -> Vec<String> {
             let verb = if change < 0.0 { "fell" } else { "rose" };
             let p99 = r
                 .p99
-                .map(|(a, t)| format!(", p99 {:.2}× ({} → {} µs)", t / a, fmt_num(a), fmt_num(t)))
-                .unwrap_or_default();
-            let rest: BTreeMap<String, String> = s
-                .groups
-                .iter()
-                .find_map(|g| tags(g).filter(|(w, x, _)| *w == r.workload && *x == r.with).map(|t| t.2))
+                .map(|(a, t)| {
+                    format!(
+                        ", p99 {:.2}× ({} → {})",
+                        t / a,
+                        with_unit(a, "lat.p99", "us"),
+                        with_unit(t, "lat.p99", "us")
+                    )
+                })
                 .unwrap_or_default();
             let rates: Vec<String> =
-                r.with.split('+').filter_map(|n| neighbour_rate(report, s.plan, n, &rest)).collect();
+                r.with.split('+').filter_map(|n| neighbour_rate(report, s.plan, n, &r.axes)).collect();
             let rates =
                 if rates.is_empty() { String::new() } else { format!(", while {}", rates.join(" and ")) };
             format!(
                 "{} at {} on {}: {} {verb} from {} alone to {} beside {} ({:+.0} %){p99}{rates}.",
                 r.workload,
                 r.step,
-                r.config,
+                r.config(),
                 r.label,
-                fmt_num(r.alone),
-                fmt_num(r.together),
+                with_unit(r.alone, &r.metric, &r.unit),
+                with_unit(r.together, &r.metric, &r.unit),
                 r.with,
                 change
             )

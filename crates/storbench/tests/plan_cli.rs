@@ -294,11 +294,13 @@ together = "g"
     let change = (beside / alone - 1.0) * 100.0;
     let verb = if change < 0.0 { "fell" } else { "rose" };
     let want = format!(
-        "tpcb at clients=2 on all: TPS {verb} from {} alone to {} beside seqw ({change:+.0} %)",
+        "tpcb at clients=2 on all: TPS {verb} from {} TPS alone to {} TPS beside seqw ({change:+.0} %)",
         fmt(alone),
         fmt(beside)
     );
     assert!(text.contains(&want), "wanted '{want}' in\n{text}");
-    assert!(text.contains("while seqw ran at "), "{text}");
+    // The neighbour is told by the bandwidth it was bounded to (16 MB/s).
+    assert!(text.contains("while seqw ran at 1"), "{text}");
+    assert!(text.contains(" MB/s."), "{text}");
     assert!(text.contains("interference: beside its neighbours vs alone"), "{text}");
 }
