@@ -640,7 +640,7 @@ fn check_name(shown: &str, name: &str) -> Result<()> {
 }
 
 /// The same server URL naming another database.
-fn with_database(db: &Db, name: &str) -> Result<Db> {
+pub(crate) fn with_database(db: &Db, name: &str) -> Result<Db> {
     let raw = db.url.expose();
     let (scheme, rest) = raw.split_once("://").expect("a server URL");
     let (hostpart, path) = rest.split_once('/').unwrap_or((rest, ""));
@@ -648,10 +648,15 @@ fn with_database(db: &Db, name: &str) -> Result<Db> {
     Db::parse(&format!("{scheme}://{hostpart}/{name}{query}"))
 }
 
-/// `--to` of a restore: a URL, or `managed:NAME/DB` (a fresh database DB in
-/// the managed instance NAME, whose own URL names its `storbench` database).
-fn restore_target(s: &str) -> Result<Db> {
-    if let Some((inst, name)) = s.strip_prefix("managed:").and_then(|r| r.split_once('/')) {
+/// The instance and database of a `managed:NAME/DB` URL.
+pub(crate) fn managed_database(s: &str) -> Option<(&str, &str)> {
+    s.strip_prefix("managed:").and_then(|r| r.split_once('/'))
+}
+
+/// A URL, or `managed:NAME/DB`: the database DB in the managed instance
+/// NAME (whose own URL names its `storbench` database), shown as given.
+pub(crate) fn managed_or_url(s: &str) -> Result<Db> {
+    if let Some((inst, name)) = managed_database(s) {
         let mut db = with_database(&Db::parse(&format!("managed:{inst}"))?, name)?;
         db.shown = s.to_string();
         return Ok(db);
@@ -666,7 +671,8 @@ pub fn restore(g: &Global, a: RestoreArgs) -> Result<ExitCode> {
     }
     let from = resolve_target(&a.from)?;
     let kind = kind_of(&from)?;
-    let db = restore_target(&a.to)?;
+    // A fresh database DB in the managed instance NAME with managed:NAME/DB.
+    let db = managed_or_url(&a.to)?;
     let engine = db.url.engine();
     let want = match kind {
         Kind::PgDump => Engine::Postgres,

@@ -20,11 +20,12 @@ use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::{json, Value};
-use storbench_db::{Connection, DbUrl, Dialect, Stmt};
+use storbench_db::{Connection, Dialect, Stmt};
 use storbench_metrics::{StepReport, Unit};
 use storbench_workloads::tpch::{self, Item, ItemResult, RunOptions, Status};
 
 use crate::cli::Global;
+use crate::cmd::backup::{managed_database, managed_or_url};
 use crate::dbarg::{self, Db};
 use crate::error::{usage, EXIT_FAILED};
 use crate::live::Live;
@@ -147,17 +148,12 @@ fn validate_queries(q: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// The database and instance of a `managed:NAME/DB` URL.
-fn managed_database(s: &str) -> Option<(&str, &str)> {
-    s.strip_prefix("managed:").and_then(|r| r.split_once('/'))
-}
-
 /// `--db` of a tpch verb: every form `--db` takes, and `managed:NAME/DB`,
 /// the database DB of the managed instance NAME (as `storbench restore --to`
 /// takes it). TPC-C has tables named CUSTOMER and ORDERS too, so a plan that
 /// runs both workloads on one instance gives TPC-H a database of its own.
 fn parse_db(s: &str) -> Result<Db> {
-    let Some((inst, name)) = managed_database(s) else { return Db::parse(s) };
+    let Some((_, name)) = managed_database(s) else { return Db::parse(s) };
     // Unquoted in CREATE DATABASE, so PostgreSQL keeps it as written.
     let valid = name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
@@ -166,13 +162,7 @@ fn parse_db(s: &str) -> Result<Db> {
             "--db {s}: database name '{name}' must be lowercase letters, digits and _, starting with a letter"
         )));
     }
-    let server = Db::parse(&format!("managed:{inst}"))?;
-    let raw = server.url.expose();
-    let (scheme, rest) = raw.split_once("://").expect("a managed instance resolves to a server URL");
-    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let query = path.split_once('?').map(|(_, q)| format!("?{q}")).unwrap_or_default();
-    let url = DbUrl::parse(&format!("{scheme}://{host}/{name}{query}")).map_err(usage)?;
-    Ok(Db { url, shown: s.to_string() })
+    managed_or_url(s)
 }
 
 /// Creates the database a `managed:NAME/DB` URL names when it is missing.
