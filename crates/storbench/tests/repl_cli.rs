@@ -236,11 +236,10 @@ fn two_standbys_under_any_1_are_a_quorum_and_under_first_1_one_is_sync_and_one_p
         assert_eq!(st["sync_names"], names);
         // The primary assigns sync states once both stream under the new
         // names; both `pg status` and the server itself say the same.
-        let got = eventually(&format!("{form}: sync states"), || {
+        eventually(&format!("{form}: sync states"), || {
             let v = sync_states(&s, name);
             (v == states, v)
         });
-        assert_eq!(got, states);
         let direct =
             psql(port, "SELECT string_agg(application_name || '=' || sync_state, ',' ORDER BY application_name) FROM pg_stat_replication");
         assert_eq!(direct, format!("s1={},s2={}", states[0].1, states[1].1));
