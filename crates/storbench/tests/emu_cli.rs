@@ -235,8 +235,11 @@ fn a_flush_costs_what_the_model_says() {
         took.push(t.elapsed());
     }
     took.sort();
+    // Two flushes, not one (20 ms) nor three (60 ms): the bounds count
+    // flushes and leave the host's round trips room, so a busy machine
+    // cannot fail this.
     assert!(
-        took[2] >= Duration::from_millis(40) && took[2] < Duration::from_millis(46),
+        took[2] >= Duration::from_millis(40) && took[2] < Duration::from_millis(60),
         "a FUA write took {took:?}, the model's flush is 20 ms (two expected)"
     );
     drop(f);
