@@ -13,6 +13,7 @@
 //! flusher (PR_SET_IO_FLUSHER) so memory reclaim does not wait on it.
 //! SIGTERM, SIGINT or SIGHUP unmount and end it.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::File;
@@ -315,24 +316,23 @@ impl Fs {
             let bstart = b * CACHE_BLOCK;
             let from = bstart.max(offset);
             let to = (bstart + CACHE_BLOCK).min(end);
-            let mut block = match map.remove(&b) {
-                Some(old) => old,
-                None if from == bstart && to == bstart + CACHE_BLOCK => {
-                    // A whole block: copied below, nothing to zero or read.
-                    map.insert(b, Box::from(&data[(from - offset) as usize..(to - offset) as usize]));
-                    continue;
+            let src = &data[(from - offset) as usize..(to - offset) as usize];
+            let at = (from - bstart) as usize..(to - bstart) as usize;
+            match map.entry(b) {
+                Entry::Occupied(mut o) => o.get_mut()[at].copy_from_slice(src),
+                Entry::Vacant(v) if src.len() as u64 == CACHE_BLOCK => {
+                    // A whole block: nothing to zero or read.
+                    v.insert(Box::from(src));
                 }
-                None => {
+                Entry::Vacant(v) => {
                     // A partial block: start from what the image holds.
-                    let mut old = vec![0u8; CACHE_BLOCK as usize];
+                    let mut block = vec![0u8; CACHE_BLOCK as usize];
                     let n = CACHE_BLOCK.min(self.size.saturating_sub(bstart)) as usize;
-                    self.file.read_exact_at(&mut old[..n], bstart)?;
-                    old.into()
+                    self.file.read_exact_at(&mut block[..n], bstart)?;
+                    block[at].copy_from_slice(src);
+                    v.insert(block.into());
                 }
-            };
-            block[(from - bstart) as usize..(to - bstart) as usize]
-                .copy_from_slice(&data[(from - offset) as usize..(to - offset) as usize]);
-            map.insert(b, block);
+            }
         }
         if map.len() as u64 * CACHE_BLOCK > shape.capacity {
             // Full: the drive destages (the model charges the time).
