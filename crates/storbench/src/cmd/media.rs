@@ -91,14 +91,15 @@ pub enum MediaVerb {
     },
 }
 
-/// Below this a model's idle 4 KiB read is within ten times the daemon's
-/// floor (the loop device and FUSE round trip it adds, a few tens of µs at
-/// QD1 here: bench/emu-floor.sh), so the floor is more than a tenth of it.
+/// Below this a model's idle 4 KiB read is under ten times the daemon's
+/// floor, which is then more than a tenth of it: the loop device and FUSE
+/// round trip add 40 µs to a QD1 read on a quiet host (BENCHMARKS.md,
+/// 2026-11-24, release build, bench/emu-floor.sh), more on a busy one.
 const FLOOR_HINT: std::time::Duration = std::time::Duration::from_micros(300);
 
 /// A 4 KiB read's latency on a fresh, idle model (no queue, nothing
 /// cached; a network's round trip included).
-fn qd1_read_service(spec: &storbench_emu::Spec, size: u64) -> Option<std::time::Duration> {
+fn idle_read_latency(spec: &storbench_emu::Spec, size: u64) -> Option<std::time::Duration> {
     let model = spec.build(size).ok()?;
     let req = storbench_emu::Req { op: storbench_emu::Op::Read, offset: size / 2, len: 4096 };
     Some(model.idle_latency(&req))
@@ -146,11 +147,11 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
                         .or_else(|| m.model.as_ref().map(|s| format!(", modelled per I/O as {}", s.label())))
                         .unwrap_or_default(),
                 );
-                if let Some(svc) = m.model.as_ref().and_then(|s| qd1_read_service(s, m.size)) {
-                    if svc < FLOOR_HINT {
+                if let Some(lat) = m.model.as_ref().and_then(|s| idle_read_latency(s, m.size)) {
+                    if lat < FLOOR_HINT {
                         eprintln!(
-                            "storbench: note: a 4k read on this model takes {} µs, under ten times what the loop device and FUSE round trip adds (tens of µs at QD1, more on a busy host: bench/emu-floor.sh); read QD1 latency here as the model's plus that floor, and compare such media with each other (docs/media.md); the daemon's counters count late replies",
-                            svc.as_micros()
+                            "storbench: note: a 4k read on this model takes {} µs, under ten times what the loop device and FUSE round trip add (about 40 µs at QD1 on a quiet host, more on a busy one: BENCHMARKS.md, bench/emu-floor.sh); read QD1 latency here as the model's plus that floor, and compare such media with each other (docs/media.md); the daemon's counters count late replies",
+                            lat.as_micros()
                         );
                     }
                 }
