@@ -27,11 +27,15 @@ pub struct OpLine {
     pub lat_p50_us: f64,
     /// 99th percentile latency, µs.
     pub lat_p99_us: f64,
-    /// Mean time queued for a unit, µs.
+    /// Mean time queued for a unit once at the device (a network model's
+    /// trip and link wait are not in it: they are in `svc_*`), µs.
     pub queue_mean_us: f64,
     /// 99th percentile queue time, µs.
     pub queue_p99_us: f64,
-    /// Mean service time (the model's), µs.
+    /// Mean service time: the model's time for the request other than
+    /// the wait for a unit (the device's time; for a network model also
+    /// its round trip and its payload's time and wait on the link), µs.
+    /// Queue plus service is the latency the model asked for.
     pub svc_mean_us: f64,
     /// 99th percentile service time, µs.
     pub svc_p99_us: f64,
