@@ -34,7 +34,7 @@ pub enum ShardError {
     BadStartAt(String),
     /// `--start-at` lies in the past: this shard came up too late to start
     /// with the others.
-    #[error("--start-at '{0}' passed {1:.1} s ago: this shard came up too late to start with the others")]
+    #[error("--start-at '{0}' is in the past ({1:.1} s ago): give a later instant, or --start-in (a shard that comes up after it would measure other seconds than the rest)")]
     StartPassed(String, f64),
     /// `--start-in` is not a duration.
     #[error("--start-in: {0}")]

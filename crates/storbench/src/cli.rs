@@ -92,6 +92,17 @@ pub struct Global {
     /// records, e.g. 127.0.0.1:9184; labelled by run, step and shard.
     #[arg(long, global = true, env = "STORBENCH_METRICS_ADDR", value_name = "HOST:PORT")]
     pub metrics_addr: Option<String>,
+    /// `--shard` and `--start-at`/`--start-in` as read once by `main`, so
+    /// every part of the command sees the same shard and the same instant.
+    #[arg(skip)]
+    pub sharding: Option<crate::shard::Sharding>,
+}
+
+impl Global {
+    /// The shard and start instant (`main` reads them before dispatch).
+    pub fn sharding(&self) -> crate::shard::Sharding {
+        self.sharding.expect("main reads the shard options before dispatch")
+    }
 }
 
 /// The commands: nouns, then verbs.

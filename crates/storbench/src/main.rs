@@ -25,10 +25,15 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = match cli::Cli::try_parse() {
+    let mut cli = match cli::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => return error::clap_error(e),
     };
+    // Read once: `--start-in 30s` is one instant for the whole command.
+    match shard::Sharding::of(&cli.global) {
+        Ok(s) => cli.global.sharding = Some(s),
+        Err(e) => return error::report(&e),
+    }
     interrupt::install();
     // Server notices reach stderr, as libpq's default notice processor does,
     // less the chatter (NOTICE such as "does not exist, skipping", LOG, DEBUG).

@@ -18,7 +18,6 @@ use storbench_sysmon::Monitor;
 
 use crate::cli::Global;
 use crate::error::{usage, EXIT_INTERRUPTED};
-use crate::shard::Sharding;
 use storbench_cluster::{Exporter, LiveValues};
 
 /// How a run ended.
@@ -38,7 +37,6 @@ pub struct StepClock {
     pub start: Instant,
     /// Monotonic start of the measured window (end of ramp-up).
     pub measure_from: Instant,
-    started_at: String,
 }
 
 /// An open run in the results store.
@@ -102,7 +100,7 @@ impl Recorder {
         env: Value,
         targets: &[PathBuf],
     ) -> Result<Recorder> {
-        let sharding = Sharding::of(g)?;
+        let sharding = g.sharding();
         sharding.check_kind(kind)?;
         let mut config = config;
         sharding.record(&mut config);
@@ -154,9 +152,11 @@ impl Recorder {
     }
 
     /// Publishes one tick's live values, with the system monitor's last
-    /// second (CPU shares, each watched device's rates), to `--metrics-addr`.
-    pub fn publish(&self, mut v: LiveValues) {
+    /// second (CPU shares, each watched device's rates), to `--metrics-addr`;
+    /// `values` is called only when metrics are served.
+    pub fn publish(&self, values: impl FnOnce() -> LiveValues) {
         let Some(x) = &self.exporter else { return };
+        let mut v = values();
         if let Some(s) = self.monitor.latest() {
             let c = &s.cpu;
             for (n, val) in [
@@ -183,7 +183,7 @@ impl Recorder {
         if let Some(r) = &self.repl {
             r.step_started(now);
         }
-        StepClock { start: now, measure_from: now, started_at: storbench_results::now_rfc3339() }
+        StepClock { start: now, measure_from: now }
     }
 
     /// Writes a finished step, with the monitor's figures for its measured
@@ -222,10 +222,9 @@ impl Recorder {
         // The step's wall-clock start is its clock's (the runner's, once
         // every worker was ready, and after a common start instant), not
         // when this clock was made.
-        let started_at = chrono::Utc::now()
-            .checked_sub_signed(chrono::Duration::from_std(clock.start.elapsed()).unwrap_or_default())
-            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-            .unwrap_or(clock.started_at);
+        let since_start = chrono::Duration::from_std(clock.start.elapsed()).unwrap_or_default();
+        let started_at =
+            (chrono::Utc::now() - since_start).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
         self.store
             .write_step(self.run.id, self.next_idx, label, &params, &started_at, &finished, &report)
             .with_context(|| format!("saving step '{label}'"))?;

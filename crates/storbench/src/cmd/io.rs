@@ -26,7 +26,6 @@ use crate::error::usage;
 use crate::live::Live;
 use crate::oltp::fmt_num;
 use crate::record::{Outcome, Recorder};
-use crate::shard::Sharding;
 use storbench_cluster::LiveValues;
 
 /// Options of `storbench io`.
@@ -205,7 +204,7 @@ fn parse_profiles(a: &IoArgs) -> Result<Vec<Profile>> {
 
 /// Runs `storbench io`.
 pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
-    let sharding = Sharding::of(g)?;
+    let sharding = g.sharding();
     let mut profiles = parse_profiles(&a)?;
     let size = parse_size(&a.size).map_err(|e| usage(format!("--size {}: {e}", a.size)))?;
     let prep =
@@ -286,7 +285,7 @@ fn run_profiles(
         let mut clock = rec.clock();
         rec.live_step(&p.name);
         let res = run_profile(p, &prep.target, &opts, crate::interrupt::flag(), &mut |t| {
-            rec.publish(LiveValues {
+            rec.publish(|| LiveValues {
                 iops: Some(t.iops),
                 mbps: Some(t.mbps),
                 latency_us: vec![("0.99".into(), t.p99_us)],

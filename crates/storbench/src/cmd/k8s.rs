@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use storbench_cluster::k8s::{render, Placement, RenderSpec};
-use storbench_cluster::{parse_start, StartAt};
+use storbench_cluster::StartAt;
 
 use crate::cli::Global;
 use crate::error::usage;
@@ -43,12 +43,6 @@ pub struct RenderArgs {
     /// Namespace of every object.
     #[arg(long, value_name = "NS", default_value = "default")]
     pub namespace: String,
-    /// The common start instant of the shards (RFC 3339).
-    #[arg(long, value_name = "RFC3339", conflicts_with = "start_in")]
-    pub start_at: Option<String>,
-    /// Start this long after rendering (apply right away).
-    #[arg(long, value_name = "DURATION", default_value = "2m")]
-    pub start_in: String,
     /// CPU request of each shard pod.
     #[arg(long, default_value = "1")]
     pub cpu: String,
@@ -61,23 +55,22 @@ pub struct RenderArgs {
 }
 
 /// Runs `storbench k8s`.
-pub fn run(_g: &Global, a: K8sArgs) -> Result<ExitCode> {
+/// When the pods begin if neither `--start-at` nor `--start-in` is given:
+/// time to apply the manifests and pull the image.
+const DEFAULT_START_IN: chrono::Duration = chrono::Duration::minutes(2);
+
+/// Runs `storbench k8s`. The pods' common instant is the global
+/// `--start-at`/`--start-in` (read once by `main`), default two minutes on.
+pub fn run(g: &Global, a: K8sArgs) -> Result<ExitCode> {
     let K8sVerb::Render(a) = a.verb;
     let text =
         std::fs::read_to_string(&a.plan).map_err(|e| usage(format!("plan '{}': {e}", a.plan.display())))?;
     let (def, _cells) = storbench_plan::parse(&a.plan.display().to_string(), &text, false)
         .map_err(|e| usage(e.to_string()))?;
-    let start = match a.start_at.as_deref() {
-        Some(at) => parse_start(Some(at), None, chrono_now()),
-        None => parse_start(None, Some(&a.start_in), chrono_now()),
-    }
-    .map_err(|e| match e {
-        storbench_cluster::ShardError::StartPassed(at, _) => {
-            usage(format!("--start-at '{at}' is in the past: give a later instant, or --start-in"))
-        }
-        e => usage(e.to_string()),
-    })?;
-    let StartAt::At(start) = start else { unreachable!("a start was given") };
+    let start = match g.sharding().start {
+        StartAt::At(t) => t,
+        StartAt::Now => chrono::Utc::now() + DEFAULT_START_IN,
+    };
     let targets = def
         .targets
         .iter()
@@ -107,8 +100,4 @@ pub fn run(_g: &Global, a: K8sArgs) -> Result<ExitCode> {
     .map_err(|e| usage(e.to_string()))?;
     print!("{yaml}");
     Ok(ExitCode::SUCCESS)
-}
-
-fn chrono_now() -> chrono::DateTime<chrono::Utc> {
-    chrono::Utc::now()
 }

@@ -24,7 +24,6 @@ use storbench_results::{NewRun, Status, Store};
 use crate::cli::{Cli, Global};
 use crate::error::{usage, EXIT_INTERRUPTED};
 use crate::live::Live;
-use crate::shard::Sharding;
 
 /// Options of `storbench run`.
 #[derive(Debug, Args)]
@@ -53,7 +52,7 @@ pub struct RunArgs {
 
 /// Runs `storbench run`.
 pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
-    let sharding = Sharding::of(g)?;
+    let sharding = g.sharding();
     let plan = storbench_plan::load(&a.plan, a.quick).map_err(|e| usage(e.to_string()))?;
     let name = plan.def.name.clone();
     validate_cells(&plan)?;
@@ -482,7 +481,7 @@ impl Setup<'_> {
             };
             fills.push((db_placeholder(d), url));
         }
-        let fill = |argv: &Vec<String>| -> Vec<String> {
+        let fill = |argv: &[String]| -> Vec<String> {
             argv.iter()
                 .map(|a| fills.iter().fold(a.clone(), |acc, (from, to)| acc.replace(from, to)))
                 .collect()
@@ -491,8 +490,8 @@ impl Setup<'_> {
             .parts()
             .into_iter()
             .map(|(w, before, command)| {
-                let mut argv: Vec<Vec<String>> = before.iter().map(fill).collect();
-                argv.push(fill(&command.to_vec()));
+                let mut argv: Vec<Vec<String>> = before.iter().map(|b| fill(b)).collect();
+                argv.push(fill(command));
                 (w.to_string(), argv)
             })
             .collect())
@@ -608,15 +607,21 @@ fn run_cell(
         let child = c.spawn().with_context(|| format!("running storbench {}", command.join(" ")))?;
         children.push((command.join(" "), child));
     }
-    let mut code = 0;
-    for (what, mut child) in children {
-        let st = child.wait().with_context(|| format!("waiting for storbench {what}"))?;
-        let c = st.code().ok_or_else(|| anyhow!("storbench {what} was killed"))?;
-        if code == 0 || c == i32::from(EXIT_INTERRUPTED) {
-            code = if c == 0 { code } else { c };
-        }
+    // Every child is waited for before any verdict, so none is left running.
+    let ended: Vec<(String, std::io::Result<std::process::ExitStatus>)> =
+        children.into_iter().map(|(what, mut child)| (what, child.wait())).collect();
+    let mut codes = Vec::new();
+    for (what, st) in ended {
+        let st = st.with_context(|| format!("waiting for storbench {what}"))?;
+        codes.push(st.code().ok_or_else(|| anyhow!("storbench {what} was killed"))?);
     }
-    Ok(code)
+    // An interrupt outranks a failure; otherwise the first failure's code.
+    let interrupted = i32::from(EXIT_INTERRUPTED);
+    Ok(if codes.contains(&interrupted) {
+        interrupted
+    } else {
+        codes.into_iter().find(|&c| c != 0).unwrap_or(0)
+    })
 }
 
 /// A cell that failed before its command could record a run still leaves a

@@ -24,7 +24,6 @@ use crate::error::usage;
 use crate::live::Live;
 use crate::oltp::{self, Steps};
 use crate::record::{Outcome, Recorder};
-use crate::shard::Sharding;
 use storbench_cluster::LiveValues;
 
 /// Options of `storbench tpcb`.
@@ -180,7 +179,7 @@ fn init(g: &Global, a: InitArgs) -> Result<ExitCode> {
 }
 
 fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
-    let sharding = Sharding::of(g)?;
+    let sharding = g.sharding();
     let t = oltp::parse_timing("clients", &a.clients, &a.duration, &a.rampup, &a.reconnect_for)?;
     let (clients, duration, rampup, reconnect_for) = (t.levels, t.duration, t.rampup, t.reconnect_for);
     let shard_clients = sharding.levels(&clients, "clients")?;

@@ -20,7 +20,6 @@ use crate::error::{usage, EXIT_FAILED};
 use crate::live::Live;
 use crate::oltp::{self, Steps};
 use crate::record::{Outcome, Recorder};
-use crate::shard::Sharding;
 use storbench_cluster::LiveValues;
 
 /// Options of `storbench tpcc`.
@@ -184,7 +183,7 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
 }
 
 fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
-    let sharding = Sharding::of(g)?;
+    let sharding = g.sharding();
     let t = oltp::parse_timing("users", &a.users, &a.duration, &a.rampup, &a.reconnect_for)?;
     let (users, duration, rampup, reconnect_for) = (t.levels, t.duration, t.rampup, t.reconnect_for);
     let shard_users = sharding.levels(&users, "users")?;
