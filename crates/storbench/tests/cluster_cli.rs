@@ -11,6 +11,9 @@ use serde_json::{json, Value};
 use storbench_metrics::LatencyHistogram;
 use storbench_results::{NewRun, Status, Store};
 
+mod common;
+use common::psql;
+
 fn sb(results: &Path) -> Command {
     let mut c = Command::cargo_bin("storbench").unwrap();
     c.env("STORBENCH_RESULTS", results).arg("--quiet");
@@ -109,15 +112,6 @@ fn three_io_shards_split_one_target_start_together_and_merge_exactly() {
     assert_eq!(figure(&store, id, "io.read.count"), ios, "merged count = sum, exactly");
     assert_eq!(union.count() as f64, ios, "the union histogram holds every I/O once");
     assert_eq!(figure(&store, id, "io.lat.p99"), union.quantile_us(0.99), "p99 of the union");
-}
-
-fn psql(db: &str, sql: &str) -> String {
-    let out = Command::new("psql")
-        .args(["-qAt", "-h", "127.0.0.1", "-U", "root", "-d", db, "-c", sql])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{sql}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// Drops the test's database whether the test passed or not.

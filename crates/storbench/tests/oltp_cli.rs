@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
+mod common;
+use common::psql as psql_val;
+
 fn sb(dir: &Path) -> Command {
     let mut c = Command::cargo_bin("storbench").unwrap();
     c.current_dir(dir).env("STORBENCH_RESULTS", dir.join("r.db")).env_remove("STORBENCH_DB").arg("--quiet");
@@ -24,16 +27,6 @@ fn runs(dir: &Path) -> Vec<Value> {
         return Vec::new();
     }
     serde_json::from_slice::<Value>(&out.stdout).unwrap().as_array().cloned().unwrap_or_default()
-}
-
-/// One value from `sql` run by psql in database `db`.
-fn psql_val(db: &str, sql: &str) -> String {
-    let out = Command::new("psql")
-        .args(["-qAt", "-h", "127.0.0.1", "-U", "root", "-d", db, "-c", sql])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{sql}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// One value from `sql` on an SQLite file (Python's sqlite3: the binary's
