@@ -47,6 +47,21 @@ fn chart_err(title: &str) -> impl Fn(String) -> ReportError + '_ {
     move |e| ReportError::Chart(title.to_string(), e)
 }
 
+/// Every chart's legend: a boxed, lightly shaded key at `pos`.
+pub(crate) fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    pos: SeriesLabelPosition,
+    e: &dyn Fn(String) -> ReportError,
+) -> Result<(), ReportError> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(pos)
+        .draw()
+        .map_err(|x| e(x.to_string()))
+}
+
 fn color(i: usize) -> RGBColor {
     let c = Palette99::pick(i).to_rgba();
     RGBColor(c.0, c.1, c.2)
@@ -136,13 +151,7 @@ fn line_chart(
                 )
                 .map_err(|x| e(x.to_string()))?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(|x| e(x.to_string()))?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft, &e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
     Ok(svg)
@@ -202,13 +211,7 @@ fn percentile_lines(
                 .draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))
                 .map_err(|x| e(x.to_string()))?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(|x| e(x.to_string()))?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight, &e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
     Ok(svg)
@@ -276,13 +279,7 @@ fn bar_chart(
                 }))
                 .map_err(|x| e(x.to_string()))?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(|x| e(x.to_string()))?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight, &e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
     Ok(svg)
@@ -337,13 +334,7 @@ fn time_panels(title: &str, panels: &[Panel], steps: &[(f64, String)]) -> Result
                     .label(name.clone())
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
             }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperRight)
-                .draw()
-                .map_err(|x| e(x.to_string()))?;
+            legend(&mut chart, SeriesLabelPosition::UpperRight, &e)?;
         }
         root.present().map_err(|x| e(x.to_string()))?;
     }
@@ -525,13 +516,7 @@ fn repl_chart(out: &mut String, s: &Section<'_>) -> Result<(), ReportError> {
                 .label(name)
                 .legend(move |(x, y)| Circle::new((x + 9, y), 5, c.filled()));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(|x| e(x.to_string()))?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight, &e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
     figure(

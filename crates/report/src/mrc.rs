@@ -74,13 +74,7 @@ pub fn svg(title: &str, series: &[Series]) -> Result<String, ReportError> {
                     .map_err(|x| e(x.to_string()))?;
             }
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(|x| e(x.to_string()))?;
+        crate::html::legend(&mut chart, SeriesLabelPosition::UpperRight, &e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
     Ok(out)

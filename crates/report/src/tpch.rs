@@ -196,13 +196,7 @@ fn bars(s: &Section<'_>) -> Result<Option<String>, ReportError> {
                 .label(g.label.clone())
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(|x| e(x.to_string()))?;
+        crate::html::legend(&mut chart, SeriesLabelPosition::UpperRight, &e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
     Ok(Some(svg))
