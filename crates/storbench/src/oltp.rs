@@ -73,7 +73,9 @@ pub fn run_steps(
     let mut summary: Vec<(String, StepReport)> = Vec::new();
     let mut outcome = Outcome::Complete;
     for (i, spec) in steps.specs.iter().enumerate() {
-        let label = format!("{}={}", steps.level, steps.labels.get(i).copied().unwrap_or(spec.users));
+        // The whole run's load labels the step (a shard runs part of it).
+        let whole = steps.labels.get(i).copied().unwrap_or(spec.users);
+        let label = format!("{}={whole}", steps.level);
         // One live line per step, gone before the step's line is printed.
         let live = Live::line(g.quiet);
         let mut clock = rec.clock();
@@ -81,7 +83,7 @@ pub fn run_steps(
         let (mut acc_n, mut acc_lat, mut acc_t) = (0.0f64, 0.0f64, 0.0f64);
         let mut last_print = Duration::ZERO;
         let res = run_step(w, connect, spec, stop, &mut |t| {
-            rec.publish((steps.publish)(t));
+            rec.publish(|| (steps.publish)(t));
             let phase = if t.rampup { "ramp-up" } else { "measuring" };
             let figures = match steps.live {
                 Some(f) => f(t),
@@ -128,7 +130,6 @@ pub fn run_steps(
                 let mut report = r.report;
                 (steps.decorate)(&mut report, r.window);
                 let partial = failure.is_some() || r.stopped;
-                let whole = steps.labels.get(i).copied().unwrap_or(spec.users);
                 let mut params = json!({
                     steps.level: whole,
                     "rampup_s": spec.rampup.as_secs_f64(),
