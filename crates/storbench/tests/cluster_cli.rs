@@ -356,6 +356,21 @@ run = { target = "{target}/t.dat", size = "12M", bs = "{bs}", rw = "randread", t
             assert_eq!(r.config["profiles"][0]["threads"], 1);
         }
     }
+    // A run a shard's file holds that is no shard's (a cell that failed
+    // before recording, a command run by hand) is left out, with a warning.
+    let mut s0 = Store::open(results.join("shard-0.db")).unwrap();
+    let stray = s0
+        .begin_run(&NewRun {
+            kind: "tpcb-init".into(),
+            label: "by hand".into(),
+            config: json!({}),
+            env: json!({}),
+            plan: Some("podcheck".into()),
+            cell: Some("x".into()),
+        })
+        .unwrap();
+    s0.finish_run(stray.id, Status::Complete).unwrap();
+    drop(s0);
     let script = local(merge["args"][0].as_str().unwrap(), 0);
     let mut c = Command::new(merge["command"][0].as_str().unwrap());
     c.arg(merge["command"][1].as_str().unwrap()).arg(&script).env("PATH", {
@@ -366,7 +381,9 @@ run = { target = "{target}/t.dat", size = "12M", bs = "{bs}", rw = "randread", t
         c.env(e["name"].as_str().unwrap(), local(e["value"].as_str().unwrap(), 0));
     }
     let out = c.output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("(by hand) has no shard identity: left out of the merge"), "{err}");
     // Each cell merged on its own, tagged with the plan and cell, so the
     // merged store reports as the plan.
     let store = Store::open(results.join("merged.db")).unwrap();

@@ -75,6 +75,9 @@ pub fn run(g: &Global, a: MergeArgs) -> Result<ExitCode> {
         })?);
     }
     let groups = group(files, named);
+    if groups.is_empty() {
+        return Err(usage("merge: no run in the files given carries a shard identity (config.shard i/N)"));
+    }
     let merged: Vec<_> =
         groups.iter().map(|shards| merge(shards).map_err(merge_error)).collect::<Result<_>>()?;
     let mut all_complete = true;
@@ -130,21 +133,29 @@ fn cell_prefix(cell: &Option<String>, groups: usize) -> String {
 
 /// The merges to make. Runs named by id, and files holding one run each,
 /// are the shards of one run. When a file holds several runs (each shard
-/// ran a plan: one run per cell), the runs of all files are grouped by
-/// their plan cell, in the order the cells first appear, and each cell is
-/// merged on its own; a run without a cell tag is its file's own group.
+/// ran a plan: one run per cell), the runs of all files that carry a shard
+/// identity are grouped by their plan cell, in the order the cells first
+/// appear, and each cell is merged on its own; a run without a shard
+/// identity (a cell that failed before it could record, a command run by
+/// hand) is no shard and is left out, with a warning.
 fn group(files: Vec<Vec<ShardRun>>, named: Vec<ShardRun>) -> Vec<Vec<ShardRun>> {
     if files.iter().all(|f| f.len() == 1) {
         let mut one: Vec<ShardRun> = files.into_iter().flatten().collect();
         one.extend(named);
         return vec![one];
     }
-    // (plan, cell) of a group's runs, None for an untagged run's own group.
-    type Key = Option<(Option<String>, String)>;
-    let mut groups: Vec<(Key, Vec<ShardRun>)> = Vec::new();
+    let mut groups: Vec<((Option<String>, Option<String>), Vec<ShardRun>)> = Vec::new();
     for r in files.into_iter().flatten().chain(named) {
-        let key = r.run.cell.clone().map(|c| (r.run.plan.clone(), c));
-        match groups.iter_mut().find(|(k, _)| key.is_some() && *k == key) {
+        if r.shard().is_none() {
+            eprintln!(
+                "warning: run {} ({}) has no shard identity: left out of the merge",
+                r.run.short(),
+                r.run.label
+            );
+            continue;
+        }
+        let key = (r.run.plan.clone(), r.run.cell.clone());
+        match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, g)) => g.push(r),
             None => groups.push((key, vec![r])),
         }

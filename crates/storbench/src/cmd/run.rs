@@ -87,7 +87,7 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
         paths: BTreeMap::new(),
         dbs: BTreeMap::new(),
         shard: g.shard.clone().filter(|_| sharding.given),
-        build: !sharding.split() || sharding.shard.index == 0,
+        build: !sharding.split(),
         metrics: g.metrics_addr.clone(),
     };
     // The common start instant gates the first measured command only: the
@@ -308,8 +308,10 @@ struct Setup<'a> {
     dbs: BTreeMap<String, String>,
     /// `--shard i/N`, passed to each cell's measured command.
     shard: Option<String>,
-    /// Whether this process runs the cells' build and init commands: shards
-    /// share the database under test, so only shard 0 builds it.
+    /// Whether this process runs the cells' build and init commands. Shards
+    /// share the database under test and none may rebuild it under the
+    /// others (nor start before it is built): a sharded plan runs on a
+    /// database built beforehand (docs/cluster.md).
     build: bool,
     /// `--metrics-addr`, passed to each cell's measured command.
     metrics: Option<String>,
