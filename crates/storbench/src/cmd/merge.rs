@@ -144,7 +144,9 @@ fn group(files: Vec<Vec<ShardRun>>, named: Vec<ShardRun>) -> Vec<Vec<ShardRun>> 
         one.extend(named);
         return vec![one];
     }
-    let mut groups: Vec<((Option<String>, Option<String>), Vec<ShardRun>)> = Vec::new();
+    // Keyed by (plan, cell).
+    type Cell = (Option<String>, Option<String>);
+    let mut groups: Vec<(Cell, Vec<ShardRun>)> = Vec::new();
     for r in files.into_iter().flatten().chain(named) {
         if r.shard().is_none() {
             eprintln!(
