@@ -247,15 +247,18 @@ fn metrics_are_served_live_during_a_run_and_parse() {
     }
     assert!(child.wait().unwrap().success());
     assert!(!body.is_empty(), "no live IOPS and CPU figures were served");
-    let value = |prefix: &str| -> f64 {
-        let line =
-            body.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix} in {body}"));
+    // The value of the series whose line starts with `prefix` and holds `label`.
+    let value = |prefix: &str, label: &str| -> f64 {
+        let line = body
+            .lines()
+            .find(|l| l.starts_with(prefix) && l.contains(label))
+            .unwrap_or_else(|| panic!("{prefix}…{label} in {body}"));
         line.rsplit(' ').next().unwrap().parse().unwrap()
     };
-    assert!(value("storbench_iops{") > 0.0);
-    assert!(value("storbench_latency_microseconds{") > 0.0);
-    let iowait = value("storbench_system{");
-    assert!((0.0..=100.0).contains(&iowait));
+    assert!(value("storbench_iops{", "") > 0.0);
+    assert!(value("storbench_latency_microseconds{", "name=\"0.99\"") > 0.0);
+    let iowait = value("storbench_system{", "name=\"cpu.iowait\"");
+    assert!((0.0..=100.0).contains(&iowait), "iowait {iowait}");
     let iops_line = body.lines().find(|l| l.starts_with("storbench_iops{")).unwrap();
     let run = Store::open(&db).unwrap().runs(&Default::default()).unwrap().remove(0);
     for label in [format!("run=\"{}\"", run.short()), "step=\"custom\"".into(), "shard=\"0/1\"".into()] {
