@@ -34,7 +34,13 @@ fn main() -> ExitCode {
         Ok(s) => cli.global.sharding = Some(s),
         Err(e) => return error::report(&e),
     }
-    interrupt::install();
+    // Not in a medium's daemon: it takes its signals (stop, power cut,
+    // cache reset) on one thread of its own, and a Ctrl-C handler's thread,
+    // which would not block them, would take them instead and die of them.
+    if !matches!(&cli.command, cli::Command::Media(m) if matches!(m.verb, cmd::media::MediaVerb::Serve { .. }))
+    {
+        interrupt::install();
+    }
     // Server notices reach stderr, as libpq's default notice processor does,
     // less the chatter (NOTICE such as "does not exist, skipping", LOG, DEBUG).
     storbench_db::set_notice_handler(|n| {
