@@ -58,6 +58,69 @@ pub struct Line {
     pub errors: u64,
     /// Per op: read, write, flush, discard (only those seen).
     pub ops: std::collections::BTreeMap<String, OpLine>,
+    /// The cache tier's second, on a medium with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheLine>,
+}
+
+/// One second of a cache tier: line accesses (as `cache mrc` counts them)
+/// and its state at the end of the second.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CacheLine {
+    /// Read line accesses that hit.
+    pub read_hits: u64,
+    /// Read line accesses that missed.
+    pub read_misses: u64,
+    /// Write line accesses that hit.
+    pub write_hits: u64,
+    /// Write line accesses that missed.
+    pub write_misses: u64,
+    /// Dirty lines written back to the backing device.
+    pub destaged: u64,
+    /// Dirty lines at the end of the second.
+    pub dirty: u64,
+    /// Resident lines at the end of the second.
+    pub resident: u64,
+    /// Capacity in lines.
+    pub lines: u64,
+    /// Bytes per line.
+    pub line: u64,
+    /// Distinct lines accessed since the cache was emptied.
+    pub footprint: u64,
+    /// Share of the accesses since the cache was emptied taken by the
+    /// hottest 1, 5, 10, 20 % of the lines accessed.
+    pub hot: [f64; 4],
+}
+
+impl CacheLine {
+    /// Line accesses, hits and misses.
+    pub fn accesses(&self) -> u64 {
+        self.read_hits + self.read_misses + self.write_hits + self.write_misses
+    }
+
+    /// Hits of both kinds.
+    pub fn hits(&self) -> u64 {
+        self.read_hits + self.write_hits
+    }
+}
+
+impl From<crate::model::TierSnapshot> for CacheLine {
+    fn from(s: crate::model::TierSnapshot) -> CacheLine {
+        let c = s.counts;
+        CacheLine {
+            read_hits: c.read_hits,
+            read_misses: c.read_misses,
+            write_hits: c.write_hits,
+            write_misses: c.write_misses,
+            destaged: c.destaged,
+            dirty: s.dirty,
+            resident: s.resident,
+            lines: s.lines,
+            line: s.line,
+            footprint: s.footprint,
+            hot: s.hot,
+        }
+    }
 }
 
 pub(crate) fn unix_ms() -> u64 {
@@ -96,6 +159,7 @@ pub(crate) fn line<C: Completion>(s: &Sched<C>, last_ns: &mut u64) -> Line {
         late: st.late,
         errors: st.errors,
         ops,
+        cache: s.model().tier().map(|t| t.take(now).into()),
     };
     *last_ns = now;
     l
@@ -153,7 +217,25 @@ pub fn step_report(
             r.sample(t, format!("emu.{medium}.{op}.lat.mean"), o.lat_mean_us);
             r.sample(t, format!("emu.{medium}.{op}.lat.p99"), o.lat_p99_us);
         }
+        if let Some(c) = &l.cache {
+            let secs = (l.interval_ms.max(1)) as f64 / 1000.0;
+            let p = format!("emu.{medium}.cache");
+            if c.accesses() > 0 {
+                r.sample(t, format!("{p}.hit_ratio"), c.hits() as f64 / c.accesses() as f64);
+            }
+            if c.read_hits + c.read_misses > 0 {
+                r.sample(
+                    t,
+                    format!("{p}.read.hit_ratio"),
+                    c.read_hits as f64 / (c.read_hits + c.read_misses) as f64,
+                );
+            }
+            r.sample(t, format!("{p}.dirty.bytes"), (c.dirty * c.line) as f64);
+            r.sample(t, format!("{p}.resident.bytes"), (c.resident * c.line) as f64);
+            r.sample(t, format!("{p}.destage.mbps"), (c.destaged * c.line) as f64 / 1e6 / secs);
+        }
     }
+    let step_lines: Vec<&Line> = lines.iter().filter(in_step).collect();
     let window: Vec<&Line> =
         lines.iter().filter(|l| l.t_ms > measure_from_ms + 500 && l.t_ms <= end_ms + 500).collect();
     if window.is_empty() {
@@ -180,7 +262,87 @@ pub fn step_report(
         r.figure(format!("{p}.svc.mean"), weighted(|o| o.svc_mean_us), Unit::Us);
         r.figure(format!("{p}.lat.p99max"), ops.iter().map(|o| o.lat_p99_us).fold(0.0, f64::max), Unit::Us);
     }
+    cache_figures(&mut r, medium, &step_lines, &window, step_start_ms, secs);
     r
+}
+
+/// A cache tier's figures over the window: hit ratios (line accesses, as
+/// `cache mrc` counts them), mean dirty bytes, destage rate, resident bytes
+/// and the hottest lines' shares at the window's end, and the warm-up (see
+/// [`warmup_s`]) over the whole step.
+fn cache_figures(
+    r: &mut storbench_metrics::StepReport,
+    medium: &str,
+    step: &[&Line],
+    window: &[&Line],
+    step_start_ms: u64,
+    secs: f64,
+) {
+    use storbench_metrics::Unit;
+    let cs: Vec<&CacheLine> = window.iter().filter_map(|l| l.cache.as_ref()).collect();
+    let Some(last) = cs.last() else { return };
+    let p = format!("emu.{medium}.cache");
+    let sum = |f: fn(&CacheLine) -> u64| cs.iter().map(|c| f(c)).sum::<u64>();
+    let ratio = |hits: u64, all: u64| (all > 0).then(|| hits as f64 / all as f64);
+    let (rh, rm, wh, wm) =
+        (sum(|c| c.read_hits), sum(|c| c.read_misses), sum(|c| c.write_hits), sum(|c| c.write_misses));
+    r.figure(format!("{p}.accesses"), (rh + rm + wh + wm) as f64, Unit::Count);
+    for (name, v) in [
+        ("hit_ratio", ratio(rh + wh, rh + rm + wh + wm)),
+        ("read.hit_ratio", ratio(rh, rh + rm)),
+        ("write.hit_ratio", ratio(wh, wh + wm)),
+    ] {
+        if let Some(v) = v {
+            r.figure(format!("{p}.{name}"), v, Unit::Ratio);
+        }
+    }
+    let line = last.line as f64;
+    r.figure(
+        format!("{p}.dirty.bytes"),
+        cs.iter().map(|c| c.dirty as f64 * line).sum::<f64>() / cs.len() as f64,
+        Unit::Bytes,
+    );
+    r.figure(format!("{p}.resident.bytes"), last.resident as f64 * line, Unit::Bytes);
+    r.figure(format!("{p}.size.bytes"), last.lines as f64 * line, Unit::Bytes);
+    r.figure(format!("{p}.destage.mbps"), sum(|c| c.destaged) as f64 * line / 1e6 / secs, Unit::MBps);
+    for (i, pct) in crate::model::HOT_PERCENTS.iter().enumerate() {
+        r.figure(format!("{p}.hot.top{pct}"), last.hot[i], Unit::Ratio);
+    }
+    let per_second: Vec<(f64, u64, u64)> = step
+        .iter()
+        .filter_map(|l| {
+            l.cache.as_ref().map(|c| ((l.t_ms - step_start_ms) as f64 / 1000.0, c.hits(), c.accesses()))
+        })
+        .collect();
+    if let Some(w) = warmup_s(&per_second) {
+        r.figure(format!("{p}.warmup.s"), w, Unit::S);
+    }
+}
+
+/// Warm-up: the time (s from the step's start) at which the hit ratio of
+/// the trailing five seconds first reaches 90 % of the final hit ratio,
+/// the final being the same trailing ratio at the step's last second (so
+/// a step always reaches it, at its end at the latest). `per_second` is
+/// (end of the second, hits, accesses). None when the step saw no accesses.
+pub fn warmup_s(per_second: &[(f64, u64, u64)]) -> Option<f64> {
+    let n = per_second.len();
+    if n == 0 {
+        return None;
+    }
+    let tail = &per_second[n.saturating_sub(5)..];
+    let (h, a) = tail.iter().fold((0u64, 0u64), |(h, a), x| (h + x.1, a + x.2));
+    if a == 0 {
+        return None;
+    }
+    let final_ratio = h as f64 / a as f64;
+    for i in 0..n {
+        let from = i.saturating_sub(4);
+        let (h, a) = per_second[from..=i].iter().fold((0u64, 0u64), |(h, a), x| (h + x.1, a + x.2));
+        if a > 0 && h as f64 / a as f64 >= 0.9 * final_ratio {
+            return Some(per_second[i].0);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -200,7 +362,7 @@ mod tests {
                 ..OpLine::default()
             },
         );
-        Line { t_ms, interval_ms: 1000, qd_avg: 1.0, qd_max: 1, late: 0, errors: 0, ops }
+        Line { t_ms, interval_ms: 1000, qd_avg: 1.0, qd_max: 1, late: 0, errors: 0, ops, cache: None }
     }
 
     #[test]
@@ -216,5 +378,48 @@ mod tests {
         assert_eq!(fig("emu.d.read.lat.p99max"), 28.0);
         // Samples from the step's start: seconds ending at 11 to 14 s.
         assert_eq!(r.samples.iter().filter(|s| s.name == "emu.d.qd").count(), 4);
+    }
+
+    #[test]
+    fn warm_up_is_when_the_trailing_hit_ratio_reaches_nine_tenths_of_the_final() {
+        // Hit ratio climbing 0.0, 0.1, ... to 0.8 and staying there.
+        let per: Vec<(f64, u64, u64)> =
+            (1..=20).map(|s| (s as f64, (s.min(9) as u64 - 1) * 10, 100)).collect();
+        // Final (last 5 s): 0.8; trailing 5 s reaches 0.72 when the
+        // seconds' ratios are 0.6..0.8: at 11 s (0.6,0.7,0.8,0.8,0.8 = 0.74).
+        assert_eq!(warmup_s(&per), Some(11.0));
+        assert_eq!(warmup_s(&[(1.0, 0, 0)]), None);
+    }
+
+    #[test]
+    fn a_cache_tiers_seconds_give_hit_ratios_and_its_state() {
+        let mut lines: Vec<Line> = (10..=14).map(|s| line(s * 1000, 100, 1.0)).collect();
+        for (i, l) in lines.iter_mut().enumerate() {
+            l.cache = Some(CacheLine {
+                read_hits: 30 + i as u64 * 10,
+                read_misses: 70 - i as u64 * 10,
+                write_hits: 5,
+                write_misses: 5,
+                destaged: 16,
+                dirty: 10,
+                resident: 100,
+                lines: 1000,
+                line: 65536,
+                footprint: 200,
+                hot: [0.1, 0.3, 0.5, 0.7],
+            });
+        }
+        let r = step_report("d", &lines, 10_000, 10_000, 14_000);
+        let fig = |n: &str| r.figures.iter().find(|f| f.name == n).unwrap_or_else(|| panic!("{n}")).value;
+        // Seconds ending 11..14: read hits 40+50+60+70 of 400.
+        assert_eq!(fig("emu.d.cache.read.hit_ratio"), 220.0 / 400.0);
+        assert_eq!(fig("emu.d.cache.hit_ratio"), 240.0 / 440.0);
+        assert_eq!(fig("emu.d.cache.accesses"), 440.0);
+        assert_eq!(fig("emu.d.cache.dirty.bytes"), 10.0 * 65536.0);
+        assert_eq!(fig("emu.d.cache.destage.mbps"), 16.0 * 65536.0 / 1e6);
+        assert_eq!(fig("emu.d.cache.hot.top20"), 0.7);
+        // Trailing ratios 0.41, 0.45, 0.50, 0.55 against 0.9 × 0.55: at 13 s.
+        assert_eq!(fig("emu.d.cache.warmup.s"), 3.0);
+        assert_eq!(r.samples.iter().filter(|s| s.name == "emu.d.cache.hit_ratio").count(), 4);
     }
 }

@@ -6,6 +6,7 @@
 //! volatile write cache of a model that has one holds written blocks in
 //! memory until a flush drains them to the image, so a power cut
 //! (SIGUSR1) loses exactly what was not yet durable; later I/O fails.
+//! SIGUSR2 empties a cache tier (`media cache reset`).
 //!
 //! It must never do I/O on the filesystem above the loop device it serves
 //! (that would deadlock): it touches only the backing image, its counters,
@@ -659,7 +660,7 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
     let set = unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGUSR1] {
+        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2] {
             libc::sigaddset(&mut set, s);
         }
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
@@ -752,6 +753,15 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
             })
             .map_err(|e| EmuError::Failed(format!("starting the destage thread: {e}")))?;
     }
+    // `media cache reset`: the cache tier starts empty.
+    let resetter = {
+        let s = sched.clone();
+        move || {
+            if let Some(t) = s.model().tier() {
+                t.reset();
+            }
+        }
+    };
     // Power cut: refuse new I/O and fail what is queued, then lose the cache.
     let cutter = {
         let s = sched.clone();
@@ -772,6 +782,10 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
                 }
                 if sig == libc::SIGUSR1 {
                     cutter();
+                    continue;
+                }
+                if sig == libc::SIGUSR2 {
+                    resetter();
                     continue;
                 }
                 stop.store(true, Ordering::Relaxed);

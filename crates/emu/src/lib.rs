@@ -15,7 +15,7 @@ pub mod daemon;
 pub mod model;
 pub mod sched;
 
-pub use model::{Model, ModelError, Op, Req, Spec};
+pub use model::{Model, ModelError, Op, Req, Spec, TierSpec};
 
 /// An emulator error: bad input or a missing facility (exit 2), or a failure.
 #[derive(Debug, thiserror::Error)]

@@ -298,6 +298,27 @@ pub fn powercut(name: &str) -> Result<(), MediaError> {
     registry::save(&all)
 }
 
+/// Empties a modelled medium's cache tier (`media cache reset`): the next
+/// run starts cold. Its dirty lines are written back first.
+pub fn cache_reset(name: &str) -> Result<(), MediaError> {
+    let _lock = registry::lock()?;
+    let mut all = registry::load()?;
+    let m = find_modelled(&mut all, name)?;
+    if m.model.as_ref().is_none_or(|s| s.cache.is_none()) {
+        return Err(MediaError::Usage(format!(
+            "medium '{name}' has no cache tier (media create … --model M --cache SIZE makes one)"
+        )));
+    }
+    let d = m.daemon.as_ref().expect("modelled");
+    if !alive(d) {
+        return Err(MediaError::Failed(format!(
+            "medium '{name}': its model daemon is not running (storbench media recover {name} restarts it, with an empty cache)"
+        )));
+    }
+    signal(d.pid, libc::SIGUSR2);
+    Ok(())
+}
+
 fn find_modelled<'a>(all: &'a mut [Medium], name: &str) -> Result<&'a mut Medium, MediaError> {
     let m = all
         .iter_mut()
@@ -373,7 +394,7 @@ mod tests {
             block_size: 4096,
             emulate: None,
             caps: None,
-            model: Some(Spec { base: "hdd".into(), set: Default::default() }),
+            model: Some(Spec { base: "hdd".into(), ..Spec::default() }),
             daemon: Some(Daemon {
                 pid,
                 config,

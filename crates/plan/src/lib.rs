@@ -63,6 +63,58 @@ pub struct MediaDef {
     /// Model parameter overrides, key to value (`--set KEY=VALUE`).
     #[serde(default)]
     pub set: std::collections::BTreeMap<String, String>,
+    /// A cache tier of this size in front of the model (`--cache`).
+    #[serde(default)]
+    pub cache: Option<String>,
+    /// The cache device's model (`--cache-model`, default nvme).
+    #[serde(default)]
+    pub cache_model: Option<String>,
+    /// Replacement policy (`--cache-policy`, default s3fifo).
+    #[serde(default)]
+    pub cache_policy: Option<String>,
+    /// `back` or `through` (`--cache-write`, default back).
+    #[serde(default)]
+    pub cache_write: Option<String>,
+    /// Cache line (`--cache-line`, default 64k).
+    #[serde(default)]
+    pub cache_line: Option<String>,
+    /// `none` or `sequential` (`--cache-warm`, default none).
+    #[serde(default)]
+    pub cache_warm: Option<String>,
+    /// Write the modelled medium's I/O trace here (`--trace`; relative to
+    /// the directory the plan runs in; `{plan}` is the plan's name).
+    #[serde(default)]
+    pub trace: Option<String>,
+}
+
+impl MediaDef {
+    /// The `media create` flags of the cache tier and the trace, in order.
+    pub fn tier_flags(&self, plan: &str) -> Vec<String> {
+        let mut v = Vec::new();
+        for (flag, val) in [
+            ("--cache", &self.cache),
+            ("--cache-model", &self.cache_model),
+            ("--cache-policy", &self.cache_policy),
+            ("--cache-write", &self.cache_write),
+            ("--cache-line", &self.cache_line),
+            ("--cache-warm", &self.cache_warm),
+        ] {
+            if let Some(x) = val {
+                v.push(flag.to_string());
+                v.push(x.clone());
+            }
+        }
+        if let Some(t) = &self.trace {
+            v.push("--trace".into());
+            v.push(t.replace("{plan}", plan));
+        }
+        v
+    }
+
+    /// Whether any cache-tier key or a trace is set (they need `model`).
+    pub fn wants_model(&self) -> bool {
+        !self.tier_flags("").is_empty()
+    }
 }
 
 /// A database.

@@ -585,3 +585,118 @@ run = { target = "{target}/io.dat", size = "32M" }
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("rpm=fast"));
 }
+
+/// Line accesses and hits over every second a daemon has counted so far.
+fn cumulative_hits(counters: &Path) -> (u64, u64) {
+    let text = std::fs::read_to_string(counters).unwrap();
+    let mut acc = (0, 0);
+    for l in text.lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        if let Some(c) = v.get("cache") {
+            let n = |k: &str| c[k].as_u64().unwrap();
+            acc.0 += n("read_hits") + n("write_hits");
+            acc.1 += n("read_hits") + n("read_misses") + n("write_hits") + n("write_misses");
+        }
+    }
+    acc
+}
+
+#[test]
+fn a_cache_tiers_hit_ratio_on_tpcc_matches_the_curve_of_its_own_trace() {
+    let s = State::new();
+    let trace = s.dir.path().join("c.sbtrace");
+    let trace_s = trace.to_str().unwrap();
+    s.ok(&[
+        "media",
+        "create",
+        "c",
+        "--size",
+        "1G",
+        "--fs",
+        "ext4",
+        "--model",
+        "hdd",
+        "--cache",
+        "8M",
+        "--cache-policy",
+        "lru",
+        "--cache-line",
+        "64k",
+        "--trace",
+        trace_s,
+    ]);
+    let m = s.medium("c");
+    assert_eq!(m["model"]["cache"]["policy"], "lru");
+    assert_eq!(m["model"]["cache"]["size"], 8 << 20);
+    let db = format!("sqlite:{}/tpcc.db", m["mount_point"].as_str().unwrap());
+    s.ok(&["tpcc", "build", "--db", &db, "--warehouses", "1"]);
+    // The database was just written: drop the host's clean pages so its
+    // reads reach the medium too, not only its writes.
+    Command::new("sync").status().unwrap();
+    std::fs::write("/proc/sys/vm/drop_caches", "1").unwrap();
+    let rec: Value = serde_json::from_str(&s.ok(&[
+        "--json",
+        "tpcc",
+        "run",
+        "--db",
+        &db,
+        "--users",
+        "2",
+        "--rampup",
+        "1s",
+        "--duration",
+        "6s",
+    ]))
+    .unwrap();
+    let fig = |k: &str| v(&rec["steps"][0]["metrics"], k);
+    let hr = fig("emu.c.cache.hit_ratio");
+    assert!((0.0..=1.0).contains(&hr), "{hr}");
+    assert!(fig("emu.c.cache.accesses") > 0.0);
+    assert!(fig("emu.c.cache.warmup.s") >= 0.0);
+    assert!(fig("emu.c.cache.hot.top20") >= fig("emu.c.cache.hot.top1"));
+    assert_eq!(fig("emu.c.cache.size.bytes"), (8 << 20) as f64);
+    // Idle for two of the daemon's seconds: every access is counted and
+    // traced; then the daemon's own count over the medium's whole life
+    // against the LRU curve of the trace it wrote, at the cache's size.
+    std::thread::sleep(Duration::from_millis(2500));
+    let (hits, all) = cumulative_hits(Path::new(m["daemon"]["counters"].as_str().unwrap()));
+    assert!(all > 1000, "{all} line accesses");
+    let measured = hits as f64 / all as f64;
+    let curve: Value = serde_json::from_str(
+        &s.ok(&["--json", "cache", "mrc", trace_s, "--policy", "lru", "--sizes", "8M", "--line", "64k"]),
+    )
+    .unwrap();
+    assert_eq!(curve["accesses"].as_u64().unwrap(), all, "the trace and the tier saw the same line accesses");
+    let predicted = 1.0 - curve["curves"][0]["miss_ratio"][0].as_f64().unwrap();
+    assert!((0.05..0.95).contains(&measured), "a hit ratio that tells policies apart: {measured}");
+    assert!(
+        (predicted - measured).abs() < 0.02,
+        "tier measured {measured:.4} ({hits}/{all}), curve predicts {predicted:.4}"
+    );
+    // `media cache reset` empties it: the next second shows nothing resident.
+    s.ok(&["media", "cache", "reset", "c"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let text = std::fs::read_to_string(m["daemon"]["counters"].as_str().unwrap()).unwrap();
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["cache"]["footprint"], 0, "{last}");
+    // A cache on a medium without a cache tier, and bad tier input: one line, exit 2.
+    let out = s.sb().args(["media", "cache", "reset", "nope"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    for (flag, val, says) in [
+        ("--cache", "2G", "larger than the medium"),
+        ("--cache-policy", "mru", "'mru' is not a cache policy"),
+        ("--cache-write", "around", "use back or through"),
+        ("--cache-line", "3k", "power of two"),
+    ] {
+        let mut args =
+            vec!["media", "create", "bad", "--size", "1G", "--model", "hdd", "--cache", "64M", flag, val];
+        if flag == "--cache" {
+            args.truncate(7);
+            args.extend([flag, val]);
+        }
+        let out = s.sb().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says) && err.lines().count() == 1, "{args:?}: {err}");
+    }
+}

@@ -12,6 +12,7 @@ mod constant;
 mod hdd;
 mod net;
 mod ssd;
+mod tier;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -23,6 +24,7 @@ pub use constant::Constant;
 pub use hdd::Hdd;
 pub use net::Net;
 pub use ssd::Ssd;
+pub use tier::{hot_shares, TierCounts, TierSnapshot, TierSpec, Tiered, HOT_PERCENTS};
 
 /// What a request does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -149,6 +151,9 @@ pub struct Spec {
     /// Overrides, key to value as written.
     #[serde(default)]
     pub set: BTreeMap<String, String>,
+    /// A cache tier in front of it (`media create --cache …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<TierSpec>,
 }
 
 impl Spec {
@@ -158,7 +163,7 @@ impl Spec {
         let mut spec = if model.ends_with(".toml") || model.contains('/') {
             Spec::from_file(Path::new(model))?
         } else if builtin(model).is_some() {
-            Spec { base: model.to_string(), set: BTreeMap::new() }
+            Spec { base: model.to_string(), ..Spec::default() }
         } else {
             return Err(ModelError(format!(
                 "--model {model}: use one of {} or a TOML file (./my-device.toml)",
@@ -217,7 +222,7 @@ impl Spec {
                 names()
             )));
         }
-        Ok(Spec { base, set })
+        Ok(Spec { base, set, cache: None })
     }
 
     /// Builds the model for a medium of `capacity` bytes.
@@ -232,16 +237,23 @@ impl Spec {
             "constant" => Model::Constant(Constant::from_params(&p)?),
             _ => unreachable!("every builtin has a kind"),
         };
-        Ok(m)
+        match &self.cache {
+            Some(t) => Ok(Model::Tiered(Box::new(Tiered::new(t, m, capacity)?))),
+            None => Ok(m),
+        }
     }
 
     /// A short label: `hdd`, `hdd (rpm=5400)`.
     pub fn label(&self) -> String {
-        if self.set.is_empty() {
+        let base = if self.set.is_empty() {
             self.base.clone()
         } else {
             let s: Vec<String> = self.set.iter().map(|(k, v)| format!("{k}={v}")).collect();
             format!("{} ({})", self.base, s.join(", "))
+        };
+        match &self.cache {
+            Some(t) => format!("{base} + {}", t.label()),
+            None => base,
         }
     }
 }
@@ -314,7 +326,7 @@ impl Params {
                 "backing={base}: a network model's backing is a device (hdd, sata-ssd, nvme, constant)"
             )));
         }
-        Spec { base, set: self.nested.clone() }.build(capacity)
+        Spec { base, set: self.nested.clone(), cache: None }.build(capacity)
     }
 
     /// An error about this model's parameter.
@@ -452,6 +464,8 @@ pub enum Model {
     Net(Box<Net>),
     /// Fixed service times (for testing the daemon, and the floor).
     Constant(Constant),
+    /// A cache device in front of a backing device.
+    Tiered(Box<Tiered>),
 }
 
 impl Model {
@@ -463,6 +477,15 @@ impl Model {
             Model::Ssd(s) => s.units,
             Model::Net(n) => n.backing.units(),
             Model::Constant(c) => c.units,
+            Model::Tiered(t) => t.dev.units(),
+        }
+    }
+
+    /// The cache tier, if the medium has one.
+    pub fn tier(&self) -> Option<&Tiered> {
+        match self {
+            Model::Tiered(t) => Some(t),
+            _ => None,
         }
     }
 
@@ -511,6 +534,10 @@ impl Model {
     /// service time and its way back (what `media create` compares with
     /// the daemon's floor).
     pub fn idle_latency(&self, req: &Req) -> Duration {
+        if let Model::Tiered(t) = self {
+            // A fresh tier is cold: a miss (without touching its state).
+            return t.backing.idle_latency(req);
+        }
         let mut st = State::default();
         let at = self.approach(req, &mut st, 0);
         Duration::from_nanos(at) + self.service_time(req, &mut st, at) + self.back(req)
@@ -526,6 +553,7 @@ impl Model {
             Model::Ssd(s) => s.service_time(req, st, start_ns),
             Model::Net(n) => n.service_time(req, st, start_ns),
             Model::Constant(c) => c.service_time(req, st, start_ns),
+            Model::Tiered(t) => t.service_time(req, start_ns),
         }
     }
 
@@ -538,6 +566,9 @@ impl Model {
             Model::Ssd(s) => s.cache,
             Model::Net(n) => n.backing.volatile_cache(),
             Model::Constant(c) => c.cache,
+            // The flash tier is non-volatile, and what it destages is
+            // modelled for its time only.
+            Model::Tiered(_) => None,
         }
     }
 }
@@ -580,7 +611,7 @@ mod tests {
     #[test]
     fn every_builtin_builds_with_its_defaults() {
         for b in builtins() {
-            let m = Spec { base: b.name.into(), set: BTreeMap::new() }.build(8 << 30).unwrap();
+            let m = Spec { base: b.name.into(), ..Spec::default() }.build(8 << 30).unwrap();
             assert!(m.units() >= 1, "{}", b.name);
         }
     }

@@ -53,6 +53,8 @@ pub enum MediaVerb {
         /// Write the modelled medium's I/O trace (storbench trace format v1) to this file.
         #[arg(long, requires = "model")]
         trace: Option<PathBuf>,
+        #[command(flatten)]
+        cache: Box<CacheTierArgs>,
         /// Directory for the backing file (default: the state directory).
         #[arg(long)]
         backing: Option<PathBuf>,
@@ -82,6 +84,11 @@ pub enum MediaVerb {
         /// The medium.
         name: String,
     },
+    /// A modelled medium's cache tier: `media cache reset NAME` empties it.
+    Cache {
+        #[command(subcommand)]
+        verb: CacheVerb,
+    },
     /// Run a modelled medium's daemon (started by `media create`; not for direct use).
     #[command(hide = true)]
     Serve {
@@ -89,6 +96,57 @@ pub enum MediaVerb {
         #[arg(long)]
         config: PathBuf,
     },
+}
+
+/// What `media cache` does.
+#[derive(Debug, Subcommand)]
+pub enum CacheVerb {
+    /// Empty the cache tier (dirty lines are written back first): the next run starts cold.
+    Reset {
+        /// The medium.
+        name: String,
+    },
+}
+
+/// A cache tier in front of the model (`--cache SIZE` and its options).
+#[derive(Debug, Args)]
+pub struct CacheTierArgs {
+    /// A cache tier of this size in front of the model (a flash cache): e.g. 2G.
+    #[arg(long, requires = "model")]
+    pub cache: Option<String>,
+    /// The cache device's model: nvme, sata-ssd, hdd or constant.
+    #[arg(long, default_value = "nvme", requires = "cache")]
+    pub cache_model: String,
+    /// Replacement policy: lru, clock, arc, 2q, s3fifo, sieve.
+    #[arg(long, default_value = "s3fifo", requires = "cache")]
+    pub cache_policy: String,
+    /// Writes: back (acknowledged from the cache, destaged later) or through (to both).
+    #[arg(long, default_value = "back", requires = "cache")]
+    pub cache_write: String,
+    /// Cache line: a power of two from 4k to 16M.
+    #[arg(long, default_value = "64k", requires = "cache")]
+    pub cache_line: String,
+    /// Start empty (none) or filled with the medium's first lines (sequential).
+    #[arg(long, default_value = "none", requires = "cache")]
+    pub cache_warm: String,
+}
+
+impl CacheTierArgs {
+    /// The tier, if `--cache` was given.
+    pub fn spec(&self) -> Result<Option<storbench_emu::TierSpec>> {
+        let Some(size) = &self.cache else { return Ok(None) };
+        let size = parse_size(size).map_err(|e| usage(format!("--cache {size}: {e}")))?;
+        let line = parse_size(&self.cache_line)
+            .map_err(|e| usage(format!("--cache-line {}: {e}", self.cache_line)))?;
+        Ok(Some(storbench_emu::TierSpec {
+            size,
+            model: self.cache_model.clone(),
+            line,
+            policy: self.cache_policy.clone(),
+            write: self.cache_write.clone(),
+            warm: self.cache_warm.clone(),
+        }))
+    }
 }
 
 /// Below this a model's idle 4 KiB read is under ten times the daemon's
@@ -115,16 +173,20 @@ fn media_err(e: MediaError) -> anyhow::Error {
 /// Runs `storbench media`.
 pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
     match a.verb {
-        MediaVerb::Create { name, size, fs, block_size, emulate, model, sets, trace, backing } => {
+        MediaVerb::Create { name, size, fs, block_size, emulate, model, sets, trace, cache, backing } => {
             let size = parse_size(&size).map_err(|e| usage(format!("--size {size}: {e}")))?;
             let block_size = block_size
                 .as_deref()
                 .map(|b| parse_size(b).map_err(|e| usage(format!("--block-size {b}: {e}"))))
                 .transpose()?;
-            let model = model
+            let mut model = model
                 .as_deref()
                 .map(|m| storbench_emu::Spec::parse(m, &sets).map_err(|e| usage(e.to_string())))
                 .transpose()?;
+            if let (Some(spec), Some(tier)) = (model.as_mut(), cache.spec()?) {
+                spec.cache = Some(tier);
+                spec.build(size).map_err(|e| usage(e.to_string()))?;
+            }
             let o = CreateOptions { size, fs, block_size, emulate, model, trace, backing };
             let m = storbench_media::create(&name, &o).map_err(media_err)?;
             if g.json {
@@ -246,6 +308,13 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
                 println!();
             }
             println!("A model file is TOML: base = \"hdd\" plus any of its keys (e.g. rpm = 5400); --set KEY=VALUE overrides.\nNetwork models take their device's keys as backing.KEY. Sources and caveats: docs/media.md.");
+            Ok(ExitCode::SUCCESS)
+        }
+        MediaVerb::Cache { verb: CacheVerb::Reset { name } } => {
+            storbench_media::emu::cache_reset(&name).map_err(media_err)?;
+            if !g.quiet && !g.json {
+                eprintln!("medium {name}: cache emptied");
+            }
             Ok(ExitCode::SUCCESS)
         }
         MediaVerb::Powercut { name } => {

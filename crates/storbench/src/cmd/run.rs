@@ -272,10 +272,12 @@ fn validate_targets(plan: &Plan) -> Result<()> {
             storbench_media::check_support(throttled).map_err(|e| {
                 usage(format!("{}: target '{name}' is a medium the plan creates: {e}", plan.file.display()))
             })?;
-            if let Some(m) = t.media.as_ref().filter(|m| m.model.is_some() || !m.set.is_empty()) {
+            if let Some(m) =
+                t.media.as_ref().filter(|m| m.model.is_some() || !m.set.is_empty() || m.wants_model())
+            {
                 let model = m.model.as_deref().ok_or_else(|| {
                     usage(format!(
-                        "{}: target '{name}': set = {{ ... }} needs model = \"NAME\"",
+                        "{}: target '{name}': set = {{ ... }}, cache and trace need model = \"NAME\"",
                         plan.file.display()
                     ))
                 })?;
@@ -286,8 +288,24 @@ fn validate_targets(plan: &Plan) -> Result<()> {
                     )));
                 }
                 let sets: Vec<String> = m.set.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                storbench_emu::Spec::parse(model, &sets)
+                let mut spec = storbench_emu::Spec::parse(model, &sets)
                     .map_err(|e| usage(format!("{}: target '{name}': {e}", plan.file.display())))?;
+                if let Some(size) = &m.cache {
+                    let bad = |e: String| usage(format!("{}: target '{name}': {e}", plan.file.display()));
+                    let bytes = |s: &str, key: &str| {
+                        storbench_metrics::units::parse_size(s)
+                            .map_err(|e| bad(format!("{key} = \"{s}\": {e}")))
+                    };
+                    spec.cache = Some(storbench_emu::TierSpec {
+                        size: bytes(size, "cache")?,
+                        model: m.cache_model.clone().unwrap_or_else(|| "nvme".into()),
+                        line: bytes(m.cache_line.as_deref().unwrap_or("64k"), "cache_line")?,
+                        policy: m.cache_policy.clone().unwrap_or_else(|| "s3fifo".into()),
+                        write: m.cache_write.clone().unwrap_or_else(|| "back".into()),
+                        warm: m.cache_warm.clone().unwrap_or_else(|| "none".into()),
+                    });
+                    spec.build(bytes(&m.size, "size")?).map_err(|e| bad(e.to_string()))?;
+                }
                 storbench_media::emu::check_support().map_err(|e| {
                     usage(format!("{}: target '{name}' is a modelled medium: {e}", plan.file.display()))
                 })?;
@@ -371,6 +389,7 @@ impl Setup<'_> {
             for (k, v) in &m.set {
                 c.arg("--set").arg(format!("{k}={v}"));
             }
+            c.args(m.tier_flags(&self.plan.def.name));
             let st = c.status().context("running storbench media create")?;
             if !st.success() {
                 return Err(anyhow!("creating medium '{mname}' for target '{name}' failed"));
