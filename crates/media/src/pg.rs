@@ -985,15 +985,29 @@ pub fn differences(i: &Instance, o: &UpOptions) -> Vec<String> {
 }
 
 fn start(i: &Instance) -> Result<(), MediaError> {
+    start_with(i, None, &format!("starting managed PostgreSQL '{}'", i.name))
+}
+
+/// Starts `i`'s server (its log in its socket directory), with `opts`
+/// given to the server through `pg_ctl -o` when some, and waits until it
+/// accepts connections on its TCP port.
+fn start_with(i: &Instance, opts: Option<&str>, what: &str) -> Result<(), MediaError> {
     let log = i.socket_dir.join("server.log");
     let mut c = as_user(&i.os_user, &i.bindir.join("pg_ctl"));
-    c.arg("-D").arg(&i.data).arg("-l").arg(&log).args(["-w", "-t", "120", "start"]);
-    run(c, &format!("starting managed PostgreSQL '{}'", i.name)).map_err(|e| {
+    c.arg("-D").arg(&i.data).arg("-l").arg(&log);
+    if let Some(o) = opts {
+        c.arg("-o").arg(o);
+    }
+    c.args(["-w", "-t", "120", "start"]);
+    run(c, what).map_err(|e| {
         let tail = std::fs::read_to_string(&log).unwrap_or_default();
         let last = tail
             .lines()
             .rev()
             .find(|l| l.contains("FATAL") || l.contains("ERROR"))
+            // A server that gives up before its logging starts (no
+            // pg_control) says why in plain lines: the last is the reason.
+            .or_else(|| tail.lines().rev().find(|l| !l.trim().is_empty()))
             .unwrap_or("")
             .trim()
             .to_string();
@@ -1014,7 +1028,7 @@ fn start(i: &Instance) -> Result<(), MediaError> {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    Err(MediaError::Failed(format!("managed PostgreSQL '{}' did not accept connections within 60 s", i.name)))
+    Err(MediaError::Failed(format!("{what}: no connections accepted within 60 s")))
 }
 
 /// Whether the instance's server is running.
@@ -1092,6 +1106,175 @@ pub fn down(name: &str, destroy: bool) -> Result<(), MediaError> {
         save(&all)?;
     }
     Ok(())
+}
+
+/// The server binaries for a data directory: those of its major version
+/// (`PG_VERSION`), from the Debian layout or [`find_bindir`]'s; a version
+/// with no binaries here is named with the package that has them.
+pub fn bindir_for(data: &Path) -> Result<PathBuf, MediaError> {
+    let text = std::fs::read_to_string(data.join("PG_VERSION")).map_err(|e| {
+        MediaError::Usage(format!("{}: no PG_VERSION ({e}): not a data directory", data.display()))
+    })?;
+    let major = text.trim().to_string();
+    let debian = PathBuf::from(format!("/usr/lib/postgresql/{major}/bin"));
+    if debian.join("postgres").is_file() && debian.join("pg_ctl").is_file() {
+        return Ok(debian);
+    }
+    let found = find_bindir().ok().filter(|d| {
+        Command::new(d.join("postgres")).arg("--version").output().is_ok_and(|o| {
+            let v = String::from_utf8_lossy(&o.stdout).split_whitespace().last().unwrap_or("").to_string();
+            v.split('.').next() == Some(major.as_str())
+        })
+    });
+    found.ok_or_else(|| {
+        MediaError::Usage(format!(
+            "{} is a PostgreSQL {major} data directory and there are no PostgreSQL {major} server binaries here: install the Debian package postgresql-{major}",
+            data.display()
+        ))
+    })
+}
+
+/// A server storbench starts for a while on a data directory it does not
+/// manage (a restored base backup), and stops again. What it needs is given
+/// on the server's command line, so the directory's own configuration is
+/// left as it was (a Debian cluster's backup has none: its files live in
+/// /etc): its own free port on 127.0.0.1, its Unix socket, log and access
+/// rules in `run_dir`, `archive_mode` off (a copy must not archive into its
+/// source's archive). The rules admit the Unix socket only (`trust`: any
+/// role), and `run_dir` is the server user's, mode 0700: only that user and
+/// root can connect; TCP is refused for every role. Not in the registry:
+/// stopped by [`Temporary::stop`] or when dropped.
+pub struct Temporary {
+    inst: Instance,
+    live: bool,
+}
+
+impl Temporary {
+    /// Gives `data` to the server's user (`postgres` when run as root) with
+    /// mode 0700, starts a server on it and waits until it accepts
+    /// connections (after its recovery: a base backup replays its WAL).
+    pub fn start(data: &Path, run_dir: &Path) -> Result<Temporary, MediaError> {
+        use std::os::unix::fs::PermissionsExt;
+        let bindir = bindir_for(data)?;
+        let user = if crate::sys::is_root() {
+            "postgres".to_string()
+        } else {
+            std::env::var("USER").unwrap_or_default()
+        };
+        for p in [data, run_dir] {
+            if p.to_string_lossy().contains(['\'', '\\', ',']) {
+                return Err(MediaError::Usage(format!(
+                    "{}: a path with ', \\ or , cannot be given to the server",
+                    p.display()
+                )));
+            }
+            if !reachable(p, &user) {
+                return Err(MediaError::Usage(format!(
+                    "{}: the server's user '{user}' cannot reach it; make its parents traversable (chmod o+x) or use a medium",
+                    p.display()
+                )));
+            }
+        }
+        std::fs::write(run_dir.join("pg_hba.conf"), "# storbench: a temporary server\nlocal all all trust\n")
+            .and_then(|_| std::fs::write(run_dir.join("pg_ident.conf"), ""))
+            .and_then(|_| {
+                std::fs::write(
+                    run_dir.join("postgresql.conf"),
+                    format!("include_if_exists '{}'\n", data.join("postgresql.conf").display()),
+                )
+            })
+            .map_err(|e| MediaError::Failed(format!("writing into {}: {e}", run_dir.display())))?;
+        chown(run_dir, &user)?;
+        chown(data, &user)?;
+        for p in [data, run_dir] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| MediaError::Failed(format!("chmod 700 {}: {e}", p.display())))?;
+        }
+        let mut v = Command::new(bindir.join("postgres"));
+        v.arg("--version");
+        let version = run(v, "postgres --version")?.trim().to_string();
+        let mut inst = Instance {
+            name: format!("temporary server on {}", data.display()),
+            bindir,
+            data: data.to_path_buf(),
+            socket_dir: run_dir.to_path_buf(),
+            os_user: user,
+            version,
+            ..Instance::default()
+        };
+        let what = format!("starting PostgreSQL on {}", data.display());
+        // A port another process takes between the pick and the start is
+        // picked again, as for a new managed instance.
+        for attempt in 1..=3 {
+            inst.port =
+                free_port().ok_or_else(|| MediaError::Failed("no free port from 5433 to 5998".into()))?;
+            let r = |k: &str, p: &Path| format!("-c '{k}={}'", p.display());
+            let opts = [
+                r("config_file", &run_dir.join("postgresql.conf")),
+                r("hba_file", &run_dir.join("pg_hba.conf")),
+                r("ident_file", &run_dir.join("pg_ident.conf")),
+                r("unix_socket_directories", run_dir),
+                format!("-c port={}", inst.port),
+                "-c listen_addresses=127.0.0.1 -c archive_mode=off -c logging_collector=off".into(),
+            ]
+            .join(" ");
+            match start_with(&inst, Some(&opts), &what) {
+                Ok(()) => return Ok(Temporary { inst, live: true }),
+                Err(e) => {
+                    // pg_ctl gave up: a server it started must not stay.
+                    let _ = Temporary { inst: inst.clone(), live: true }.stop();
+                    let taken = e.to_string().contains("TCP/IP") || e.to_string().contains("in use");
+                    if !taken || attempt == 3 {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        unreachable!("the loop returns")
+    }
+
+    /// The TCP port (the Unix socket's name carries it too).
+    pub fn port(&self) -> u16 {
+        self.inst.port
+    }
+
+    /// The Unix socket's directory.
+    pub fn socket_dir(&self) -> &Path {
+        &self.inst.socket_dir
+    }
+
+    /// The server's version (`postgres (PostgreSQL) 15.8 …`).
+    pub fn version(&self) -> &str {
+        &self.inst.version
+    }
+
+    /// Stops the server cleanly (`-m fast`: a shutdown checkpoint, so the
+    /// directory starts again without recovery); one that will not stop in
+    /// 120 s is stopped `immediate`ly and the error returned.
+    pub fn stop(&mut self) -> Result<(), MediaError> {
+        if !std::mem::replace(&mut self.live, false) {
+            return Ok(());
+        }
+        let pg_ctl = |mode: &str| {
+            let mut c = as_user(&self.inst.os_user, &self.inst.bindir.join("pg_ctl"));
+            c.arg("-D").arg(&self.inst.data).args(["-m", mode, "-w", "-t", "120", "stop"]);
+            c
+        };
+        if !self.inst.data.join("postmaster.pid").exists() {
+            return Ok(());
+        }
+        let stopped = run(pg_ctl("fast"), &format!("stopping PostgreSQL on {}", self.inst.data.display()));
+        if stopped.is_err() {
+            let _ = run(pg_ctl("immediate"), "pg_ctl stop -m immediate");
+        }
+        stopped.map(|_| ())
+    }
+}
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
 }
 
 /// Where an instance's data, WAL and temp files live, with the medium each
