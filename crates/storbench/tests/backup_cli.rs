@@ -1,9 +1,12 @@
 //! `storbench backup` and `storbench restore` through the binary: a small
 //! TPC-C database backed up and restored round-trips (`tpcc check` passes on
 //! the copy, every table's rows and checksum match the source) on SQLite,
-//! PostgreSQL and MariaDB; a restore that lost rows fails; a backup to a
-//! target too small fails with one line and leaves nothing behind; bad input
-//! and a missing tool exit 2 before anything is recorded.
+//! PostgreSQL and MariaDB, logically and physically (mariadb-backup and a
+//! plain pg_basebackup restored into a temporary server that is stopped
+//! again); a restore that lost rows fails; a backup to a target too small
+//! fails with one line and leaves nothing behind; a physical restore that
+//! fails leaves no copy and no server; bad input and a missing tool exit 2
+//! before anything is recorded.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -293,6 +296,9 @@ fn bad_input_and_a_missing_tool_exit_2_and_record_nothing() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("exists"), b"x").unwrap();
     rusqlite::Connection::open(d.path().join("s.db")).unwrap().execute_batch("CREATE TABLE t(a)").unwrap();
+    // What restore takes for a mariadb-backup directory (it looks no further before validating).
+    std::fs::create_dir(d.path().join("mb")).unwrap();
+    std::fs::write(d.path().join("mb/xtrabackup_checkpoints"), b"backup_type = full-backuped\n").unwrap();
     let cases: &[(&[&str], &str)] = &[
         (&["backup", "--db", "sqlite:s.db", "--to", "exists"], "already exists"),
         (&["backup", "--db", "sqlite:s.db", "--to", "no/such/dir/b"], "does not exist"),
@@ -311,6 +317,46 @@ fn bad_input_and_a_missing_tool_exit_2_and_record_nothing() {
         (&["restore", "--from", "exists", "--to", "sqlite:c.db"], "not a backup"),
         (&["restore", "--from", "s.db", "--to", "sqlite:s.db"], "already exists"),
         (&["restore", "--from", "s.db", "--to", "postgres://root@127.0.0.1:5432/x"], "is for Sqlite"),
+        (
+            &[
+                "backup",
+                "--db",
+                "mysql://root@127.0.0.1:3306/test",
+                "--to",
+                "b",
+                "--method",
+                "basebackup",
+                "--format",
+                "tar",
+            ],
+            "--format tar",
+        ),
+        (
+            &[
+                "backup",
+                "--db",
+                "mysql://root@127.0.0.1:3306/test",
+                "--to",
+                "b",
+                "--method",
+                "basebackup",
+                "--compress",
+                "zstd",
+            ],
+            "--compress zstd",
+        ),
+        (
+            &["backup", "--db", "mysql://root@127.0.0.1:3306/test", "--to", "b", "--method", "online"],
+            "basebackup or dump",
+        ),
+        (&["restore", "--from", "mb", "--to", "mysql://root@127.0.0.1:3306/x"], "new data directory"),
+        (&["restore", "--from", "mb", "--to", "exists"], "already exists"),
+        (
+            &["restore", "--from", "mb", "--to", "c", "--compare", "postgres://root@127.0.0.1:5432/x"],
+            "is for Mysql",
+        ),
+        (&["restore", "--from", "mb", "--to", "c", "--database", "a;b"], "--database 'a;b'"),
+        (&["restore", "--from", "s.db", "--to", "sqlite:c.db", "--database", "x"], "only a physical backup"),
     ];
     for (args, says) in cases {
         let out = sb(d.path()).args(*args).output().unwrap();
@@ -328,7 +374,22 @@ fn bad_input_and_a_missing_tool_exit_2_and_record_nothing() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("mariadb-dump not found") && err.contains("mariadb-client"), "{err}");
+    // mariadb-backup, for a physical backup and its restore.
+    for args in [
+        &["backup", "--db", &format!("{MY}/test"), "--to", "b", "--method", "basebackup"][..],
+        &["restore", "--from", "mb", "--to", "c"][..],
+    ] {
+        let out = sb(d.path()).env("PATH", d.path()).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains("mariadb-backup not found") && err.contains("Debian package mariadb-backup"),
+            "{err}"
+        );
+    }
     assert_eq!(runs(d.path()), 0);
+    assert!(!d.path().join("c").exists());
     assert!(!d.path().join("b").exists() && !d.path().join("c.db").exists());
 }
 
@@ -430,10 +491,10 @@ fn a_managed_instance_backs_up_by_basebackup_and_dump_and_restores_into_a_fresh_
     // pgbench's four tables, 100,000 accounts + 10 tellers + 1 branch at scale 1.
     assert_eq!(metric(&rec, "restore.tables"), 4.0);
     assert_eq!(metric(&rec, "restore.rows"), 100_011.0);
-    // A base backup is restored by starting a server on it, not by restore.
+    // A base backup is restored into a data directory, not a database.
     let out = run(&["restore", "--from", plain.to_str().unwrap(), "--to", &format!("{PG}/x")]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("pg_ctl -D"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("new data directory"));
 }
 
 #[test]
@@ -488,4 +549,259 @@ fn results_go_to_stdout_and_quiet_hides_only_the_live_line() {
         assert_eq!(rec["run"]["status"], "complete");
         assert!(text(&out.stderr).contains(&format!("{kind}: ")), "{}", text(&out.stderr));
     }
+}
+
+/// The pids of processes whose command line names `dir` (a server started
+/// on it).
+fn servers_on(dir: &Path) -> Vec<i32> {
+    let want = dir.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let hit = cmd.split(|b| *b == 0).any(|a| {
+                let a = String::from_utf8_lossy(a);
+                a == want || a.ends_with(&format!("={want}"))
+            });
+            (hit && pid != std::process::id() as i32).then_some(pid)
+        })
+        .collect()
+}
+
+/// Kills (by pid) any server a failed test left on the directory, so one
+/// failure does not leave a server behind; the tests assert there is none.
+struct NoServerOn(PathBuf);
+
+impl Drop for NoServerOn {
+    fn drop(&mut self) {
+        for pid in servers_on(&self.0) {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        }
+    }
+}
+
+/// The directory's files are owned by this user id.
+fn owner(p: &Path) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).unwrap().uid()
+}
+
+fn uid_of(user: &str) -> u32 {
+    let out = Command::new("id").args(["-u", user]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+/// What a physical restore's run record must hold, whichever engine.
+fn physical_restore_figures(r: &Value, backup_bytes: f64) {
+    assert_eq!(r["run"]["status"], "complete", "{r}");
+    assert_eq!(r["run"]["kind"], "restore");
+    assert!(r["run"]["env"]["server"]["version"].is_string(), "{}", r["run"]["env"]);
+    assert_eq!(metric(r, "restore.tpcc_check_failed"), 0.0);
+    // 1 warehouse: 100,000 items and 100,000 stock rows at least, in the one database checked.
+    assert_eq!(metric(r, "restore.databases"), 1.0);
+    assert!(metric(r, "restore.rows") > 200_000.0, "{r}");
+    // TPC-C's nine tables and what the build records beside them.
+    assert!(metric(r, "restore.tables") >= 9.0, "{r}");
+    let (load, open, ready) = (
+        metric(r, "restore.load_seconds"),
+        metric(r, "restore.open_seconds"),
+        metric(r, "restore.ready_seconds"),
+    );
+    assert!(load > 0.0 && open > load && ready >= open, "load {load} open {open} ready {ready}");
+    assert!(metric(r, "restore.start_seconds") > 0.0);
+    assert_eq!(metric(r, "backup.bytes"), backup_bytes);
+}
+
+#[test]
+fn mariadb_backup_then_restore_into_a_temporary_server_round_trips() {
+    if Command::new("mariadb-backup").arg("--version").output().is_err() {
+        eprintln!("mariadb-backup not installed: skipped");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    // The server's user (mysql) must be able to traverse to the copy.
+    Command::new("chmod").arg("755").arg(d.path()).status().unwrap();
+    let src = unique("sb_bk_phys");
+    let _guard = DropDbs("my", vec![src.clone()]);
+    let copy = d.path().join("copy");
+    let _no_server = NoServerOn(copy.clone());
+    let state = d.path().join("state");
+    let made = Command::new("mariadb")
+        .args(["-uroot", "-h127.0.0.1", "-e"])
+        .arg(format!("CREATE DATABASE {src}"))
+        .status();
+    assert!(made.unwrap().success());
+    let src_url = format!("{MY}/{src}");
+    ok(sb(d.path()).args(["tpcc", "build", "--db", &src_url]).output().unwrap());
+    let mb = d.path().join("mb");
+    let b = record(
+        d.path(),
+        &["backup", "--db", &src_url, "--method", "basebackup", "--jobs", "2", "--to", mb.to_str().unwrap()],
+    );
+    assert_eq!(b["run"]["status"], "complete");
+    assert_eq!(b["run"]["config"]["tool"], "mariadb-backup");
+    assert!(b["run"]["config"]["checkpoint"].is_null(), "pg_basebackup's setting is not recorded");
+    assert!(mb.join("xtrabackup_checkpoints").is_file() || mb.join("mariadb_backup_checkpoints").is_file());
+    assert_eq!(metric(&b, "backup.bytes"), size(&mb) as f64);
+    assert!(metric(&b, "backup.seconds") > 0.0 && metric(&b, "db.bytes") > 0.0);
+    // The server holds other tests' databases too: --database checks ours.
+    let out = sb(d.path())
+        .env("STORBENCH_STATE", &state)
+        .args(["--json", "restore", "--from", mb.to_str().unwrap(), "--to", copy.to_str().unwrap()])
+        .args(["--jobs", "2", "--database", &src, "--compare", &src_url])
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&ok(out).stdout).unwrap();
+    // backup.bytes is the backup's as taken: --prepare then rewrites its redo log.
+    physical_restore_figures(&r, metric(&b, "backup.bytes"));
+    assert!(metric(&r, "restore.prepare_seconds") > 0.0 && metric(&r, "restore.copy_seconds") > 0.0);
+    // The copy stays, given to the server's user; the server is gone and
+    // its run directory (socket, pid file, log) with it.
+    assert!(copy.join(&src).is_dir() && copy.join("ibdata1").is_file());
+    assert_eq!(owner(&copy), uid_of("mysql"));
+    assert!(servers_on(&copy).is_empty(), "a server was left on {}", copy.display());
+    let left: Vec<_> =
+        std::fs::read_dir(state.join("restore")).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_plain_pg_basebackup_restores_into_a_temporary_server_and_round_trips() {
+    let d = tempfile::tempdir().unwrap();
+    Command::new("chmod").arg("755").arg(d.path()).status().unwrap();
+    let m = Managed(d.path().to_path_buf());
+    let copy = m.0.join("copy");
+    let _no_server = NoServerOn(copy.clone());
+    let run = |args: &[&str]| sb(&m.0).env("STORBENCH_STATE", m.0.join("state")).args(args).output().unwrap();
+    let data = m.0.join("data");
+    ok(run(&["pg", "up", "bkp", "--data", data.to_str().unwrap(), "-c", "shared_buffers=32MB"]));
+    ok(run(&["tpcc", "build", "--db", "managed:bkp"]));
+    let plain = m.0.join("plain");
+    ok(run(&["backup", "--db", "managed:bkp", "--method", "basebackup", "--to", plain.to_str().unwrap()]));
+    let out = ok(run(&[
+        "--json",
+        "restore",
+        "--from",
+        plain.to_str().unwrap(),
+        "--to",
+        copy.to_str().unwrap(),
+        "--database",
+        "storbench",
+        "--compare",
+        "managed:bkp",
+    ]));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    physical_restore_figures(&r, size(&plain) as f64);
+    // The copy is the server user's, 0700, and was shut down cleanly; its
+    // configuration is the backup's, untouched by the temporary server's.
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(owner(&copy), uid_of("postgres"));
+    assert_eq!(std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777, 0o700);
+    let control = Command::new("runuser")
+        .args(["-u", "postgres", "--", "/usr/lib/postgresql/15/bin/pg_controldata"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    let control = String::from_utf8_lossy(&control.stdout);
+    assert!(
+        control.lines().any(|l| l.starts_with("Database cluster state:") && l.ends_with("shut down")),
+        "{control}"
+    );
+    for f in ["postgresql.conf", "postgresql.auto.conf"] {
+        assert_eq!(std::fs::read(plain.join(f)).unwrap(), std::fs::read(copy.join(f)).unwrap(), "{f}");
+    }
+    assert!(servers_on(&copy).is_empty(), "a server was left on {}", copy.display());
+    // Without --database every database but the templates is checked:
+    // storbench's and postgres.
+    let copy2 = m.0.join("copy2");
+    let _no_server2 = NoServerOn(copy2.clone());
+    let out =
+        ok(run(&["--json", "restore", "--from", plain.to_str().unwrap(), "--to", copy2.to_str().unwrap()]));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(metric(&r, "restore.databases"), 2.0);
+    assert!(servers_on(&copy2).is_empty());
+}
+
+#[test]
+fn a_physical_restore_that_fails_leaves_no_copy_and_no_server() {
+    let d = tempfile::tempdir().unwrap();
+    Command::new("chmod").arg("755").arg(d.path()).status().unwrap();
+    let state = d.path().join("state");
+    let fail = |from: &Path, to: &Path| {
+        let _no_server = NoServerOn(to.to_path_buf());
+        let out = sb(d.path())
+            .env("STORBENCH_STATE", &state)
+            .args(["restore", "--from", from.to_str().unwrap(), "--to", to.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!to.exists(), "the half-made copy {} was left", to.display());
+        assert!(servers_on(to).is_empty(), "a server was left on {}", to.display());
+        (out.status.code(), err)
+    };
+    // A mariadb-backup directory that is not a backup: --prepare refuses it.
+    let mb = d.path().join("mb");
+    std::fs::create_dir(&mb).unwrap();
+    std::fs::write(mb.join("xtrabackup_checkpoints"), b"backup_type = full-backuped\n").unwrap();
+    if Command::new("mariadb-backup").arg("--version").output().is_ok() {
+        let (code, err) = fail(&mb, &d.path().join("c1"));
+        assert_eq!(code, Some(1), "{err}");
+        assert!(err.contains("mariadb-backup --prepare failed"), "{err}");
+    }
+    // A PostgreSQL data directory with nothing in it but its version: the
+    // copy is made, the server will not start on it.
+    let pg = d.path().join("pg");
+    std::fs::create_dir(&pg).unwrap();
+    std::fs::write(pg.join("PG_VERSION"), b"15\n").unwrap();
+    let (code, err) = fail(&pg, &d.path().join("c2"));
+    assert_eq!(code, Some(4), "{err}");
+    assert!(err.contains("starting PostgreSQL on") && err.contains("pg_control"), "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("storbench: error:")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    // Both are failed runs, and no run directory is left.
+    let out = sb(d.path()).args(["--json", "results", "list"]).output().unwrap();
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        list.as_array().unwrap().iter().all(|r| r["kind"] == "restore" && r["status"] == "failed"),
+        "{list}"
+    );
+    let left: Vec<_> =
+        std::fs::read_dir(state.join("restore")).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_mariadb_backup_to_a_target_too_small_fails_with_one_line_and_leaves_nothing() {
+    if Command::new("mariadb-backup").arg("--version").output().is_err() {
+        eprintln!("mariadb-backup not installed: skipped");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let fs = TinyFs::new(d.path());
+    // The whole server's files (the mysql schema alone is more than 4 MiB).
+    let to = fs.dir.join("mb");
+    let out = sb(d.path())
+        .args([
+            "backup",
+            "--db",
+            &format!("{MY}/test"),
+            "--method",
+            "basebackup",
+            "--to",
+            to.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("storbench: error:")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(
+        errors[0].contains("mariadb-backup failed") && errors[0].contains("No space left on device"),
+        "{err}"
+    );
+    assert!(!to.exists());
+    assert_eq!(runs(d.path()), 1);
 }

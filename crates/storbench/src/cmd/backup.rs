@@ -1,7 +1,9 @@
 //! `storbench backup` and `storbench restore`: a database backup and its
 //! restore as measured runs. The engines' own tools do the work
 //! (`pg_basebackup`, `pg_dump`/`pg_restore`, `mariadb-dump`/`mariadb`,
-//! SQLite's online backup API and `VACUUM INTO`); storbench only times them,
+//! `mariadb-backup`, SQLite's online backup API and `VACUUM INTO`; a
+//! physical backup is restored by starting a temporary server on a copy,
+//! see `physical`); storbench only times them,
 //! reads their process's I/O and CPU, and records the system monitor's
 //! device figures for the same seconds. It never reimplements a tool, and a
 //! backup that fails is removed, never reported as a result.
@@ -24,6 +26,8 @@ use crate::dbarg::{self, Db};
 use crate::error::{target_failed, unreachable, usage};
 use crate::record::{Outcome, Recorder};
 
+mod physical;
+
 /// Options of `storbench backup`.
 #[derive(Debug, Args)]
 pub struct BackupArgs {
@@ -34,14 +38,17 @@ pub struct BackupArgs {
     /// `storbench media create`. It must not exist yet; its parent must.
     #[arg(long, value_name = "TARGET[:/path]")]
     pub to: String,
-    /// How: basebackup or dump (PostgreSQL; default dump), dump (MySQL/MariaDB),
-    /// online or vacuum-into (SQLite; default online).
+    /// How: basebackup or dump (PostgreSQL and MySQL/MariaDB; default dump),
+    /// online or vacuum-into (SQLite; default online). basebackup is a
+    /// physical copy of the whole server: pg_basebackup, or mariadb-backup
+    /// (on the server's machine: it reads the data directory).
     #[arg(long, value_enum)]
     pub method: Option<Method>,
-    /// pg_basebackup's format: a plain data directory or tar files.
+    /// pg_basebackup's format: a plain data directory or tar files
+    /// (mariadb-backup writes a plain directory only).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
-    /// Parallel jobs (pg_dump -Fd -j N).
+    /// Parallel jobs (pg_dump -Fd -j N, mariadb-backup --parallel=N).
     #[arg(long, short = 'j', default_value_t = 1)]
     pub jobs: usize,
     /// pg_basebackup's starting checkpoint: fast (storbench's default, so the
@@ -59,16 +66,26 @@ pub struct BackupArgs {
 #[derive(Debug, Args)]
 pub struct RestoreArgs {
     /// A backup made by `storbench backup` (PATH or MEDIUM:/path): a pg_dump
-    /// directory, a mariadb-dump SQL file or an SQLite file.
+    /// directory, a mariadb-dump SQL file, an SQLite file, a mariadb-backup
+    /// directory or a plain pg_basebackup directory.
     #[arg(long, value_name = "TARGET[:/path]")]
     pub from: String,
-    /// The fresh database to restore into (it must not exist yet):
-    /// postgres://…/NEWDB, mysql://…/NEWDB, managed:NAME/NEWDB or sqlite:NEWPATH.
-    #[arg(long)]
+    /// Where to restore (it must not exist yet): a fresh database,
+    /// postgres://…/NEWDB, mysql://…/NEWDB, managed:NAME/NEWDB or
+    /// sqlite:NEWPATH; for a physical backup (mariadb-backup, pg_basebackup)
+    /// a new data directory, PATH or MEDIUM:/path, that a temporary server
+    /// is started on, checked and stopped.
+    #[arg(long, value_name = "URL | TARGET[:/path]")]
     pub to: String,
-    /// Parallel jobs (pg_restore -j N).
+    /// Parallel jobs (pg_restore -j N, mariadb-backup --copy-back --parallel=N).
     #[arg(long, short = 'j', default_value_t = 1)]
     pub jobs: usize,
+    /// A physical backup holds every database of its server: analyse, count,
+    /// check and compare only this one (default: every database but the
+    /// server's own: mysql, sys, information_schema, performance_schema;
+    /// PostgreSQL's templates).
+    #[arg(long, value_name = "NAME")]
+    pub database: Option<String>,
     /// Also compare every table's row count (and checksum where the engine
     /// has one) with this database, the backup's source: a difference fails the run.
     #[arg(long, value_name = "URL")]
@@ -78,7 +95,8 @@ pub struct RestoreArgs {
 /// How a backup is taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Method {
-    /// pg_basebackup: a physical copy of the whole server.
+    /// A physical copy of the whole server: pg_basebackup (PostgreSQL) or
+    /// mariadb-backup (MySQL/MariaDB).
     Basebackup,
     /// pg_dump -Fd (PostgreSQL) or mariadb-dump (MySQL/MariaDB): a logical copy.
     Dump,
@@ -272,11 +290,19 @@ fn run_tool(mut cmd: Command, what: &str) -> Result<Usage> {
         return Ok(used);
     }
     let err = String::from_utf8_lossy(&out.stderr);
-    let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message").trim();
+    // mariadb-dump reports a full disk on its stdout as "Got errno 28 on write".
+    let target = ["No space left on device", "Permission denied", "errno 28 "];
+    // The line that names the target's failure when there is one (mariadb-backup
+    // logs a few more after it), else the last.
+    let last = err
+        .lines()
+        .find(|l| target.iter().any(|s| l.contains(s)))
+        .or_else(|| err.lines().rev().find(|l| !l.trim().is_empty()))
+        .unwrap_or("no message")
+        .trim();
     let last = storbench_db::redact_text(last);
     let msg = format!("{what} failed ({}): {last}", out.status);
-    // mariadb-dump reports a full disk on its stdout as "Got errno 28 on write".
-    if ["No space left on device", "Permission denied", "errno 28 "].iter().any(|s| err.contains(s)) {
+    if target.iter().any(|s| err.contains(s)) {
         Err(target_failed(msg))
     } else if ["pg_hba.conf", "authentication failed", "Connection refused", "Access denied", "Can't connect"]
         .iter()
@@ -342,12 +368,12 @@ pub fn backup(g: &Global, a: BackupArgs) -> Result<ExitCode> {
         // A managed instance is resolved to its PostgreSQL server by now.
         (_, None) => Method::Dump,
         (Engine::Postgres, Some(m @ (Method::Basebackup | Method::Dump))) => m,
-        (Engine::Mysql, Some(m @ Method::Dump)) => m,
+        (Engine::Mysql, Some(m @ (Method::Basebackup | Method::Dump))) => m,
         (Engine::Sqlite, Some(m @ (Method::Online | Method::VacuumInto))) => m,
         (_, Some(m)) => {
             let allowed = match engine {
                 Engine::Postgres => "basebackup or dump",
-                Engine::Mysql => "dump",
+                Engine::Mysql => "basebackup or dump",
                 _ => "online or vacuum-into",
             };
             let m = m.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default();
@@ -357,15 +383,21 @@ pub fn backup(g: &Global, a: BackupArgs) -> Result<ExitCode> {
     if a.format.is_some() && method != Method::Basebackup {
         return Err(usage("--format: only --method basebackup has a format (plain or tar)"));
     }
-    if a.jobs > 1 && !(engine == Engine::Postgres && method == Method::Dump) {
+    if engine == Engine::Mysql && a.format == Some(Format::Tar) {
+        return Err(usage("--format tar: mariadb-backup writes a directory (--format plain)"));
+    }
+    let parallel =
+        matches!((engine, method), (Engine::Postgres, Method::Dump) | (Engine::Mysql, Method::Basebackup));
+    if a.jobs > 1 && !parallel {
         return Err(usage(format!(
-            "--jobs {}: only pg_dump (--method dump on PostgreSQL) runs jobs",
+            "--jobs {}: only pg_dump (--method dump on PostgreSQL) and mariadb-backup (--method basebackup on MySQL/MariaDB) run jobs",
             a.jobs
         )));
     }
     if a.compress != Compress::None {
         let ok = match method {
-            Method::Basebackup => true,
+            // mariadb-backup's own --compress (QuickLZ) is deprecated.
+            Method::Basebackup => engine == Engine::Postgres,
             // pg_dump's lz4 and zstd need version 16; checked with the tool below.
             Method::Dump if engine == Engine::Postgres => true,
             _ => false,
@@ -403,6 +435,7 @@ pub fn backup(g: &Global, a: BackupArgs) -> Result<ExitCode> {
             }
             Some(t)
         }
+        (Engine::Mysql, Method::Basebackup) => Some(tool("mariadb-backup", "mariadb-backup")?),
         (Engine::Mysql, _) => Some(tool("mariadb-dump", "mariadb-client")?),
         _ => None,
     };
@@ -413,14 +446,23 @@ pub fn backup(g: &Global, a: BackupArgs) -> Result<ExitCode> {
     let env =
         json!({ "db": dbarg::env(&db, conn.as_mut()), "backup_dir": storbench_sysmon::path_env(parent) });
     let mut targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
+    if engine == Engine::Mysql && method == Method::Basebackup && targets.is_empty() {
+        // mariadb-backup copies the files under the server's data directory.
+        return Err(usage(format!(
+            "--method basebackup: {}'s data directory is not on this machine; mariadb-backup runs where the server does",
+            db.shown
+        )));
+    }
     targets.push(parent.to_path_buf());
     let logical = db_bytes(&db, conn.as_mut());
     drop(conn);
     let method_name = method.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default();
     let config = json!({
         "db": db.shown, "to": out, "method": method_name, "format": a.format.map(|f| format!("{f:?}").to_lowercase()),
+        "tool": bin.as_deref().and_then(Path::file_name).map(|n| n.to_string_lossy().into_owned()),
         "jobs": a.jobs, "compress": a.compress.name(),
-        "checkpoint": (method == Method::Basebackup).then(|| format!("{:?}", a.checkpoint).to_lowercase()),
+        "checkpoint": (method == Method::Basebackup && engine == Engine::Postgres)
+            .then(|| format!("{:?}", a.checkpoint).to_lowercase()),
     });
     let mut rec =
         Recorder::begin(g, "backup", format!("backup {method_name} of {}", db.shown), config, env, &targets)?;
@@ -461,6 +503,14 @@ pub fn backup(g: &Global, a: BackupArgs) -> Result<ExitCode> {
                 m => c.arg(format!("--compress={}", m.name())),
             };
             run_tool(c, "pg_dump")
+        }
+        (_, Method::Basebackup) => {
+            let s = server_parts(&db)?;
+            let mut c = Command::new(bin.as_ref().expect("found above"));
+            c.arg("--backup").arg(format!("--target-dir={}", out.display()));
+            mysql_conn_args(&mut c, &s);
+            c.arg(format!("--parallel={}", a.jobs));
+            run_tool(c, "mariadb-backup")
         }
         _ => mysql_dump(&db, bin.as_ref().expect("found above"), &out),
     };
@@ -595,8 +645,13 @@ fn mysql_conn_args(c: &mut Command, s: &Server) {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     PgDump,
+    /// A plain pg_basebackup: a data directory.
     PgBase,
+    /// A tar pg_basebackup (base.tar and pg_wal.tar, compressed or not).
+    PgBaseTar,
     MysqlSql,
+    /// A mariadb-backup directory.
+    MariaBackup,
     Sqlite,
 }
 
@@ -605,11 +660,20 @@ fn kind_of(p: &Path) -> Result<Kind> {
         if p.join("toc.dat").is_file() {
             return Ok(Kind::PgDump);
         }
-        if p.join("PG_VERSION").is_file()
-            || p.join("base.tar").is_file()
-            || p.join("backup_manifest").is_file()
-        {
+        if p.join("PG_VERSION").is_file() {
             return Ok(Kind::PgBase);
+        }
+        let tar = std::fs::read_dir(p)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("base.tar"));
+        if tar || p.join("backup_manifest").is_file() {
+            return Ok(Kind::PgBaseTar);
+        }
+        // mariadb-backup's checkpoints file (renamed from xtrabackup_ in 11.x).
+        if ["xtrabackup_checkpoints", "mariadb_backup_checkpoints"].iter().any(|f| p.join(f).is_file()) {
+            return Ok(Kind::MariaBackup);
         }
     } else if p.is_file() {
         let mut head = [0u8; 64];
@@ -626,7 +690,7 @@ fn kind_of(p: &Path) -> Result<Kind> {
         return Err(usage(format!("--from {}: no such file or directory", p.display())));
     }
     Err(usage(format!(
-        "--from {}: not a backup storbench knows (a pg_dump directory, a mariadb-dump SQL file or an SQLite file)",
+        "--from {}: not a backup storbench knows (a pg_dump directory, a mariadb-dump SQL file, an SQLite file, a mariadb-backup directory or a plain pg_basebackup)",
         p.display()
     )))
 }
@@ -671,6 +735,14 @@ pub fn restore(g: &Global, a: RestoreArgs) -> Result<ExitCode> {
     }
     let from = resolve_target(&a.from)?;
     let kind = kind_of(&from)?;
+    if matches!(kind, Kind::PgBase | Kind::PgBaseTar | Kind::MariaBackup) {
+        return physical::restore(g, a, kind, &from);
+    }
+    if let Some(d) = &a.database {
+        return Err(usage(format!(
+            "--database {d}: only a physical backup (mariadb-backup, pg_basebackup) holds several databases"
+        )));
+    }
     // A fresh database DB in the managed instance NAME with managed:NAME/DB.
     let db = managed_or_url(&a.to)?;
     let engine = db.url.engine();
@@ -678,12 +750,7 @@ pub fn restore(g: &Global, a: RestoreArgs) -> Result<ExitCode> {
         Kind::PgDump => Engine::Postgres,
         Kind::MysqlSql => Engine::Mysql,
         Kind::Sqlite => Engine::Sqlite,
-        Kind::PgBase => {
-            return Err(usage(format!(
-                "--from {}: a pg_basebackup is restored by starting a server on it (pg_ctl -D DIR start); storbench restore takes pg_dump, mariadb-dump and SQLite backups",
-                from.display()
-            )))
-        }
+        Kind::PgBase | Kind::PgBaseTar | Kind::MariaBackup => unreachable!("restored by physical::restore"),
     };
     if engine != want {
         return Err(usage(format!("--to {}: the backup in {} is for {want:?}", db.shown, from.display())));
@@ -871,19 +938,25 @@ fn do_restore(
         Unit::S,
     );
     let t_an = Instant::now();
-    let dialect = conn.dialect();
-    match dialect {
+    analyze(db, conn.as_mut())?;
+    r.figure("restore.analyze_seconds", t_an.elapsed().as_secs_f64(), Unit::S);
+    r.figure("restore.ready_seconds", t0.elapsed().as_secs_f64(), Unit::S);
+    tool_figures(&mut r, used);
+    Ok((r, conn))
+}
+
+/// Statistics for every table of the connected database, as a restore
+/// must gather them before it is ready for queries.
+fn analyze(db: &Db, conn: &mut dyn Connection) -> Result<()> {
+    match conn.dialect() {
         Dialect::Mysql => {
-            for t in tables(conn.as_mut())? {
+            for t in tables(conn)? {
                 conn.query(&Stmt::new(format!("ANALYZE TABLE `{t}`")), &[]).map_err(|e| db.error(e))?;
             }
         }
         _ => conn.batch("ANALYZE").map_err(|e| db.error(e))?,
     }
-    r.figure("restore.analyze_seconds", t_an.elapsed().as_secs_f64(), Unit::S);
-    r.figure("restore.ready_seconds", t0.elapsed().as_secs_f64(), Unit::S);
-    tool_figures(&mut r, used);
-    Ok((r, conn))
+    Ok(())
 }
 
 /// The base tables of the connected database.
