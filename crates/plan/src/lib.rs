@@ -81,6 +81,10 @@ pub struct MediaDef {
     /// `none` or `sequential` (`--cache-warm`, default none).
     #[serde(default)]
     pub cache_warm: Option<String>,
+    /// Empty the cache tier after each cell's builds, before its measured
+    /// workloads (`media cache reset`): every cell starts from a cold cache.
+    #[serde(default)]
+    pub cold: bool,
     /// Write the modelled medium's I/O trace here (`--trace`; relative to
     /// the directory the plan runs in; `{plan}` is the plan's name).
     #[serde(default)]
@@ -113,7 +117,7 @@ impl MediaDef {
 
     /// Whether any cache-tier key or a trace is set (they need `model`).
     pub fn wants_model(&self) -> bool {
-        !self.tier_flags("").is_empty()
+        !self.tier_flags("").is_empty() || self.cold
     }
 }
 

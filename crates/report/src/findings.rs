@@ -249,6 +249,8 @@ pub(crate) fn findings(report: &Report) -> Vec<Finding> {
             None if s.groups.len() > 1 => vec![across_groups(&s, &figs)],
             None => vec![one_group(&s, &figs)],
         });
+        // A cache tier (S1): hit ratio, warm-up, against the uncached disk.
+        texts.extend(crate::cache::sentences(report, &s));
         let mut warnings = section_warnings(&s);
         for text in texts.into_iter().filter(|t| !t.is_empty()) {
             out.push(Finding {

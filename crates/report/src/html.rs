@@ -588,6 +588,7 @@ fn time_series(out: &mut String, s: &Section<'_>, budget: &mut usize) -> Result<
         let mut work: BTreeMap<String, Vec<Point>> = BTreeMap::new();
         let mut dev: BTreeMap<String, Vec<Point>> = BTreeMap::new();
         let mut cpu: BTreeMap<String, Vec<Point>> = BTreeMap::new();
+        let mut cache: BTreeMap<String, Vec<Point>> = BTreeMap::new();
         let mut offset = 0.0;
         let mut starts = Vec::new();
         for step in &run.steps {
@@ -602,14 +603,20 @@ fn time_series(out: &mut String, s: &Section<'_>, budget: &mut usize) -> Result<
                     (&mut dev, name.trim_start_matches("dev.").to_string())
                 } else if name == "cpu.iowait" || name == "cpu.steal" {
                     (&mut cpu, name.trim_start_matches("cpu.").to_string())
+                } else if let Some(m) =
+                    name.strip_prefix("emu.").and_then(|n| n.strip_suffix(".cache.hit_ratio"))
+                {
+                    (&mut cache, format!("{m} hit ratio, %"))
                 } else {
                     continue;
                 };
+                // A hit ratio is drawn in percent, beside CPU shares.
+                let scale = if name.ends_with(".cache.hit_ratio") { 100.0 } else { 1.0 };
                 let v = target.entry(label).or_default();
                 for (t, y) in pts {
                     let t = *t as f64 / 1000.0;
                     end = end.max(t);
-                    v.push((offset + t, *y));
+                    v.push((offset + t, *y * scale));
                 }
             }
             offset += end + 1.0;
@@ -625,6 +632,7 @@ fn time_series(out: &mut String, s: &Section<'_>, budget: &mut usize) -> Result<
         let mut panels = Vec::new();
         for (title, m) in [
             (work_title, work),
+            ("cache hit ratio, % (the emulator's cache tier: warm-up)".to_string(), cache),
             ("device await, ms (diskstats)".to_string(), dev),
             ("CPU, % (/proc/stat)".to_string(), cpu),
         ] {
@@ -750,6 +758,7 @@ impl Report {
             // against itself alone.
             tables_html(&mut out, crate::neighbour::table(s));
             main_charts(&mut out, s)?;
+            tables_html(&mut out, crate::cache::tables(s));
             if let Some(charts) = s.spec().extra_charts {
                 out.push_str(&charts(s)?);
             }

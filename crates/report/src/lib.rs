@@ -14,6 +14,7 @@
 
 #![deny(missing_docs)]
 
+mod cache;
 mod compare;
 mod findings;
 mod html;

@@ -415,6 +415,7 @@ pub(crate) fn section_tables(s: &Section<'_>) -> Vec<Table> {
     }
     let mut out: Vec<Table> = repl_table(s).into_iter().collect();
     out.extend(crate::neighbour::table(s));
+    out.extend(crate::cache::tables(s));
     out.extend(summary_tables(s));
     if let Some(extra) = spec.extra {
         out.extend(extra(s));
@@ -515,7 +516,12 @@ impl Report {
         let mut out = preamble(self).join("\n");
         out.push_str("\n\n");
         for s in self.sections().iter().filter(|s| !s.spec().setup) {
-            for t in repl_table(s).into_iter().chain(crate::neighbour::table(s)).chain(summary_tables(s)) {
+            for t in repl_table(s)
+                .into_iter()
+                .chain(crate::neighbour::table(s))
+                .chain(crate::cache::tables(s))
+                .chain(summary_tables(s))
+            {
                 out.push_str(&t.to_text());
                 out.push('\n');
             }

@@ -55,6 +55,11 @@ pub struct Global {
     /// Print the run record as JSON on stdout when the run ends.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Run in a memory cgroup of this size (page cache included), so a
+    /// database larger than it is read from the storage: e.g. 256M. Drops
+    /// the host's clean page cache first. Root; cgroup-v1 memory.
+    #[arg(long, global = true, env = "STORBENCH_MEMORY_LIMIT", value_name = "SIZE")]
+    pub memory_limit: Option<String>,
     /// No live progress line.
     #[arg(long, short, global = true)]
     pub quiet: bool,

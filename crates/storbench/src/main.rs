@@ -9,6 +9,7 @@ mod dbarg;
 mod error;
 mod interrupt;
 mod live;
+mod memlimit;
 mod oltp;
 mod record;
 mod repl;
@@ -34,6 +35,15 @@ fn main() -> ExitCode {
         Ok(s) => cli.global.sharding = Some(s),
         Err(e) => return error::report(&e),
     }
+    let _memory = match cli.global.memory_limit.as_deref().map(|m| {
+        storbench_metrics::units::parse_size(m)
+            .map_err(|e| error::usage(format!("--memory-limit {m}: {e}")))
+            .and_then(memlimit::MemoryLimit::apply)
+    }) {
+        Some(Ok(g)) => Some(g),
+        Some(Err(e)) => return error::report(&e),
+        None => None,
+    };
     // Not in a medium's daemon: it takes its signals (stop, power cut,
     // cache reset) on one thread of its own, and a Ctrl-C handler's thread,
     // which would not block them, would take them instead and die of them.

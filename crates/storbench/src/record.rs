@@ -104,6 +104,9 @@ impl Recorder {
         sharding.check_kind(kind)?;
         let mut config = config;
         sharding.record(&mut config);
+        if let Some(m) = &g.memory_limit {
+            config["memory_limit"] = serde_json::json!(m);
+        }
         // Bind the metrics address before anything is written: a port in
         // use is bad input, and no run is left behind for it.
         let exporter = g
@@ -211,6 +214,7 @@ impl Recorder {
                 let e = storbench_emu::counters::step_report(name, &lines, start, from, to);
                 report.figures.extend(e.figures);
                 report.samples.extend(e.samples);
+                report.figures.extend(what_if(name));
             }
         }
         if let Some(r) = &self.repl {
@@ -292,4 +296,61 @@ pub fn system_columns(figures: &StepReport) -> [String; 3] {
         worst(".r_await"),
         worst(".w_await"),
     ]
+}
+
+/// A size as a figure name's suffix: `512M`, `2G`, `64K`.
+fn size_label(b: u64) -> String {
+    match b {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{}G", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}M", b >> 20),
+        b => format!("{}K", b >> 10),
+    }
+}
+
+/// What a traced medium's cache tier would give at other sizes: the
+/// miss-ratio curves of its trace so far (LRU by stack distance and the
+/// tier's own policy by simulation, at a quarter, half, one, two and four
+/// times the cache's size, the tier's line), as figures
+/// `emu.NAME.cache.mrc.POLICY.hit_ratio.SIZE`. Nothing for a medium without
+/// a cache or a trace. Long traces (over 4 million requests) are sampled
+/// (SHARDS at 5 %).
+fn what_if(name: &str) -> Vec<storbench_metrics::Figure> {
+    use storbench_cache::mrc::{self, MrcConfig, Sampling};
+    let Ok(Some(m)) = storbench_media::get(name) else { return Vec::new() };
+    let (Some(tier), Some(trace)) =
+        (m.model.as_ref().and_then(|s| s.cache.clone()), m.daemon.as_ref().and_then(|d| d.trace.clone()))
+    else {
+        return Vec::new();
+    };
+    let Ok(policy) = tier.policy.parse::<storbench_cache::PolicyKind>() else { return Vec::new() };
+    let records = std::fs::metadata(&trace).map(|x| x.len() / 32).unwrap_or(0);
+    let mut policies = vec![storbench_cache::PolicyKind::Lru];
+    if policy != storbench_cache::PolicyKind::Lru {
+        policies.push(policy);
+    }
+    let sizes: Vec<u64> = [tier.size / 4, tier.size / 2, tier.size, tier.size * 2, tier.size * 4]
+        .into_iter()
+        .filter(|&x| x >= tier.line)
+        .collect();
+    let cfg = MrcConfig {
+        line: tier.line,
+        sizes: sizes.clone(),
+        policies,
+        sampling: if records > 4_000_000 { Sampling::Rate(0.05) } else { Sampling::Exact },
+        target: None,
+    };
+    let Ok((_, recs)) = storbench_cache::trace::open(&trace, None) else { return Vec::new() };
+    let lines = storbench_cache::Lines::new(recs, tier.line);
+    let Ok(r) = mrc::analyze(lines, &cfg, 1, &mut |_| true) else { return Vec::new() };
+    let mut out = Vec::new();
+    for c in &r.curves {
+        for (size, miss) in sizes.iter().zip(&c.miss_ratio) {
+            out.push(storbench_metrics::Figure::new(
+                format!("emu.{name}.cache.mrc.{}.hit_ratio.{}", c.policy, size_label(*size)),
+                1.0 - miss,
+                storbench_metrics::Unit::Ratio,
+            ));
+        }
+    }
+    out
 }

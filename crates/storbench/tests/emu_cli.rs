@@ -700,3 +700,70 @@ fn a_cache_tiers_hit_ratio_on_tpcc_matches_the_curve_of_its_own_trace() {
         assert!(err.contains(says) && err.lines().count() == 1, "{args:?}: {err}");
     }
 }
+
+#[test]
+fn a_plan_compares_a_cached_medium_with_the_bare_one_from_a_cold_cache() {
+    let s = State::new();
+    // The same 2 ms device bare and behind a 4 MiB cache tier (0.1 ms),
+    // a skewed read load (90 % of reads on 10 % of a 32 MiB file): the
+    // hot tenth fits, so the cache serves most reads once warm.
+    std::fs::write(
+        s.dir.path().join("p.toml"),
+        r#"
+name = "tier"
+[target.bare]
+media = { size = "256M", fs = "ext4", model = "constant", set = { read = "2ms", write = "2ms", units = "1" } }
+[target.cached]
+media = { size = "256M", fs = "ext4", model = "constant", set = { read = "2ms", write = "2ms", units = "1" }, cache = "4M", cache_model = "constant", cache_policy = "lru", cold = true, trace = "{plan}.sbtrace" }
+[axes]
+target = ["bare", "cached"]
+[[workload]]
+kind = "io"
+run = { target = "{target}/io.dat", size = "32M", bs = "4k", rw = "randread", dist = "hot:90/10", qd = "4", duration = "4s", rampup = "0s" }
+"#,
+    )
+    .unwrap();
+    let out = s.sb().args(["run", "p.toml", "--no-report"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs: Value = serde_json::from_str(&s.ok(&["--json", "results", "list"])).unwrap();
+    let show = |target: &str| -> Value {
+        let r = runs
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["kind"] == "io" && r["label"].as_str().unwrap_or("").contains(target))
+            .unwrap_or_else(|| panic!("an io run on {target}: {runs}"));
+        serde_json::from_str(&s.ok(&["--json", "results", "show", &r["id"].to_string()])).unwrap()
+    };
+    let (bare, cached) = (show("bare"), show("cached"));
+    let (b, c) = (&bare["steps"][0]["metrics"], &cached["steps"][0]["metrics"]);
+    let hit = v(c, "emu.tier-cached.cache.hit_ratio");
+    assert!(hit > 0.5, "hit ratio {hit}");
+    // The curve of the medium's own trace, at the tier's size: beside it.
+    let at = v(c, "emu.tier-cached.cache.mrc.lru.hit_ratio.4M");
+    assert!(at > 0.0 && at <= 1.0, "{at}");
+    assert!(c.get("emu.tier-cached.cache.mrc.lru.hit_ratio.16M").is_some(), "{c}");
+    // The report's sentence is the recorded runs' figures.
+    let iops = (v(c, "io.read.iops"), v(b, "io.read.iops"));
+    assert!(iops.0 > iops.1, "cached {} vs bare {} IOPS", iops.0, iops.1);
+    let out = s.sb().args(["report", "tier", "--text"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let want = format!("hit ratio {:.1} %", hit * 100.0);
+    assert!(text.contains(&want), "{want} in {text}");
+    let ratio = format!("({:.2}×)", iops.0 / iops.1);
+    assert!(text.contains(&ratio) && text.contains("without a cache"), "{ratio} in {text}");
+    assert!(text.contains("cache tier: hit ratio, warm-up and hot data"), "{text}");
+    assert!(s.dir.path().join("tier.sbtrace").exists());
+    // A memory limit too small to run in: one line, exit 2, nothing left.
+    let out = s.sb().args(["--memory-limit", "1M", "results", "list"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--memory-limit 1048576: give at least 64M"));
+    // A run inside a limit leaves no memory group behind.
+    s.ok(&["--memory-limit", "128M", "results", "list"]);
+    let left: Vec<String> = std::fs::read_dir("/sys/fs/cgroup/memory")
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("storbench-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

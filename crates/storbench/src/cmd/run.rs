@@ -354,6 +354,31 @@ impl Setup<'_> {
         c
     }
 
+    /// Empties the cell's target's cache tier when the plan says `cold`.
+    fn cold_cache(&self, cell: &Cell) -> Result<()> {
+        let Some(target) = cell.axes.get("target") else { return Ok(()) };
+        let cold = self
+            .plan
+            .def
+            .targets
+            .get(target)
+            .and_then(|t| t.get_ref().media.as_ref())
+            .is_some_and(|m| m.cold);
+        if !cold {
+            return Ok(());
+        }
+        let name = self.media_name(target);
+        let st = self
+            .child()
+            .args(["media", "cache", "reset", &name])
+            .status()
+            .context("running storbench media cache reset")?;
+        if !st.success() {
+            return Err(anyhow!("emptying the cache of medium '{name}' (target '{target}') failed"));
+        }
+        Ok(())
+    }
+
     fn media_name(&self, target: &str) -> String {
         format!("{}-{target}", self.plan.def.name)
     }
@@ -589,6 +614,7 @@ fn run_cell(
             }
         }
     }
+    env.cold_cache(cell)?;
     let start_at = if parts.len() > 1 {
         start_at.or_else(|| {
             let t = chrono::Utc::now() + chrono::Duration::from_std(TOGETHER_LEAD).unwrap_or_default();
