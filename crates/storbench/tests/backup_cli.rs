@@ -551,8 +551,8 @@ fn results_go_to_stdout_and_quiet_hides_only_the_live_line() {
     }
 }
 
-/// The pids of processes whose command line names `dir` (a server started
-/// on it).
+/// The pids of servers (mariadbd, a postmaster) whose command line names
+/// `dir`: one started on it.
 fn servers_on(dir: &Path) -> Vec<i32> {
     let want = dir.to_string_lossy().into_owned();
     std::fs::read_dir("/proc")
@@ -561,11 +561,12 @@ fn servers_on(dir: &Path) -> Vec<i32> {
         .filter_map(|e| {
             let pid: i32 = e.file_name().to_str()?.parse().ok()?;
             let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
-            let hit = cmd.split(|b| *b == 0).any(|a| {
-                let a = String::from_utf8_lossy(a);
-                a == want || a.ends_with(&format!("={want}"))
-            });
-            (hit && pid != std::process::id() as i32).then_some(pid)
+            let args: Vec<String> =
+                cmd.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+            let prog = Path::new(args.first()?).file_name()?.to_string_lossy().into_owned();
+            let server = prog == "mariadbd" || prog == "postgres";
+            let hit = args.iter().any(|a| *a == want || a.ends_with(&format!("={want}")));
+            (server && hit).then_some(pid)
         })
         .collect()
 }
@@ -722,6 +723,31 @@ fn a_plain_pg_basebackup_restores_into_a_temporary_server_and_round_trips() {
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(metric(&r, "restore.databases"), 2.0);
     assert!(servers_on(&copy2).is_empty());
+    // Ctrl-C while the temporary server is up: it is stopped all the same,
+    // and the run is interrupted (exit 130).
+    let copy3 = m.0.join("copy3");
+    let _no_server3 = NoServerOn(copy3.clone());
+    let mut child = sb(&m.0)
+        .env("STORBENCH_STATE", m.0.join("state"))
+        .args(["restore", "--from", plain.to_str().unwrap(), "--to", copy3.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while servers_on(&copy3).is_empty() {
+        assert!(child.try_wait().unwrap().is_none(), "the restore ended before its server started");
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(60),
+            "no server started on {}",
+            copy3.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(servers_on(&copy3).is_empty(), "a server was left on {}", copy3.display());
 }
 
 #[test]

@@ -1075,6 +1075,18 @@ mod tests {
     }
 
     #[test]
+    fn a_mariadb_tool_gets_the_password_in_its_environment_not_its_arguments() {
+        // mariadb-dump and mariadb-backup alike (mariadb-backup reads MYSQL_PWD too).
+        let s = server_parts(&Db::parse("mysql://root:se%3Acr%40t@127.0.0.1:3306/tpcc").unwrap()).unwrap();
+        let mut c = Command::new("mariadb-backup");
+        mysql_conn_args(&mut c, &s);
+        let args: Vec<_> = c.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert_eq!(args, ["--host=127.0.0.1", "--port=3306", "--user=root"]);
+        let env: Vec<_> = c.get_envs().collect();
+        assert_eq!(env, [(std::ffi::OsStr::new("MYSQL_PWD"), Some(std::ffi::OsStr::new("se:cr@t")))]);
+    }
+
+    #[test]
     fn a_mysql_url_splits_into_the_tools_flags() {
         let s = server_parts(&Db::parse("mysql://root:a%3Ab@127.0.0.1:3307/tpcc").unwrap()).unwrap();
         assert_eq!(
