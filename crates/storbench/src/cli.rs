@@ -143,7 +143,7 @@ pub enum Command {
     K8s(cmd::k8s::K8sArgs),
     /// Back up a database with its engine's own tool, timed and observed.
     Backup(cmd::backup::BackupArgs),
-    /// Restore a backup into a fresh database, timed to open and to ready, and checked.
+    /// Restore a backup into a fresh database (a physical backup: a new data directory and a temporary server), timed to open and to ready, and checked.
     Restore(cmd::backup::RestoreArgs),
 }
 
