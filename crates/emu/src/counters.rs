@@ -224,12 +224,15 @@ pub fn step_report(
                 r.sample(t, format!("{p}.hit_ratio"), c.hits() as f64 / c.accesses() as f64);
             }
             if c.read_hits + c.read_misses > 0 {
-                r.sample(
-                    t,
-                    format!("{p}.read.hit_ratio"),
-                    c.read_hits as f64 / (c.read_hits + c.read_misses) as f64,
-                );
+                let ratio = c.read_hits as f64 / (c.read_hits + c.read_misses) as f64;
+                r.sample(t, format!("{p}.read.hit_ratio"), ratio);
             }
+            if c.write_hits + c.write_misses > 0 {
+                let ratio = c.write_hits as f64 / (c.write_hits + c.write_misses) as f64;
+                r.sample(t, format!("{p}.write.hit_ratio"), ratio);
+            }
+            r.sample(t, format!("{p}.hits"), c.hits() as f64 / secs);
+            r.sample(t, format!("{p}.misses"), (c.accesses() - c.hits()) as f64 / secs);
             r.sample(t, format!("{p}.dirty.bytes"), (c.dirty * c.line) as f64);
             r.sample(t, format!("{p}.resident.bytes"), (c.resident * c.line) as f64);
             r.sample(t, format!("{p}.destage.mbps"), (c.destaged * c.line) as f64 / 1e6 / secs);
