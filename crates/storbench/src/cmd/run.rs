@@ -583,6 +583,19 @@ fn media_mount(name: &str) -> Result<PathBuf> {
     m.mount_point.ok_or_else(|| anyhow!("medium '{name}' has no filesystem (fs = \"none\")"))
 }
 
+/// Why a child ended without an exit code: the signal, and for a SIGKILL
+/// under `--memory-limit` the likely cause.
+fn killed(st: &std::process::ExitStatus, argv: &[String]) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match st.signal() {
+        Some(libc::SIGKILL) if argv.iter().any(|a| a == "--memory-limit") => {
+            "was killed (SIGKILL: under --memory-limit most likely the memory group's OOM killer, as dmesg says; raise the limit)".to_string()
+        }
+        Some(sig) => format!("was killed (signal {sig})"),
+        None => "was killed".to_string(),
+    }
+}
+
 /// How long before their common start a `together` cell's workloads are
 /// started: time for each to connect, open and set up before the instant.
 const TOGETHER_LEAD: Duration = Duration::from_secs(5);
@@ -610,7 +623,7 @@ fn run_cell(
             match st.code() {
                 Some(0) => {}
                 Some(code) => return Ok(code),
-                None => return Err(anyhow!("storbench {} was killed", b.join(" "))),
+                None => return Err(anyhow!("storbench {} {}", b.join(" "), killed(&st, b))),
             }
         }
     }
@@ -660,7 +673,8 @@ fn run_cell(
     let mut codes = Vec::new();
     for (what, st) in ended {
         let st = st.with_context(|| format!("waiting for storbench {what}"))?;
-        codes.push(st.code().ok_or_else(|| anyhow!("storbench {what} was killed"))?);
+        let argv: Vec<String> = what.split(' ').map(str::to_string).collect();
+        codes.push(st.code().ok_or_else(|| anyhow!("storbench {what} {}", killed(&st, &argv)))?);
     }
     // An interrupt outranks a failure; otherwise the first failure's code.
     let interrupted = i32::from(EXIT_INTERRUPTED);
