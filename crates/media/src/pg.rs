@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::proxy::Link;
 use crate::registry::{load_json, lock, save_json, state_dir};
-use crate::MediaError;
+use crate::{MediaError, MemoryGroup};
 
 /// A managed instance.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -56,6 +56,17 @@ pub struct Instance {
     /// For a standby behind a delay proxy: the proxy daemon.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<ProxyDaemon>,
+    /// The server runs in a cgroup-v1 memory group of this many bytes
+    /// (page cache included), `storbench-pg-NAME` (`--memory-limit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit: Option<u64>,
+}
+
+impl Instance {
+    /// The name of the instance's memory group.
+    fn memory_group(&self) -> String {
+        format!("storbench-pg-{}", self.name)
+    }
 }
 
 /// A delay proxy daemon between a standby and its primary.
@@ -169,6 +180,9 @@ pub struct UpOptions {
     pub sync_names: Option<String>,
     /// The link between each standby and the primary (a delay proxy).
     pub link: Option<Link>,
+    /// Run the server in a memory group of this many bytes (page cache
+    /// included): a database larger than it is read from the storage.
+    pub memory_limit: Option<u64>,
     /// The command that runs a proxy daemon, before its own arguments
     /// (`[storbench, pg, proxy]`); `--listen-port P --to-port Q --link L`
     /// follow.
@@ -294,6 +308,16 @@ pub fn up(name: &str, o: &UpOptions) -> Result<Instance, MediaError> {
                 existing.port
             )));
         }
+        let mut existing = existing;
+        if o.memory_limit.is_some() && o.memory_limit != existing.memory_limit {
+            existing.memory_limit = o.memory_limit;
+            let _lock = lock()?;
+            let mut all = load()?;
+            if let Some(x) = all.iter_mut().find(|x| x.name == name) {
+                x.memory_limit = o.memory_limit;
+            }
+            save(&all)?;
+        }
         start(&existing)?;
         start_standbys(&existing)?;
         return Ok(existing);
@@ -398,6 +422,7 @@ pub fn up(name: &str, o: &UpOptions) -> Result<Instance, MediaError> {
             os_user: user.clone(),
             settings: o.settings.clone(),
             version,
+            memory_limit: o.memory_limit,
             ..Instance::default()
         };
         start_on_a_free_port(&mut inst, &conf_path, o.port.is_none())?;
@@ -992,6 +1017,20 @@ fn start(i: &Instance) -> Result<(), MediaError> {
 /// given to the server through `pg_ctl -o` when some, and waits until it
 /// accepts connections on its TCP port.
 fn start_with(i: &Instance, opts: Option<&str>, what: &str) -> Result<(), MediaError> {
+    // In the instance's memory group: pg_ctl, and the server it starts,
+    // are then members; this process leaves again once it has started.
+    let group = i.memory_limit.map(|b| MemoryGroup::create(&i.memory_group(), b)).transpose()?;
+    if let Some(g) = &group {
+        g.join()?;
+    }
+    let r = start_in(i, opts, what);
+    if let Some(g) = &group {
+        g.leave();
+    }
+    r
+}
+
+fn start_in(i: &Instance, opts: Option<&str>, what: &str) -> Result<(), MediaError> {
     let log = i.socket_dir.join("server.log");
     let mut c = as_user(&i.os_user, &i.bindir.join("pg_ctl"));
     c.arg("-D").arg(&i.data).arg("-l").arg(&log);
@@ -1077,6 +1116,9 @@ pub fn down(name: &str, destroy: bool) -> Result<(), MediaError> {
     }
     if let Some(d) = &i.proxy {
         stop_proxy(d);
+    }
+    if let Some(g) = MemoryGroup::existing(&i.memory_group()) {
+        g.remove();
     }
     // The standbys go down even when the primary would not: nothing is
     // left running behind an error.

@@ -250,3 +250,74 @@ impl Drop for Undo {
         self.run();
     }
 }
+
+/// A cgroup-v1 memory group (`/sys/fs/cgroup/memory/NAME`): a limit on the
+/// memory, page cache included, of the processes in it. Processes a member
+/// starts are members too, so joining before spawning a server puts the
+/// server in it. `--memory-limit` (a command in a group for its life) and
+/// managed PostgreSQL (a server in a group for the instance's life) use it.
+pub struct MemoryGroup {
+    dir: PathBuf,
+}
+
+/// Where the memory controller is mounted.
+const MEMORY_ROOT: &str = "/sys/fs/cgroup/memory";
+
+impl MemoryGroup {
+    /// Creates (or takes over) group `name` with a limit of `bytes`.
+    pub fn create(name: &str, bytes: u64) -> Result<MemoryGroup, MediaError> {
+        let root = Path::new(MEMORY_ROOT);
+        if !root.join("memory.limit_in_bytes").exists() {
+            return Err(MediaError::Usage(format!(
+                "--memory-limit: this machine has no cgroup-v1 memory controller at {MEMORY_ROOT}"
+            )));
+        }
+        if bytes < 64 << 20 {
+            return Err(MediaError::Usage(format!("--memory-limit {bytes}: give at least 64M")));
+        }
+        let dir = root.join(name);
+        let fail = |what: &str, e: std::io::Error| {
+            MediaError::Usage(format!("--memory-limit: {what} {}: {e} (it needs root)", dir.display()))
+        };
+        std::fs::create_dir_all(&dir).map_err(|e| fail("creating", e))?;
+        std::fs::write(dir.join("memory.limit_in_bytes"), bytes.to_string())
+            .map_err(|e| fail("limiting", e))?;
+        Ok(MemoryGroup { dir })
+    }
+
+    /// The group `name` if it exists.
+    pub fn existing(name: &str) -> Option<MemoryGroup> {
+        let dir = Path::new(MEMORY_ROOT).join(name);
+        dir.is_dir().then_some(MemoryGroup { dir })
+    }
+
+    /// Moves this process (every thread) into the group; what it starts
+    /// from now on is in it too. Drops the host's clean page cache first
+    /// (pages cached before are charged to no limit and would answer the
+    /// reads the limit is there to send to the storage).
+    pub fn join(&self) -> Result<(), MediaError> {
+        // SAFETY: sync(2) takes no arguments and cannot fail.
+        unsafe { libc::sync() };
+        let _ = std::fs::write("/proc/sys/vm/drop_caches", "1");
+        std::fs::write(self.dir.join("cgroup.procs"), std::process::id().to_string()).map_err(|e| {
+            MediaError::Usage(format!("--memory-limit: joining {}: {e} (it needs root)", self.dir.display()))
+        })
+    }
+
+    /// Moves this process back to the root group (members it started stay).
+    pub fn leave(&self) {
+        let _ = std::fs::write(Path::new(MEMORY_ROOT).join("cgroup.procs"), std::process::id().to_string());
+    }
+
+    /// Removes the group once it is empty (retrying briefly while the
+    /// last members exit); false if members remain.
+    pub fn remove(&self) -> bool {
+        for _ in 0..20 {
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        false
+    }
+}

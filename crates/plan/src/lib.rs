@@ -147,6 +147,10 @@ pub struct ManagedDef {
     /// profile set, so the managed server's key is `conf`).
     #[serde(default)]
     pub conf: BTreeMap<String, toml::Value>,
+    /// The server's memory group, page cache included (`pg up
+    /// --memory-limit`): a database larger than it is read from the storage.
+    #[serde(default)]
+    pub memory_limit: Option<String>,
     /// Streaming standbys (`pg up --standby N`).
     #[serde(default)]
     pub standbys: Option<u32>,

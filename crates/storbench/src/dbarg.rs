@@ -117,7 +117,7 @@ pub fn env(db: &Db, conn: &mut dyn Connection) -> Value {
     });
     if let Some(name) = db.shown.strip_prefix("managed:") {
         if let Ok(Some(i)) = storbench_media::pg::get(name) {
-            v["managed"] = json!({ "name": i.name, "placement": storbench_media::pg::placement(&i), "settings": i.settings });
+            v["managed"] = json!({ "name": i.name, "placement": storbench_media::pg::placement(&i), "settings": i.settings, "memory_limit": i.memory_limit });
             v["managed"]["replication"] = storbench_media::pg::replication_env(&i);
         }
     }

@@ -35,7 +35,10 @@ fn main() -> ExitCode {
         Ok(s) => cli.global.sharding = Some(s),
         Err(e) => return error::report(&e),
     }
-    let _memory = match cli.global.memory_limit.as_deref().map(|m| {
+    // `pg up --memory-limit` limits the server it starts, for the
+    // instance's life (cmd/pg.rs), not this command.
+    let pg_up = matches!(&cli.command, cli::Command::Pg(p) if matches!(p.verb, cmd::pg::PgVerb::Up { .. }));
+    let _memory = match cli.global.memory_limit.as_deref().filter(|_| !pg_up).map(|m| {
         storbench_metrics::units::parse_size(m)
             .map_err(|e| error::usage(format!("--memory-limit {m}: {e}")))
             .and_then(memlimit::MemoryLimit::apply)

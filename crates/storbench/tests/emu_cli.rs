@@ -767,3 +767,23 @@ run = { target = "{target}/io.dat", size = "32M", bs = "4k", rw = "randread", di
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn a_managed_server_runs_in_its_memory_group_until_it_is_destroyed() {
+    let s = State::new();
+    let data = s.dir.path().join("pgdata");
+    s.ok(&["--memory-limit", "160M", "pg", "up", "memlim", "--data", data.to_str().unwrap()]);
+    let group = Path::new("/sys/fs/cgroup/memory/storbench-pg-memlim");
+    let pm = std::fs::read_to_string(data.join("data").join("postmaster.pid"))
+        .or_else(|_| std::fs::read_to_string(data.join("postmaster.pid")))
+        .unwrap();
+    let pm = pm.lines().next().unwrap().trim().to_string();
+    let members = std::fs::read_to_string(group.join("cgroup.procs")).unwrap();
+    assert!(members.lines().any(|l| l == pm), "postmaster {pm} in {members}");
+    // This command left it: only the server's processes are members.
+    assert_eq!(std::fs::read_to_string(group.join("memory.limit_in_bytes")).unwrap().trim(), "167772160");
+    let list: Value = serde_json::from_str(&s.ok(&["--json", "pg", "list"])).unwrap();
+    assert!(list.to_string().contains("\"memory_limit\":167772160"), "{list}");
+    s.ok(&["pg", "down", "memlim", "--destroy"]);
+    assert!(!group.exists(), "the group outlived its instance");
+}

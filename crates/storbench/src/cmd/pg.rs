@@ -271,6 +271,16 @@ pub fn run(g: &Global, a: PgArgs) -> Result<ExitCode> {
                 sync,
                 sync_names,
                 link: link.as_deref().map(Link::parse).transpose().map_err(err)?,
+                // The global option: for `pg up` it limits the server, not
+                // this command (main.rs leaves it to this).
+                memory_limit: g
+                    .memory_limit
+                    .as_deref()
+                    .map(|m| {
+                        storbench_metrics::units::parse_size(m)
+                            .map_err(|e| usage(format!("--memory-limit {m}: {e}")))
+                    })
+                    .transpose()?,
                 proxy_command: vec![
                     std::env::current_exe()?.display().to_string(),
                     "pg".into(),

@@ -470,6 +470,9 @@ impl Setup<'_> {
             let v = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
             c.args(["-c", &format!("{k}={v}")]);
         }
+        if let Some(limit) = &m.memory_limit {
+            c.args(["--memory-limit", limit]);
+        }
         let repl = m.replication_flags(&cell.axes);
         for pair in repl.chunks(2) {
             let v = if pair[0].starts_with("--standby-") {
