@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::Op;
+use crate::model::{Op, TierSnapshot};
 use crate::sched::{Completion, Sched};
 
 /// One op's figures in one second.
@@ -60,67 +60,7 @@ pub struct Line {
     pub ops: std::collections::BTreeMap<String, OpLine>,
     /// The cache tier's second, on a medium with one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache: Option<CacheLine>,
-}
-
-/// One second of a cache tier: line accesses (as `cache mrc` counts them)
-/// and its state at the end of the second.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct CacheLine {
-    /// Read line accesses that hit.
-    pub read_hits: u64,
-    /// Read line accesses that missed.
-    pub read_misses: u64,
-    /// Write line accesses that hit.
-    pub write_hits: u64,
-    /// Write line accesses that missed.
-    pub write_misses: u64,
-    /// Dirty lines written back to the backing device.
-    pub destaged: u64,
-    /// Dirty lines at the end of the second.
-    pub dirty: u64,
-    /// Resident lines at the end of the second.
-    pub resident: u64,
-    /// Capacity in lines.
-    pub lines: u64,
-    /// Bytes per line.
-    pub line: u64,
-    /// Distinct lines accessed since the cache was emptied.
-    pub footprint: u64,
-    /// Share of the accesses since the cache was emptied taken by the
-    /// hottest 1, 5, 10, 20 % of the lines accessed.
-    pub hot: [f64; 4],
-}
-
-impl CacheLine {
-    /// Line accesses, hits and misses.
-    pub fn accesses(&self) -> u64 {
-        self.read_hits + self.read_misses + self.write_hits + self.write_misses
-    }
-
-    /// Hits of both kinds.
-    pub fn hits(&self) -> u64 {
-        self.read_hits + self.write_hits
-    }
-}
-
-impl From<crate::model::TierSnapshot> for CacheLine {
-    fn from(s: crate::model::TierSnapshot) -> CacheLine {
-        let c = s.counts;
-        CacheLine {
-            read_hits: c.read_hits,
-            read_misses: c.read_misses,
-            write_hits: c.write_hits,
-            write_misses: c.write_misses,
-            destaged: c.destaged,
-            dirty: s.dirty,
-            resident: s.resident,
-            lines: s.lines,
-            line: s.line,
-            footprint: s.footprint,
-            hot: s.hot,
-        }
-    }
+    pub cache: Option<TierSnapshot>,
 }
 
 pub(crate) fn unix_ms() -> u64 {
@@ -159,7 +99,7 @@ pub(crate) fn line<C: Completion>(s: &Sched<C>, last_ns: &mut u64) -> Line {
         late: st.late,
         errors: st.errors,
         ops,
-        cache: s.model().tier().map(|t| t.take(now).into()),
+        cache: s.model().tier().map(|t| t.take(now)),
     };
     *last_ns = now;
     l
@@ -223,19 +163,19 @@ pub fn step_report(
             if c.accesses() > 0 {
                 r.sample(t, format!("{p}.hit_ratio"), c.hits() as f64 / c.accesses() as f64);
             }
-            if c.read_hits + c.read_misses > 0 {
-                let ratio = c.read_hits as f64 / (c.read_hits + c.read_misses) as f64;
+            if c.counts.read_hits + c.counts.read_misses > 0 {
+                let ratio = c.counts.read_hits as f64 / (c.counts.read_hits + c.counts.read_misses) as f64;
                 r.sample(t, format!("{p}.read.hit_ratio"), ratio);
             }
-            if c.write_hits + c.write_misses > 0 {
-                let ratio = c.write_hits as f64 / (c.write_hits + c.write_misses) as f64;
+            if c.counts.write_hits + c.counts.write_misses > 0 {
+                let ratio = c.counts.write_hits as f64 / (c.counts.write_hits + c.counts.write_misses) as f64;
                 r.sample(t, format!("{p}.write.hit_ratio"), ratio);
             }
             r.sample(t, format!("{p}.hits"), c.hits() as f64 / secs);
             r.sample(t, format!("{p}.misses"), (c.accesses() - c.hits()) as f64 / secs);
             r.sample(t, format!("{p}.dirty.bytes"), (c.dirty * c.line) as f64);
             r.sample(t, format!("{p}.resident.bytes"), (c.resident * c.line) as f64);
-            r.sample(t, format!("{p}.destage.mbps"), (c.destaged * c.line) as f64 / 1e6 / secs);
+            r.sample(t, format!("{p}.destage.mbps"), (c.counts.destaged * c.line) as f64 / 1e6 / secs);
         }
     }
     let step_lines: Vec<&Line> = lines.iter().filter(in_step).collect();
@@ -282,13 +222,17 @@ fn cache_figures(
     secs: f64,
 ) {
     use storbench_metrics::Unit;
-    let cs: Vec<&CacheLine> = window.iter().filter_map(|l| l.cache.as_ref()).collect();
+    let cs: Vec<&TierSnapshot> = window.iter().filter_map(|l| l.cache.as_ref()).collect();
     let Some(last) = cs.last() else { return };
     let p = format!("emu.{medium}.cache");
-    let sum = |f: fn(&CacheLine) -> u64| cs.iter().map(|c| f(c)).sum::<u64>();
+    let sum = |f: fn(&TierSnapshot) -> u64| cs.iter().map(|c| f(c)).sum::<u64>();
     let ratio = |hits: u64, all: u64| (all > 0).then(|| hits as f64 / all as f64);
-    let (rh, rm, wh, wm) =
-        (sum(|c| c.read_hits), sum(|c| c.read_misses), sum(|c| c.write_hits), sum(|c| c.write_misses));
+    let (rh, rm, wh, wm) = (
+        sum(|c| c.counts.read_hits),
+        sum(|c| c.counts.read_misses),
+        sum(|c| c.counts.write_hits),
+        sum(|c| c.counts.write_misses),
+    );
     r.figure(format!("{p}.accesses"), (rh + rm + wh + wm) as f64, Unit::Count);
     for (name, v) in [
         ("hit_ratio", ratio(rh + wh, rh + rm + wh + wm)),
@@ -307,7 +251,7 @@ fn cache_figures(
     );
     r.figure(format!("{p}.resident.bytes"), last.resident as f64 * line, Unit::Bytes);
     r.figure(format!("{p}.size.bytes"), last.lines as f64 * line, Unit::Bytes);
-    r.figure(format!("{p}.destage.mbps"), sum(|c| c.destaged) as f64 * line / 1e6 / secs, Unit::MBps);
+    r.figure(format!("{p}.destage.mbps"), sum(|c| c.counts.destaged) as f64 * line / 1e6 / secs, Unit::MBps);
     for (i, pct) in crate::model::HOT_PERCENTS.iter().enumerate() {
         r.figure(format!("{p}.hot.top{pct}"), last.hot[i], Unit::Ratio);
     }
@@ -398,12 +342,14 @@ mod tests {
     fn a_cache_tiers_seconds_give_hit_ratios_and_its_state() {
         let mut lines: Vec<Line> = (10..=14).map(|s| line(s * 1000, 100, 1.0)).collect();
         for (i, l) in lines.iter_mut().enumerate() {
-            l.cache = Some(CacheLine {
-                read_hits: 30 + i as u64 * 10,
-                read_misses: 70 - i as u64 * 10,
-                write_hits: 5,
-                write_misses: 5,
-                destaged: 16,
+            l.cache = Some(TierSnapshot {
+                counts: crate::model::TierCounts {
+                    read_hits: 30 + i as u64 * 10,
+                    read_misses: 70 - i as u64 * 10,
+                    write_hits: 5,
+                    write_misses: 5,
+                    destaged: 16,
+                },
                 dirty: 10,
                 resident: 100,
                 lines: 1000,

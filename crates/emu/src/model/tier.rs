@@ -123,7 +123,7 @@ impl TierSpec {
 }
 
 /// Counts since the last [`Tiered::take`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TierCounts {
     /// Read line accesses that hit.
     pub read_hits: u64,
@@ -138,10 +138,12 @@ pub struct TierCounts {
 }
 
 /// The tier's figures at one instant: the counts since the last take and
-/// its state now.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// its state now. One second of it is a line of the daemon's counters
+/// (`cache`, the counts flattened into it).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TierSnapshot {
     /// Counts since the last take.
+    #[serde(flatten)]
     pub counts: TierCounts,
     /// Dirty lines now.
     pub dirty: u64,
@@ -156,6 +158,19 @@ pub struct TierSnapshot {
     /// The share of the line accesses since the cache was emptied that the
     /// hottest 1, 5, 10 and 20 % of the lines accessed took.
     pub hot: [f64; 4],
+}
+
+impl TierSnapshot {
+    /// Line accesses, hits and misses.
+    pub fn accesses(&self) -> u64 {
+        let c = &self.counts;
+        c.read_hits + c.read_misses + c.write_hits + c.write_misses
+    }
+
+    /// Hits of both kinds.
+    pub fn hits(&self) -> u64 {
+        self.counts.read_hits + self.counts.write_hits
+    }
 }
 
 /// The hottest shares [`TierSnapshot::hot`] gives, in percent of lines.
