@@ -250,27 +250,36 @@ pub(crate) fn sentences(_report: &Report, s: &Section<'_>) -> Vec<String> {
         let warm = r.warmup_s.map(|w| format!(" after a {} s warm-up", fmt_num(w))).unwrap_or_default();
         let reads = r.read_hit.map(|x| format!(" (reads {})", pct(Some(x)))).unwrap_or_default();
         let vs = match (&r.head, &r.uncached) {
-            (Some((_, label, _, v)), Some((ul, uv))) => format!(
-                "; {label} {} against {} on {ul} without a cache ({:.2}×)",
-                fmt_num(*v),
-                fmt_num(*uv),
-                v / uv
-            ),
+            (Some((m, label, unit, v)), Some((ul, uv))) => {
+                // `978 NOPM` already names itself; `0.026 s` needs its label.
+                let named = |x: f64| {
+                    let t = with_unit(x, m, unit);
+                    if t.ends_with(label) {
+                        t
+                    } else {
+                        format!("{label} {t}")
+                    }
+                };
+                format!("; {} against {} on {ul} without a cache ({:.2}×)", named(*v), named(*uv), v / uv)
+            }
             _ => String::new(),
         };
         let hot = r.hot[2]
             .map(|h| format!("; the hottest 10 % of lines took {} of the accesses", pct(Some(h))))
             .unwrap_or_default();
+        // The tier's own policy (LRU's curve is in the what-if table).
+        let policy = r.predicted.iter().map(|p| p.0.as_str()).find(|p| *p != "lru").unwrap_or("lru");
         let what_if = r
             .predicted
             .iter()
+            .filter(|p| p.0 == policy)
             .filter(|p| storbench_metrics::units::parse_size(&p.1).is_ok_and(|b| b as f64 != r.size))
-            .map(|p| format!("{} {} at {}", p.0, pct(Some(p.2)), p.1))
+            .map(|p| format!("{} at {}", pct(Some(p.2)), p.1))
             .collect::<Vec<_>>();
         let what_if = if what_if.is_empty() {
             String::new()
         } else {
-            format!("; its trace predicts {}", what_if.join(", "))
+            format!("; its trace predicts ({policy}) {}", what_if.join(", "))
         };
         out.push(format!(
             "{} at {} with a {} cache: hit ratio {}{reads}{warm}{vs}{hot}{what_if}.",

@@ -658,6 +658,36 @@ fn time_series(out: &mut String, s: &Section<'_>, budget: &mut usize) -> Result<
     Ok(())
 }
 
+/// The hot data of a cache tier's runs: for each configuration and step,
+/// the share of line accesses the hottest 1, 5, 10 and 20 % of the lines
+/// accessed took (the S1 study's "which data ends up hot").
+fn hot_data_chart(out: &mut String, s: &Section<'_>) -> Result<(), ReportError> {
+    let rows = crate::cache::rows(s);
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let cats: Vec<String> = ["hottest 1 %", "5 %", "10 %", "20 %"].map(String::from).to_vec();
+    let groups: Vec<(String, Vec<Bar>)> = rows
+        .iter()
+        .map(|r| {
+            let name = if s.step_labels().len() > 1 {
+                format!("{} · {}", r.config, r.step)
+            } else {
+                r.config.clone()
+            };
+            (name, r.hot.iter().map(|h| h.map(|v| (v * 100.0, v * 100.0, v * 100.0))).collect())
+        })
+        .collect();
+    let title = format!("{} — hot data: share of accesses by the hottest lines", s.title());
+    let svg = bar_chart(&title, "% of line accesses", &cats, &groups)?;
+    figure(
+        out,
+        "Share of the cache tier's line accesses (since the cache was emptied) taken by the most-accessed 1, 5, 10 and 20 % of the lines accessed; a uniform load would give 1, 5, 10 and 20 %",
+        &svg,
+    );
+    Ok(())
+}
+
 fn tables_html(out: &mut String, tables: impl IntoIterator<Item = Table>) {
     for t in tables {
         out.push_str("<div class=\"scroll\">");
@@ -759,6 +789,7 @@ impl Report {
             tables_html(&mut out, crate::neighbour::table(s));
             main_charts(&mut out, s)?;
             tables_html(&mut out, crate::cache::tables(s));
+            hot_data_chart(&mut out, s)?;
             if let Some(charts) = s.spec().extra_charts {
                 out.push_str(&charts(s)?);
             }
