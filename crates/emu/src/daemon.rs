@@ -34,12 +34,17 @@ use fuser::{
 use serde::{Deserialize, Serialize};
 
 use crate::model::{blocks, Op, Req, Spec, VolatileCache, CACHE_BLOCK};
+use crate::ring;
 use crate::sched::{Completion, Sched};
 use crate::EmuError;
 use storbench_cache::TraceWriter;
 
 /// prctl option (Linux 5.6, include/uapi/linux/prctl.h); the libc crate lacks it.
 const PR_SET_IO_FLUSHER: libc::c_int = 57;
+
+/// The largest request (max_write; the loop device's largest I/O), and
+/// what a ring entry's payload holds.
+const MAX_REQUEST: usize = 1 << 20;
 
 /// The name of the served file under the mount point.
 pub const SERVED_NAME: &str = "image";
@@ -230,6 +235,18 @@ struct Fs {
     size: u64,
     sched: Arc<Sched<Done>>,
     cache: Arc<DataCache>,
+    /// The INIT reply asked for FUSE over io_uring ([`crate::ring`]).
+    uring: AtomicBool,
+}
+
+/// The filesystem as fuser serves it (the rings serve the same [`Fs`]).
+struct FuseFs(Arc<Fs>);
+
+impl std::ops::Deref for FuseFs {
+    type Target = Fs;
+    fn deref(&self) -> &Fs {
+        &self.0
+    }
 }
 
 const TTL: Duration = Duration::from_secs(1);
@@ -342,6 +359,25 @@ impl Fs {
         Ok(())
     }
 
+    /// Punches a hole: the volatile cache forgets the range, the image
+    /// frees it.
+    fn punch(&self, offset: u64, length: u64, mode: i32) -> std::io::Result<()> {
+        {
+            let mut map = self.cache.lock();
+            for b in blocks(offset, length) {
+                map.remove(&b);
+            }
+        }
+        // SAFETY: fallocate on a descriptor we own; the range is the kernel's.
+        let r = unsafe {
+            libc::fallocate(self.file.as_raw_fd(), mode, offset as libc::off_t, length as libc::off_t)
+        };
+        if r != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     fn flush_data(&self) -> std::io::Result<()> {
         match self.cache.shape {
             Some(s) if !s.lie_on_flush => self.cache.drain(&mut self.cache.lock(), &self.file),
@@ -370,6 +406,12 @@ enum Done {
     Write(ReplyWrite, u32),
     /// A flush or discard.
     Empty(ReplyEmpty),
+    /// A read answered through a ring.
+    RingData(ring::Reply, ReadData, usize),
+    /// A write answered through a ring (fuse_write_out).
+    RingWrite(ring::Reply, u32),
+    /// A flush or discard answered through a ring.
+    RingEmpty(ring::Reply),
 }
 
 impl Completion for Done {
@@ -382,6 +424,17 @@ impl Completion for Done {
             Done::Data(r, ReadData::Mapped(img, offset), len) => r.data(img.slice(offset, len)),
             Done::Write(r, n) => r.written(n),
             Done::Empty(r) => r.ok(),
+            Done::RingData(r, ReadData::Buf(buf), len) => {
+                r.ok(&buf[..len]);
+                give_buf(buf);
+            }
+            Done::RingData(r, ReadData::Mapped(img, offset), len) => r.ok(img.slice(offset, len)),
+            Done::RingWrite(r, n) => {
+                let mut out = [0u8; 8];
+                out[..4].copy_from_slice(&n.to_ne_bytes());
+                r.ok(&out);
+            }
+            Done::RingEmpty(r) => r.ok(&[]),
         }
     }
     fn fail(self, e: i32) {
@@ -395,18 +448,33 @@ impl Completion for Done {
             }
             Done::Write(r, _) => r.error(e),
             Done::Empty(r) => r.error(e),
+            Done::RingData(r, data, _) => {
+                r.error(e.code());
+                if let ReadData::Buf(buf) = data {
+                    give_buf(buf);
+                }
+            }
+            Done::RingWrite(r, _) | Done::RingEmpty(r) => r.error(e.code()),
         }
     }
 }
 
-impl Filesystem for Fs {
+impl Filesystem for FuseFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // FUSE over io_uring where the kernel offers it (and a ring can
+        // be made here): see crate::ring for why.
+        if std::env::var_os("STORBENCH_EMU_NO_URING").is_none()
+            && ring::available()
+            && config.add_capabilities(fuser::InitFlags::FUSE_OVER_IO_URING).is_ok()
+        {
+            self.uring.store(true, Ordering::SeqCst);
+        }
         // Asynchronous direct I/O: the loop device's requests reach us
         // concurrently, so queueing is the model's, not the kernel's.
         let _ = config.add_capabilities(fuser::InitFlags::FUSE_ASYNC_DIO);
         // Up to 1 MiB per request (the loop device's largest), so a large
         // I/O is one request, priced once, as the device sees it.
-        let _ = config.set_max_write(1 << 20);
+        let _ = config.set_max_write(MAX_REQUEST as u32);
         // The loop device's asynchronous requests are FUSE background
         // requests: allow far more in flight than any queue depth we test,
         // so the kernel never holds them back (the model queues them).
@@ -580,18 +648,8 @@ impl Filesystem for Fs {
             // Allocation: the image is as large as the medium already.
             return reply.ok();
         }
-        {
-            let mut map = self.cache.lock();
-            for b in blocks(offset, length) {
-                map.remove(&b);
-            }
-        }
-        // SAFETY: fallocate on a descriptor we own; the range is the kernel's.
-        let r = unsafe {
-            libc::fallocate(self.file.as_raw_fd(), mode, offset as libc::off_t, length as libc::off_t)
-        };
-        if r != 0 {
-            return reply.error(errno(&std::io::Error::last_os_error()));
+        if let Err(e) = self.punch(offset, length, mode) {
+            return reply.error(errno(&e));
         }
         self.sched.submit(Req { op: Op::Discard, offset, len: length }, t0, Done::Empty(reply));
     }
@@ -616,6 +674,237 @@ impl Filesystem for Fs {
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
         let blocks = self.size / 4096;
         reply.statfs(blocks, 0, 0, 2, 0, 4096, 255, 4096);
+    }
+}
+
+/// FUSE opcodes (include/uapi/linux/fuse.h) the rings answer.
+mod opcode {
+    pub const LOOKUP: u32 = 1;
+    pub const GETATTR: u32 = 3;
+    pub const SETATTR: u32 = 4;
+    pub const OPEN: u32 = 14;
+    pub const READ: u32 = 15;
+    pub const WRITE: u32 = 16;
+    pub const STATFS: u32 = 17;
+    pub const RELEASE: u32 = 18;
+    pub const FSYNC: u32 = 20;
+    pub const FLUSH: u32 = 25;
+    pub const OPENDIR: u32 = 27;
+    pub const READDIR: u32 = 28;
+    pub const RELEASEDIR: u32 = 29;
+    pub const FALLOCATE: u32 = 43;
+}
+
+fn le_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_ne_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+fn le_u64(b: &[u8], at: usize) -> u64 {
+    u64::from_ne_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Appends `struct fuse_attr` for `ino` (the same attributes [`Fs::attr`]
+/// gives fuser).
+fn put_attr(out: &mut Vec<u8>, size: u64, ino: u64) {
+    let dir = ino == 1;
+    let (size, blocks) = if dir { (0, 0) } else { (size, size.div_ceil(512)) };
+    let mode = if dir { libc::S_IFDIR | 0o755 } else { libc::S_IFREG | 0o600 };
+    for v in [ino, size, blocks, 0, 0, 0] {
+        out.extend_from_slice(&v.to_ne_bytes());
+    }
+    // atimensec, mtimensec, ctimensec, mode, nlink, uid, gid, rdev, blksize, flags
+    for v in [0u32, 0, 0, mode, if dir { 2 } else { 1 }, 0, 0, 0, 4096, 0] {
+        out.extend_from_slice(&v.to_ne_bytes());
+    }
+}
+
+/// `struct fuse_attr_out` (valid for [`TTL`]).
+fn attr_out(size: u64, ino: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(104);
+    out.extend_from_slice(&TTL.as_secs().to_ne_bytes());
+    out.extend_from_slice(&[0u8; 8]);
+    put_attr(&mut out, size, ino);
+    out
+}
+
+impl ring::Handler for Fs {
+    fn handle(&self, req: ring::Request<'_>) {
+        let ring::Request { opcode, nodeid, op_in, payload, reply } = req;
+        let ino = nodeid;
+        match opcode {
+            opcode::LOOKUP => {
+                let name = payload.split(|b| *b == 0).next().unwrap_or(&[]);
+                if ino != 1 || name != SERVED_NAME.as_bytes() {
+                    return reply.error(libc::ENOENT);
+                }
+                // struct fuse_entry_out: nodeid, generation, entry_valid,
+                // attr_valid, their nsecs, then the attributes.
+                let mut out = Vec::with_capacity(128);
+                for v in [2u64, 0, TTL.as_secs(), TTL.as_secs()] {
+                    out.extend_from_slice(&v.to_ne_bytes());
+                }
+                out.extend_from_slice(&[0u8; 8]);
+                put_attr(&mut out, self.size, 2);
+                reply.ok(&out);
+            }
+            opcode::GETATTR => match ino {
+                1 | 2 => reply.ok(&attr_out(self.size, ino)),
+                _ => reply.error(libc::ENOENT),
+            },
+            opcode::SETATTR => {
+                // struct fuse_setattr_in: valid, padding, fh, size, ...
+                const FATTR_SIZE: u32 = 1 << 3;
+                if le_u32(op_in, 0) & FATTR_SIZE != 0 && le_u64(op_in, 16) != self.size {
+                    return reply.error(libc::EPERM);
+                }
+                reply.ok(&attr_out(self.size, ino));
+            }
+            opcode::OPEN | opcode::OPENDIR => {
+                if opcode == opcode::OPEN && ino != 2 {
+                    return reply.error(libc::EISDIR);
+                }
+                // struct fuse_open_out: fh, open_flags, backing_id. The
+                // same flags as the fuser path (see its open).
+                let flags = if opcode == opcode::OPEN {
+                    (FopenFlags::FOPEN_DIRECT_IO
+                        | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES
+                        | FopenFlags::FOPEN_NOFLUSH)
+                        .bits()
+                } else {
+                    0
+                };
+                let mut out = [0u8; 16];
+                out[8..12].copy_from_slice(&flags.to_ne_bytes());
+                reply.ok(&out);
+            }
+            opcode::RELEASE | opcode::RELEASEDIR | opcode::FLUSH => reply.ok(&[]),
+            opcode::STATFS => {
+                // struct fuse_kstatfs: blocks, bfree, bavail, files, ffree,
+                // bsize, namelen, frsize, padding, spare[6].
+                let mut out = Vec::with_capacity(80);
+                for v in [self.size / 4096, 0, 0, 2, 0] {
+                    out.extend_from_slice(&v.to_ne_bytes());
+                }
+                for v in [4096u32, 255, 4096, 0] {
+                    out.extend_from_slice(&v.to_ne_bytes());
+                }
+                out.extend_from_slice(&[0u8; 24]);
+                reply.ok(&out);
+            }
+            opcode::READDIR => {
+                if ino != 1 {
+                    return reply.error(libc::ENOTDIR);
+                }
+                // struct fuse_read_in: fh, offset, size, ...
+                let (offset, size) = (le_u64(op_in, 8), le_u32(op_in, 16) as usize);
+                let entries: [(u64, u32, &str); 3] = [
+                    (1, libc::DT_DIR as u32, "."),
+                    (1, libc::DT_DIR as u32, ".."),
+                    (2, libc::DT_REG as u32, SERVED_NAME),
+                ];
+                let mut out = Vec::new();
+                for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
+                    // struct fuse_dirent: ino, off, namelen, type, name, padded to 8.
+                    let len = (24 + name.len()).next_multiple_of(8);
+                    if out.len() + len > size {
+                        break;
+                    }
+                    out.extend_from_slice(&ino.to_ne_bytes());
+                    out.extend_from_slice(&((i + 1) as u64).to_ne_bytes());
+                    out.extend_from_slice(&(name.len() as u32).to_ne_bytes());
+                    out.extend_from_slice(&kind.to_ne_bytes());
+                    out.extend_from_slice(name.as_bytes());
+                    out.resize(out.len().next_multiple_of(8), 0);
+                }
+                reply.ok(&out);
+            }
+            opcode::READ => {
+                let t0 = self.sched.now_ns();
+                if self.sched.is_dead() {
+                    return reply.error(libc::EIO);
+                }
+                let (offset, size) = (le_u64(op_in, 8), le_u32(op_in, 16));
+                let len =
+                    (size as usize).min(self.size.saturating_sub(offset) as usize).min(reply.capacity());
+                if len == 0 {
+                    return reply.ok(&[]);
+                }
+                match self.read_data(offset, len) {
+                    Ok(data) => {
+                        let mapped = match data {
+                            ReadData::Mapped(img, _) => Some(img),
+                            ReadData::Buf(_) => None,
+                        };
+                        let req = Req { op: Op::Read, offset, len: len as u64 };
+                        if self.sched.submit(req, t0, Done::RingData(reply, data, len)) {
+                            if let Some(img) = mapped {
+                                img.touch(offset, len);
+                            }
+                        }
+                    }
+                    Err(e) => reply.error(e.raw_os_error().unwrap_or(libc::EIO)),
+                }
+            }
+            opcode::WRITE => {
+                let t0 = self.sched.now_ns();
+                if self.sched.is_dead() {
+                    return reply.error(libc::EIO);
+                }
+                let (offset, size) = (le_u64(op_in, 8), le_u32(op_in, 16) as usize);
+                if size > payload.len() {
+                    return reply.error(libc::EINVAL);
+                }
+                let data = &payload[..size];
+                if offset + data.len() as u64 > self.size {
+                    return reply.error(libc::ENOSPC);
+                }
+                match self.write_data(offset, data) {
+                    Ok(()) => {
+                        let req = Req { op: Op::Write, offset, len: data.len() as u64 };
+                        self.sched.submit(req, t0, Done::RingWrite(reply, data.len() as u32));
+                    }
+                    Err(e) => reply.error(e.raw_os_error().unwrap_or(libc::EIO)),
+                }
+            }
+            opcode::FSYNC => {
+                let t0 = self.sched.now_ns();
+                if self.sched.is_dead() {
+                    return reply.error(libc::EIO);
+                }
+                match self.flush_data() {
+                    Ok(()) => {
+                        self.sched.submit(
+                            Req { op: Op::Flush, offset: 0, len: 0 },
+                            t0,
+                            Done::RingEmpty(reply),
+                        );
+                    }
+                    Err(e) => reply.error(e.raw_os_error().unwrap_or(libc::EIO)),
+                }
+            }
+            opcode::FALLOCATE => {
+                let t0 = self.sched.now_ns();
+                if self.sched.is_dead() {
+                    return reply.error(libc::EIO);
+                }
+                // struct fuse_fallocate_in: fh, offset, length, mode.
+                let (offset, length, mode) = (le_u64(op_in, 8), le_u64(op_in, 16), le_u32(op_in, 24) as i32);
+                if mode & libc::FALLOC_FL_PUNCH_HOLE == 0 {
+                    return reply.ok(&[]);
+                }
+                match self.punch(offset, length, mode) {
+                    Ok(()) => {
+                        self.sched.submit(
+                            Req { op: Op::Discard, offset, len: length },
+                            t0,
+                            Done::RingEmpty(reply),
+                        );
+                    }
+                    Err(e) => reply.error(e.raw_os_error().unwrap_or(libc::EIO)),
+                }
+            }
+            // What fuser answers for what a filesystem does not implement.
+            _ => reply.error(libc::ENOSYS),
+        }
     }
 }
 
@@ -703,7 +992,14 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
     let exit_cache = cache.clone();
     let sched = Arc::new(Sched::new(model, trace));
     let image = Image::map(&file, cfg.size);
-    let fs = Fs { file, image, size: cfg.size, sched: sched.clone(), cache: cache.clone() };
+    let fs = Arc::new(Fs {
+        file,
+        image,
+        size: cfg.size,
+        sched: sched.clone(),
+        cache: cache.clone(),
+        uring: AtomicBool::new(false),
+    });
     let mut config = fuser::Config::default();
     config.mount_options = vec![
         MountOption::FSName(format!("storbench-emu:{}", cfg.name)),
@@ -713,10 +1009,26 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
     config.clone_fd = true;
     std::fs::create_dir_all(&cfg.mountpoint)
         .map_err(|e| EmuError::Failed(format!("creating {}: {e}", cfg.mountpoint.display())))?;
-    let mut session = fuser::Session::new(fs, &cfg.mountpoint, &config).map_err(|e| {
+    let mut session = fuser::Session::new(FuseFs(fs.clone()), &cfg.mountpoint, &config).map_err(|e| {
         EmuError::Failed(format!("mounting the FUSE filesystem on {}: {e}", cfg.mountpoint.display()))
     })?;
     let mut unmounter = session.unmount_callable();
+    // The INIT reply asked for FUSE over io_uring: register the rings now
+    // (the kernel holds requests until every queue has); fuser's readers
+    // then see only what the kernel still sends through /dev/fuse
+    // (forgets, interrupts). A refused registration makes the kernel fall
+    // back to /dev/fuse by itself.
+    let mut rings = None;
+    if fs.uring.load(Ordering::SeqCst) {
+        use std::os::fd::AsFd;
+        let fd = session.as_fd().as_raw_fd();
+        match ring::Rings::start(fd, MAX_REQUEST, fs.clone()) {
+            Ok(r) => rings = Some(r),
+            Err(e) => {
+                eprintln!("storbench: note: FUSE over io_uring refused ({e}); serving through /dev/fuse")
+            }
+        }
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let timer = {
         let s = sched.clone();
@@ -797,6 +1109,9 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
     std::fs::write(&cfg.pid_file, format!("{}\n", std::process::id()))
         .map_err(|e| EmuError::Failed(format!("writing {}: {e}", cfg.pid_file.display())))?;
     let res = session.run();
+    if let Some(r) = rings.as_mut() {
+        r.stop();
+    }
     // A clean stop is not a power cut: the drive writes its cache back
     // (after a cut, drain refuses and what was volatile stays lost).
     let _ = exit_cache.drain(&mut exit_cache.lock(), &exit_file);

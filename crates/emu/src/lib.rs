@@ -13,6 +13,7 @@
 pub mod counters;
 pub mod daemon;
 pub mod model;
+mod ring;
 pub mod sched;
 
 pub use model::{Model, ModelError, Op, Req, Spec, TierSpec};
