@@ -1009,6 +1009,7 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
     config.clone_fd = true;
     std::fs::create_dir_all(&cfg.mountpoint)
         .map_err(|e| EmuError::Failed(format!("creating {}: {e}", cfg.mountpoint.display())))?;
+    enable_uring();
     let mut session = fuser::Session::new(FuseFs(fs.clone()), &cfg.mountpoint, &config).map_err(|e| {
         EmuError::Failed(format!("mounting the FUSE filesystem on {}: {e}", cfg.mountpoint.display()))
     })?;
@@ -1023,7 +1024,10 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
         use std::os::fd::AsFd;
         let fd = session.as_fd().as_raw_fd();
         match ring::Rings::start(fd, MAX_REQUEST, fs.clone()) {
-            Ok(r) => rings = Some(r),
+            Ok(r) => {
+                eprintln!("storbench: info: serving through FUSE over io_uring (one queue per CPU)");
+                rings = Some(r)
+            }
             Err(e) => {
                 eprintln!("storbench: note: FUSE over io_uring refused ({e}); serving through /dev/fuse")
             }
@@ -1122,6 +1126,21 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
     sched.flush_trace();
     let _ = std::fs::remove_file(&cfg.pid_file);
     res.map_err(|e| EmuError::Failed(format!("serving {}: {e}", cfg.mountpoint.display())))
+}
+
+/// The kernel's switch for FUSE over io_uring, off by default: turned on
+/// (as root) unless `STORBENCH_EMU_NO_URING` is set, since the rings keep a
+/// request's round trip on one CPU (BENCHMARKS.md: the QD1 floor). It only
+/// lets FUSE servers that ask for rings use them; others are unaffected.
+/// Said in the daemon's log when it does.
+fn enable_uring() {
+    const SWITCH: &str = "/sys/module/fuse/parameters/enable_uring";
+    if std::env::var_os("STORBENCH_EMU_NO_URING").is_some() {
+        return;
+    }
+    if std::fs::read_to_string(SWITCH).is_ok_and(|v| v.trim() == "N") && std::fs::write(SWITCH, "Y").is_ok() {
+        eprintln!("storbench: info: turned FUSE over io_uring on ({SWITCH} = Y)");
+    }
 }
 
 /// Where a medium's daemon files live: `DIR/NAME.{json,pid,counters,log}`.

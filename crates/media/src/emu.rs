@@ -209,7 +209,11 @@ pub fn dead_daemons_in(media: &[Medium], paths: &[PathBuf]) -> Vec<String> {
             continue;
         }
         let text = std::fs::read_to_string(&d.log).unwrap_or_default();
-        let last = text.lines().rev().map(str::trim).find(|l| !l.is_empty());
+        // Its last words, not what it said while serving (notes, the
+        // transport it serves through).
+        let last = text.lines().rev().map(str::trim).find(|l| {
+            !l.is_empty() && !l.starts_with("storbench: note:") && !l.starts_with("storbench: info:")
+        });
         out.push(match last {
             Some(l) => format!(
                 "model daemon for medium '{}' died: {} (log: {})",

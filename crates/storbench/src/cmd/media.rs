@@ -151,8 +151,9 @@ impl CacheTierArgs {
 
 /// Below this a model's idle 4 KiB read is under ten times the daemon's
 /// floor, which is then more than a tenth of it: the loop device and FUSE
-/// round trip add 40 µs to a QD1 read on a quiet host (BENCHMARKS.md,
-/// 2026-11-24, release build, bench/emu-floor.sh), more on a busy one.
+/// round trip add 40 µs to a QD1 read through /dev/fuse on a quiet host
+/// (BENCHMARKS.md, 2026-11-24, release build, bench/emu-floor.sh), about
+/// 20 µs in all through FUSE over io_uring (2026-11-25), more on a busy one.
 const FLOOR_HINT: std::time::Duration = std::time::Duration::from_micros(300);
 
 /// A 4 KiB read's latency on a fresh, idle model (no queue, nothing
@@ -212,7 +213,7 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
                 if let Some(lat) = m.model.as_ref().and_then(|s| idle_read_latency(s, m.size)) {
                     if lat < FLOOR_HINT {
                         eprintln!(
-                            "storbench: note: a 4k read on this model takes {} µs, under ten times what the loop device and FUSE round trip add (about 40 µs at QD1 on a quiet host, more on a busy one: BENCHMARKS.md, bench/emu-floor.sh); read QD1 latency here as the model's plus that floor, and compare such media with each other (docs/media.md); the daemon's counters count late replies",
+                            "storbench: note: a 4k read on this model takes {} µs, under ten times what the loop device and FUSE round trip add (about 20 µs at QD1 through FUSE over io_uring, 40 µs through /dev/fuse, more on a busy host: BENCHMARKS.md, bench/emu-floor.sh); read QD1 latency here as the model's plus that floor, and compare such media with each other (docs/media.md); the daemon's counters count late replies",
                             lat.as_micros()
                         );
                     }
