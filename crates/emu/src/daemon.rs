@@ -359,6 +359,31 @@ impl Fs {
         Ok(())
     }
 
+    /// Hands a read whose data is ready to the scheduler; `reply` wraps the
+    /// data into the transport's answer. A mapped read that is still
+    /// pending has its pages faulted in now, so the later reply never waits
+    /// for the host disk (a race with the timer thread's reply is harmless:
+    /// this only warms the pages).
+    fn submit_read(
+        &self,
+        t0: u64,
+        offset: u64,
+        len: usize,
+        data: ReadData,
+        reply: impl FnOnce(ReadData) -> Done,
+    ) {
+        let mapped = match data {
+            ReadData::Mapped(img, _) => Some(img),
+            ReadData::Buf(_) => None,
+        };
+        let req = Req { op: Op::Read, offset, len: len as u64 };
+        if self.sched.submit(req, t0, reply(data)) {
+            if let Some(img) = mapped {
+                img.touch(offset, len);
+            }
+        }
+    }
+
     /// Punches a hole: the volatile cache forgets the range, the image
     /// frees it.
     fn punch(&self, offset: u64, length: u64, mode: i32) -> std::io::Result<()> {
@@ -565,20 +590,7 @@ impl Filesystem for FuseFs {
             return reply.data(&[]);
         }
         match self.read_data(offset, len) {
-            Ok(data) => {
-                let mapped = match data {
-                    ReadData::Mapped(img, _) => Some(img),
-                    ReadData::Buf(_) => None,
-                };
-                let req = Req { op: Op::Read, offset, len: len as u64 };
-                if self.sched.submit(req, t0, Done::Data(reply, data, len)) {
-                    if let Some(img) = mapped {
-                        // A race with the timer thread's reply is harmless:
-                        // this only warms the pages.
-                        img.touch(offset, len);
-                    }
-                }
-            }
+            Ok(data) => self.submit_read(t0, offset, len, data, |d| Done::Data(reply, d, len)),
             Err(e) => reply.error(errno(&e)),
         }
     }
@@ -829,18 +841,7 @@ impl ring::Handler for Fs {
                     return reply.ok(&[]);
                 }
                 match self.read_data(offset, len) {
-                    Ok(data) => {
-                        let mapped = match data {
-                            ReadData::Mapped(img, _) => Some(img),
-                            ReadData::Buf(_) => None,
-                        };
-                        let req = Req { op: Op::Read, offset, len: len as u64 };
-                        if self.sched.submit(req, t0, Done::RingData(reply, data, len)) {
-                            if let Some(img) = mapped {
-                                img.touch(offset, len);
-                            }
-                        }
-                    }
+                    Ok(data) => self.submit_read(t0, offset, len, data, |d| Done::RingData(reply, d, len)),
                     Err(e) => reply.error(e.raw_os_error().unwrap_or(libc::EIO)),
                 }
             }
