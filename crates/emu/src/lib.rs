@@ -16,7 +16,7 @@ pub mod model;
 mod ring;
 pub mod sched;
 
-pub use model::{Model, ModelError, Op, Req, Spec, TierSpec};
+pub use model::{Model, ModelError, Op, Req, Spec, TierOptions, TierSpec};
 
 /// An emulator error: bad input or a missing facility (exit 2), or a failure.
 #[derive(Debug, thiserror::Error)]

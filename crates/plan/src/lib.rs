@@ -117,7 +117,15 @@ impl MediaDef {
 
     /// Whether any cache-tier key or a trace is set (they need `model`).
     pub fn wants_model(&self) -> bool {
-        !self.tier_flags("").is_empty() || self.cold
+        self.cache.is_some() || self.has_tier_keys() || self.trace.is_some()
+    }
+
+    /// Whether a key that only a cache tier takes is set.
+    pub fn has_tier_keys(&self) -> bool {
+        self.cold
+            || [&self.cache_model, &self.cache_policy, &self.cache_write, &self.cache_line, &self.cache_warm]
+                .iter()
+                .any(|k| k.is_some())
     }
 }
 

@@ -13,10 +13,8 @@ mod s3fifo;
 mod sieve;
 mod twoq;
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::str::FromStr;
-
-use foldhash::fast::FixedState;
 
 pub use arc::Arc;
 pub use clock::Clock;
@@ -172,13 +170,14 @@ pub struct Outcome {
 pub struct Cache {
     policy: Box<dyn Policy>,
     mode: WriteMode,
-    dirty: HashSet<u64, FixedState>,
+    /// Ordered, so destaging can sweep in offset order ([`Cache::next_dirty`]).
+    dirty: BTreeSet<u64>,
 }
 
 impl Cache {
     /// An empty cache of `lines` lines.
     pub fn new(kind: PolicyKind, lines: usize, mode: WriteMode) -> Cache {
-        Cache { policy: kind.build(lines), mode, dirty: HashSet::default() }
+        Cache { policy: kind.build(lines), mode, dirty: BTreeSet::new() }
     }
 
     /// The policy underneath.
@@ -214,9 +213,10 @@ impl Cache {
         self.dirty.len()
     }
 
-    /// The dirty lines, in no particular order (for destaging).
-    pub fn dirty_lines(&self) -> impl Iterator<Item = u64> + '_ {
-        self.dirty.iter().copied()
+    /// The first dirty line at or after `from`, else the first of all: an
+    /// elevator's next destage.
+    pub fn next_dirty(&self, from: u64) -> Option<u64> {
+        self.dirty.range(from..).next().or_else(|| self.dirty.first()).copied()
     }
 
     /// Marks a line clean once it has been written to the backing store;
@@ -233,6 +233,8 @@ impl Cache {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use std::collections::HashSet;
+
     use super::*;
 
     /// A small deterministic generator (splitmix64) so tests need no seed plumbing.
@@ -383,7 +385,7 @@ pub(crate) mod tests {
         assert_eq!(c.dirty_count(), 0);
         c.write(3);
         c.write(4);
-        assert_eq!(c.dirty_lines().collect::<HashSet<_>>(), HashSet::from([3, 4]));
+        assert_eq!((c.next_dirty(0), c.next_dirty(4), c.next_dirty(5)), (Some(3), Some(4), Some(3)));
         assert!(c.clean(3));
         assert!(!c.clean(3));
         assert_eq!(c.read(5).evicted, Some(Evicted { key: 3, dirty: false }));

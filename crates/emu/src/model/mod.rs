@@ -24,7 +24,7 @@ pub use constant::Constant;
 pub use hdd::Hdd;
 pub use net::Net;
 pub use ssd::Ssd;
-pub use tier::{hot_shares, TierCounts, TierSnapshot, TierSpec, Tiered, HOT_PERCENTS};
+pub use tier::{hot_shares, TierCounts, TierOptions, TierSnapshot, TierSpec, Tiered, HOT_PERCENTS};
 
 /// What a request does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -31,7 +31,7 @@
 //! long as the daemon, so a second run on the same medium starts warm;
 //! [`Tiered::reset`] empties it (`media cache reset`).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -60,9 +60,40 @@ pub struct TierSpec {
     pub warm: String,
 }
 
+/// A tier's options as a user writes them (`media create --cache-*`, a
+/// plan's `cache_*` keys); `None` takes the default.
+#[derive(Clone, Debug, Default)]
+pub struct TierOptions<'a> {
+    /// Capacity (`2G`).
+    pub size: &'a str,
+    /// The cache device's model (default `nvme`).
+    pub model: Option<&'a str>,
+    /// The line (default `64k`).
+    pub line: Option<&'a str>,
+    /// The policy (default `s3fifo`).
+    pub policy: Option<&'a str>,
+    /// `back` (default) or `through`.
+    pub write: Option<&'a str>,
+    /// `none` (default) or `sequential`.
+    pub warm: Option<&'a str>,
+}
+
 impl TierSpec {
-    /// The default line: 64 KiB.
-    pub const DEFAULT_LINE: u64 = 64 << 10;
+    /// A spec from options as written, with the defaults filled in; the
+    /// sizes parsed (the rest is checked against the medium by [`TierSpec::check`]).
+    pub fn from_options(o: &TierOptions<'_>) -> Result<TierSpec, ModelError> {
+        let size = |flag: &str, v: &str| {
+            storbench_metrics::units::parse_size(v).map_err(|e| ModelError(format!("{flag} {v}: {e}")))
+        };
+        Ok(TierSpec {
+            size: size("--cache", o.size)?,
+            model: o.model.unwrap_or("nvme").to_string(),
+            line: size("--cache-line", o.line.unwrap_or("64k"))?,
+            policy: o.policy.unwrap_or("s3fifo").to_string(),
+            write: o.write.unwrap_or("back").to_string(),
+            warm: o.warm.unwrap_or("none").to_string(),
+        })
+    }
 
     /// Checks every field against `capacity` (the medium's bytes).
     pub fn check(&self, capacity: u64) -> Result<(), ModelError> {
@@ -182,9 +213,6 @@ struct TierState {
     backing: State,
     /// When the backing device is free again (model time, ns).
     backing_free_ns: u64,
-    /// The dirty lines, ordered, for the elevator (mirrors the cache's own
-    /// dirty bits).
-    dirty: BTreeSet<u64>,
     /// Where the background destage goes on from.
     cursor: u64,
     counts: TierCounts,
@@ -286,7 +314,6 @@ impl Tiered {
     fn destage(&self, s: &mut TierState, key: u64, at_ns: u64) {
         let r = self.line_req(Op::Write, key, key);
         self.on_backing(s, &r, at_ns);
-        s.dirty.remove(&key);
         s.counts.destaged += 1;
         s.cursor = key + 1;
     }
@@ -295,9 +322,7 @@ impl Tiered {
     /// it writes dirty lines back, in offset order from the cursor.
     fn catch_up(&self, s: &mut TierState, now_ns: u64) {
         while s.backing_free_ns < now_ns {
-            let Some(&key) = s.dirty.range(s.cursor..).next().or_else(|| s.dirty.iter().next()) else {
-                return;
-            };
+            let Some(key) = s.cache.next_dirty(s.cursor) else { return };
             s.cache.clean(key);
             let at = s.backing_free_ns;
             self.destage(s, key, at);
@@ -323,9 +348,6 @@ impl Tiered {
             }
             if let Some(ev) = o.evicted.filter(|e| e.dirty) {
                 self.destage(s, ev.key, start_ns);
-            }
-            if write && self.mode == WriteMode::Back {
-                s.dirty.insert(l);
             }
         }
         missed
@@ -377,7 +399,7 @@ impl Tiered {
         let mut heat: Vec<u32> = g.heat.values().copied().collect();
         let snap = TierSnapshot {
             counts,
-            dirty: g.dirty.len() as u64,
+            dirty: g.cache.dirty_count() as u64,
             resident: g.cache.policy().len() as u64,
             lines: self.lines as u64,
             line: self.line,
@@ -408,7 +430,6 @@ impl TierState {
             dev: State::default(),
             backing: State::default(),
             backing_free_ns: 0,
-            dirty: BTreeSet::new(),
             cursor: 0,
             counts: TierCounts::default(),
             heat: HashMap::default(),

@@ -108,44 +108,43 @@ pub enum CacheVerb {
     },
 }
 
-/// A cache tier in front of the model (`--cache SIZE` and its options).
+/// A cache tier in front of the model (`--cache SIZE` and its options;
+/// the defaults are `TierSpec::from_options`'s, which plans share).
 #[derive(Debug, Args)]
 pub struct CacheTierArgs {
     /// A cache tier of this size in front of the model (a flash cache): e.g. 2G.
     #[arg(long, requires = "model")]
     pub cache: Option<String>,
-    /// The cache device's model: nvme, sata-ssd, hdd or constant.
-    #[arg(long, default_value = "nvme", requires = "cache")]
-    pub cache_model: String,
-    /// Replacement policy: lru, clock, arc, 2q, s3fifo, sieve.
-    #[arg(long, default_value = "s3fifo", requires = "cache")]
-    pub cache_policy: String,
-    /// Writes: back (acknowledged from the cache, destaged later) or through (to both).
-    #[arg(long, default_value = "back", requires = "cache")]
-    pub cache_write: String,
-    /// Cache line: a power of two from 4k to 16M.
-    #[arg(long, default_value = "64k", requires = "cache")]
-    pub cache_line: String,
-    /// Start empty (none) or filled with the medium's first lines (sequential).
-    #[arg(long, default_value = "none", requires = "cache")]
-    pub cache_warm: String,
+    /// The cache device's model: nvme (default), sata-ssd, hdd or constant.
+    #[arg(long, requires = "cache")]
+    pub cache_model: Option<String>,
+    /// Replacement policy: lru, clock, arc, 2q, s3fifo (default), sieve.
+    #[arg(long, requires = "cache")]
+    pub cache_policy: Option<String>,
+    /// Writes: back (default: acknowledged from the cache, destaged later) or through (to both).
+    #[arg(long, requires = "cache")]
+    pub cache_write: Option<String>,
+    /// Cache line: a power of two from 4k to 16M (default 64k).
+    #[arg(long, requires = "cache")]
+    pub cache_line: Option<String>,
+    /// Start empty (none, the default) or filled with the medium's first lines (sequential).
+    #[arg(long, requires = "cache")]
+    pub cache_warm: Option<String>,
 }
 
 impl CacheTierArgs {
     /// The tier, if `--cache` was given.
     pub fn spec(&self) -> Result<Option<storbench_emu::TierSpec>> {
         let Some(size) = &self.cache else { return Ok(None) };
-        let size = parse_size(size).map_err(|e| usage(format!("--cache {size}: {e}")))?;
-        let line = parse_size(&self.cache_line)
-            .map_err(|e| usage(format!("--cache-line {}: {e}", self.cache_line)))?;
-        Ok(Some(storbench_emu::TierSpec {
+        let o = storbench_emu::TierOptions {
             size,
-            model: self.cache_model.clone(),
-            line,
-            policy: self.cache_policy.clone(),
-            write: self.cache_write.clone(),
-            warm: self.cache_warm.clone(),
-        }))
+            model: self.cache_model.as_deref(),
+            line: self.cache_line.as_deref(),
+            policy: self.cache_policy.as_deref(),
+            write: self.cache_write.as_deref(),
+            warm: self.cache_warm.as_deref(),
+        };
+        storbench_emu::TierSpec::from_options(&o).map(Some).map_err(|e| usage(e.to_string()))
     }
 }
 

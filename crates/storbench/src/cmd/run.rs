@@ -290,21 +290,15 @@ fn validate_targets(plan: &Plan) -> Result<()> {
                 let sets: Vec<String> = m.set.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 let mut spec = storbench_emu::Spec::parse(model, &sets)
                     .map_err(|e| usage(format!("{}: target '{name}': {e}", plan.file.display())))?;
-                if let Some(size) = &m.cache {
-                    let bad = |e: String| usage(format!("{}: target '{name}': {e}", plan.file.display()));
-                    let bytes = |s: &str, key: &str| {
-                        storbench_metrics::units::parse_size(s)
-                            .map_err(|e| bad(format!("{key} = \"{s}\": {e}")))
-                    };
-                    spec.cache = Some(storbench_emu::TierSpec {
-                        size: bytes(size, "cache")?,
-                        model: m.cache_model.clone().unwrap_or_else(|| "nvme".into()),
-                        line: bytes(m.cache_line.as_deref().unwrap_or("64k"), "cache_line")?,
-                        policy: m.cache_policy.clone().unwrap_or_else(|| "s3fifo".into()),
-                        write: m.cache_write.clone().unwrap_or_else(|| "back".into()),
-                        warm: m.cache_warm.clone().unwrap_or_else(|| "none".into()),
-                    });
-                    spec.build(bytes(&m.size, "size")?).map_err(|e| bad(e.to_string()))?;
+                let bad = |e: String| usage(format!("{}: target '{name}': {e}", plan.file.display()));
+                if let Some(o) = tier_options(m) {
+                    spec.cache =
+                        Some(storbench_emu::TierSpec::from_options(&o).map_err(|e| bad(e.to_string()))?);
+                    let size = storbench_metrics::units::parse_size(&m.size)
+                        .map_err(|e| bad(format!("size = \"{}\": {e}", m.size)))?;
+                    spec.build(size).map_err(|e| bad(e.to_string()))?;
+                } else if m.has_tier_keys() {
+                    return Err(bad("cache_model, cache_policy, cache_write, cache_line, cache_warm and cold need cache = \"SIZE\"".into()));
                 }
                 storbench_media::emu::check_support().map_err(|e| {
                     usage(format!("{}: target '{name}' is a modelled medium: {e}", plan.file.display()))
@@ -586,6 +580,19 @@ fn media_mount(name: &str) -> Result<PathBuf> {
     m.mount_point.ok_or_else(|| anyhow!("medium '{name}' has no filesystem (fs = \"none\")"))
 }
 
+/// A plan medium's cache tier options, if it has `cache` (the defaults are
+/// `TierSpec::from_options`'s, as for `media create`).
+fn tier_options(m: &storbench_plan::MediaDef) -> Option<storbench_emu::TierOptions<'_>> {
+    Some(storbench_emu::TierOptions {
+        size: m.cache.as_deref()?,
+        model: m.cache_model.as_deref(),
+        line: m.cache_line.as_deref(),
+        policy: m.cache_policy.as_deref(),
+        write: m.cache_write.as_deref(),
+        warm: m.cache_warm.as_deref(),
+    })
+}
+
 /// Why a child ended without an exit code: the signal, and for a SIGKILL
 /// under `--memory-limit` the likely cause.
 fn killed(st: &std::process::ExitStatus, argv: &[String]) -> String {
@@ -668,16 +675,15 @@ fn run_cell(
             }
         }
         let child = c.spawn().with_context(|| format!("running storbench {}", command.join(" ")))?;
-        children.push((command.join(" "), child));
+        children.push((command, child));
     }
     // Every child is waited for before any verdict, so none is left running.
-    let ended: Vec<(String, std::io::Result<std::process::ExitStatus>)> =
-        children.into_iter().map(|(what, mut child)| (what, child.wait())).collect();
+    let ended: Vec<_> = children.into_iter().map(|(argv, mut child)| (argv, child.wait())).collect();
     let mut codes = Vec::new();
-    for (what, st) in ended {
+    for (argv, st) in ended {
+        let what = argv.join(" ");
         let st = st.with_context(|| format!("waiting for storbench {what}"))?;
-        let argv: Vec<String> = what.split(' ').map(str::to_string).collect();
-        codes.push(st.code().ok_or_else(|| anyhow!("storbench {what} {}", killed(&st, &argv)))?);
+        codes.push(st.code().ok_or_else(|| anyhow!("storbench {what} {}", killed(&st, argv)))?);
     }
     // An interrupt outranks a failure; otherwise the first failure's code.
     let interrupted = i32::from(EXIT_INTERRUPTED);
