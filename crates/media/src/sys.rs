@@ -273,7 +273,10 @@ impl MemoryGroup {
             )));
         }
         if bytes < 64 << 20 {
-            return Err(MediaError::Usage(format!("--memory-limit {bytes}: give at least 64M")));
+            return Err(MediaError::Usage(format!(
+                "--memory-limit {}: give at least 64M (the command itself needs tens of MB)",
+                storbench_metrics::units::format_size(bytes)
+            )));
         }
         let dir = root.join(name);
         let fail = |what: &str, e: std::io::Error| {
@@ -307,6 +310,21 @@ impl MemoryGroup {
     /// Moves this process back to the root group (members it started stay).
     pub fn leave(&self) {
         let _ = std::fs::write(Path::new(MEMORY_ROOT).join("cgroup.procs"), std::process::id().to_string());
+    }
+
+    /// Removes the groups named `PREFIX-PID` whose process is gone (left by
+    /// a command killed before it could remove its own; a group that still
+    /// holds processes is not removed by the kernel, so nothing live is
+    /// touched).
+    pub fn sweep(prefix: &str) {
+        let Ok(dir) = std::fs::read_dir(MEMORY_ROOT) else { return };
+        for e in dir.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name.strip_prefix(prefix).and_then(|p| p.strip_prefix('-')) else { continue };
+            if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+                let _ = std::fs::remove_dir(e.path());
+            }
+        }
     }
 
     /// Removes the group once it is empty (retrying briefly while the

@@ -17,7 +17,7 @@ pub struct MemoryLimit(MemoryGroup);
 impl MemoryLimit {
     /// Moves this process into a new memory group of `bytes`.
     pub fn apply(bytes: u64) -> Result<MemoryLimit> {
-        sweep();
+        MemoryGroup::sweep("storbench");
         let g = MemoryGroup::create(&format!("storbench-{}", std::process::id()), bytes)
             .map_err(|e| usage(e.to_string()))?;
         let g = MemoryLimit(g);
@@ -30,19 +30,5 @@ impl Drop for MemoryLimit {
     fn drop(&mut self) {
         self.0.leave();
         self.0.remove();
-    }
-}
-
-/// Removes the groups of earlier commands that were killed before they
-/// could (`storbench-PID` whose process is gone; a group still holding
-/// processes is not removed by the kernel, so nothing live is touched).
-fn sweep() {
-    let Ok(dir) = std::fs::read_dir("/sys/fs/cgroup/memory") else { return };
-    for e in dir.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_prefix("storbench-").and_then(|p| p.parse::<u32>().ok()) else { continue };
-        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_dir(e.path());
-        }
     }
 }

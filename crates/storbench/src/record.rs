@@ -323,7 +323,8 @@ fn what_if(name: &str) -> Vec<storbench_metrics::Figure> {
         return Vec::new();
     };
     let Ok(policy) = tier.policy.parse::<storbench_cache::PolicyKind>() else { return Vec::new() };
-    let records = std::fs::metadata(&trace).map(|x| x.len() / 32).unwrap_or(0);
+    let records =
+        std::fs::metadata(&trace).map(|x| x.len() / storbench_cache::trace::RECORD_SIZE as u64).unwrap_or(0);
     let mut policies = vec![storbench_cache::PolicyKind::Lru];
     if policy != storbench_cache::PolicyKind::Lru {
         policies.push(policy);
