@@ -67,13 +67,14 @@ pub struct CacheRow {
 /// Every step of a section whose medium had a cache tier.
 pub fn rows(s: &Section<'_>) -> Vec<CacheRow> {
     let head = s.headline_figures().into_iter().next();
+    let steps = s.step_labels();
     let mut out = Vec::new();
     for g in &s.groups {
-        for step in s.step_labels() {
-            let Some(medium) = tier_medium(g, &step) else { continue };
+        for step in &steps {
+            let Some(medium) = tier_medium(g, step) else { continue };
             let p = format!("emu.{medium}.cache");
             let med = |m: &str| {
-                let st = g.stat(&step, m);
+                let st = g.stat(step, m);
                 (st.n() > 0).then(|| st.median())
             };
             let Some(hit) = med(&format!("{p}.hit_ratio")) else { continue };
@@ -85,15 +86,15 @@ pub fn rows(s: &Section<'_>) -> Vec<CacheRow> {
                 let other = s
                     .groups
                     .iter()
-                    .find(|o| tier_medium(o, &step).is_none() && model(o).is_some_and(|m| bare(m) == want))?;
-                let st = other.stat(&step, metric);
+                    .find(|o| tier_medium(o, step).is_none() && model(o).is_some_and(|m| bare(m) == want))?;
+                let st = other.stat(step, metric);
                 (st.n() > 0).then(|| (other.label.clone(), st.median()))
             });
             let mrc = format!("{p}.mrc.");
             let mut predicted: Vec<(String, String, f64)> = g
                 .runs
                 .first()
-                .and_then(|r| r.step(&step))
+                .and_then(|r| r.step(step))
                 .map(|st| {
                     st.metrics
                         .iter()

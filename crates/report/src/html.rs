@@ -667,14 +667,11 @@ fn hot_data_chart(out: &mut String, s: &Section<'_>) -> Result<(), ReportError> 
         return Ok(());
     }
     let cats: Vec<String> = ["hottest 1 %", "5 %", "10 %", "20 %"].map(String::from).to_vec();
+    let several_steps = s.step_labels().len() > 1;
     let groups: Vec<(String, Vec<Bar>)> = rows
         .iter()
         .map(|r| {
-            let name = if s.step_labels().len() > 1 {
-                format!("{} · {}", r.config, r.step)
-            } else {
-                r.config.clone()
-            };
+            let name = if several_steps { format!("{} · {}", r.config, r.step) } else { r.config.clone() };
             (name, r.hot.iter().map(|h| h.map(|v| (v * 100.0, v * 100.0, v * 100.0))).collect())
         })
         .collect();
