@@ -789,6 +789,7 @@ fn a_physical_restore_that_fails_leaves_no_copy_and_no_server() {
     // Both are failed runs, and no run directory is left.
     let out = sb(d.path()).args(["--json", "results", "list"]).output().unwrap();
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!list.as_array().unwrap().is_empty(), "the failed restores were recorded");
     assert!(
         list.as_array().unwrap().iter().all(|r| r["kind"] == "restore" && r["status"] == "failed"),
         "{list}"
