@@ -438,7 +438,10 @@ fn run(q: &'static Queue, handler: &dyn Handler, ready: std::sync::mpsc::Sender<
                 if e.raw_os_error() == Some(libc::EINTR) || e.raw_os_error() == Some(libc::EBUSY) {
                     continue;
                 }
-                break;
+                if q.stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                fatal(q, e);
             }
             cqes.clear();
             cqes.extend(ring.completion().map(|c| (c.user_data(), c.result())));
@@ -447,7 +450,9 @@ fn run(q: &'static Queue, handler: &dyn Handler, ready: std::sync::mpsc::Sender<
         for &(ud, res) in &cqes {
             if ud == WAKE {
                 if !q.stop.load(Ordering::Relaxed) {
-                    let _ = push(&mut ring, &wake_sqe(wake_buf));
+                    if let Err(e) = push(&mut ring, &wake_sqe(wake_buf)) {
+                        fatal(q, e);
+                    }
                 }
                 continue;
             }
@@ -487,9 +492,22 @@ fn run(q: &'static Queue, handler: &dyn Handler, ready: std::sync::mpsc::Sender<
             std::mem::swap(&mut *o, &mut outbox);
         }
         for ent in outbox.drain(..) {
-            if push(&mut ring, &commit_sqe(q, ent, unique[ent as usize])).is_err() {
-                break;
+            if let Err(e) = push(&mut ring, &commit_sqe(q, ent, unique[ent as usize])) {
+                if q.stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                fatal(q, e);
             }
         }
     }
+}
+
+/// A running queue that cannot go on: once the kernel serves through the
+/// rings it never falls back, so a queue that stopped would leave its
+/// CPU's requests (and every process waiting on them) hanging for good.
+/// Ending the daemon instead turns that into a dead medium, which a run
+/// reports as such and `media destroy` cleans up.
+fn fatal(q: &Queue, e: impl std::fmt::Display) -> ! {
+    eprintln!("storbench: error: FUSE ring queue {}: {e}", q.qid);
+    std::process::abort()
 }
