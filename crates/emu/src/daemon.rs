@@ -235,7 +235,10 @@ struct Fs {
     size: u64,
     sched: Arc<Sched<Done>>,
     cache: Arc<DataCache>,
-    /// The INIT reply asked for FUSE over io_uring ([`crate::ring`]).
+    /// Whether an INIT reply may ask for FUSE over io_uring: the rings
+    /// are prepared, and no earlier connection's were refused.
+    offer_uring: AtomicBool,
+    /// The last INIT reply asked for it ([`crate::ring`]).
     uring: AtomicBool,
 }
 
@@ -409,10 +412,217 @@ impl Fs {
             _ => Ok(()),
         }
     }
+
+    /// A read of up to `size` bytes at `offset`, answered when the model
+    /// says (both transports).
+    fn read_op<R: ReadAnswer>(&self, offset: u64, size: u32, reply: R) {
+        let t0 = self.sched.now_ns();
+        if self.sched.is_dead() {
+            return reply.fail(libc::EIO);
+        }
+        let len = (size as usize).min(self.size.saturating_sub(offset) as usize).min(reply.capacity());
+        if len == 0 {
+            // At or past the end: nothing the device holds.
+            return reply.no_data();
+        }
+        match self.read_data(offset, len) {
+            Ok(data) => self.submit_read(t0, offset, len, data, |d| reply.read_done(d, len)),
+            Err(e) => reply.fail(errno(&e)),
+        }
+    }
+
+    /// A write at `offset`. The data is written into the image (or the
+    /// volatile cache) before the request is answered, so its view of the
+    /// transport's buffer has ended when the answer (possibly at once, for
+    /// a model that adds nothing) writes that buffer.
+    fn write_op<W: WriteIn>(&self, offset: u64, w: W) {
+        let t0 = self.sched.now_ns();
+        let len = w.data().len();
+        let res = if self.sched.is_dead() {
+            Err(libc::EIO)
+        } else if offset + len as u64 > self.size {
+            Err(libc::ENOSPC)
+        } else {
+            self.write_data(offset, w.data()).map_err(|e| errno(&e))
+        };
+        let reply = w.answer();
+        match res {
+            Ok(()) => {
+                let req = Req { op: Op::Write, offset, len: len as u64 };
+                self.sched.submit(req, t0, reply.write_done(len as u32));
+            }
+            Err(e) => reply.fail(e),
+        }
+    }
+
+    /// A device flush (fsync reaching the medium): drains the volatile
+    /// cache, unless the model lies about flushes, and costs the model's
+    /// flush.
+    fn fsync_op<R: EmptyAnswer>(&self, reply: R) {
+        let t0 = self.sched.now_ns();
+        if self.sched.is_dead() {
+            return reply.fail(libc::EIO);
+        }
+        match self.flush_data() {
+            Ok(()) => {
+                self.sched.submit(Req { op: Op::Flush, offset: 0, len: 0 }, t0, reply.empty_done());
+            }
+            Err(e) => reply.fail(errno(&e)),
+        }
+    }
+
+    /// fallocate: a punched hole is a discard (the model prices it);
+    /// allocation is nothing (the image is as large as the medium already).
+    fn fallocate_op<R: EmptyAnswer>(&self, offset: u64, length: u64, mode: i32, reply: R) {
+        let t0 = self.sched.now_ns();
+        if self.sched.is_dead() {
+            return reply.fail(libc::EIO);
+        }
+        if mode & libc::FALLOC_FL_PUNCH_HOLE == 0 {
+            return reply.empty_now();
+        }
+        match self.punch(offset, length, mode) {
+            Ok(()) => {
+                let req = Req { op: Op::Discard, offset, len: length };
+                self.sched.submit(req, t0, reply.empty_done());
+            }
+            Err(e) => reply.fail(errno(&e)),
+        }
+    }
 }
 
-fn errno(e: &std::io::Error) -> Errno {
-    Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO))
+/// How a transport answers a device op: fuser's reply types over
+/// /dev/fuse, a ring entry's [`ring::Reply`] over io_uring. The ops
+/// ([`Fs::read_op`], ...) are written once, over these.
+trait Answer: Sized {
+    /// Answers now with an error (a positive errno).
+    fn fail(self, errno: i32);
+}
+
+trait ReadAnswer: Answer {
+    /// The most data the answer can carry.
+    fn capacity(&self) -> usize;
+    /// Answers now with no data.
+    fn no_data(self);
+    /// The answer the scheduler gives at the completion time.
+    fn read_done(self, data: ReadData, len: usize) -> Done;
+}
+
+trait WriteAnswer: Answer {
+    /// The answer (n bytes written) the scheduler gives at the completion time.
+    fn write_done(self, n: u32) -> Done;
+}
+
+trait EmptyAnswer: Answer {
+    /// Answers now with success.
+    fn empty_now(self);
+    /// The answer the scheduler gives at the completion time.
+    fn empty_done(self) -> Done;
+}
+
+/// A write as a transport delivers it: its data, and its answer, which
+/// can be had only by giving up the data's view.
+trait WriteIn {
+    type Answer: WriteAnswer;
+    fn data(&self) -> &[u8];
+    fn answer(self) -> Self::Answer;
+}
+
+impl Answer for ReplyData {
+    fn fail(self, e: i32) {
+        self.error(Errno::from_i32(e));
+    }
+}
+impl ReadAnswer for ReplyData {
+    fn capacity(&self) -> usize {
+        usize::MAX
+    }
+    fn no_data(self) {
+        self.data(&[]);
+    }
+    fn read_done(self, data: ReadData, len: usize) -> Done {
+        Done::Data(self, data, len)
+    }
+}
+impl Answer for ReplyWrite {
+    fn fail(self, e: i32) {
+        self.error(Errno::from_i32(e));
+    }
+}
+impl WriteAnswer for ReplyWrite {
+    fn write_done(self, n: u32) -> Done {
+        Done::Write(self, n)
+    }
+}
+impl Answer for ReplyEmpty {
+    fn fail(self, e: i32) {
+        self.error(Errno::from_i32(e));
+    }
+}
+impl EmptyAnswer for ReplyEmpty {
+    fn empty_now(self) {
+        self.ok();
+    }
+    fn empty_done(self) -> Done {
+        Done::Empty(self)
+    }
+}
+/// fuser hands a write's data and its reply separately.
+struct FuserWrite<'a>(&'a [u8], ReplyWrite);
+impl WriteIn for FuserWrite<'_> {
+    type Answer = ReplyWrite;
+    fn data(&self) -> &[u8] {
+        self.0
+    }
+    fn answer(self) -> ReplyWrite {
+        self.1
+    }
+}
+
+impl Answer for ring::Reply {
+    fn fail(self, e: i32) {
+        self.error(e);
+    }
+}
+impl ReadAnswer for ring::Reply {
+    fn capacity(&self) -> usize {
+        ring::Reply::capacity(self)
+    }
+    fn no_data(self) {
+        self.ok(&[]);
+    }
+    fn read_done(self, data: ReadData, len: usize) -> Done {
+        Done::RingData(self, data, len)
+    }
+}
+impl WriteAnswer for ring::Reply {
+    fn write_done(self, n: u32) -> Done {
+        Done::RingWrite(self, n)
+    }
+}
+impl EmptyAnswer for ring::Reply {
+    fn empty_now(self) {
+        self.ok(&[]);
+    }
+    fn empty_done(self) -> Done {
+        Done::RingEmpty(self)
+    }
+}
+/// A ring entry's write: its data is the first `len` bytes of the payload.
+struct RingWrite(ring::Request, usize);
+impl WriteIn for RingWrite {
+    type Answer = ring::Reply;
+    fn data(&self) -> &[u8] {
+        &self.0.payload()[..self.1]
+    }
+    fn answer(self) -> ring::Reply {
+        self.0.reply()
+    }
+}
+
+/// The errno of a failed host operation (EIO where it has none).
+fn errno(e: &std::io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(libc::EIO)
 }
 
 /// A read's data: a pooled buffer, or the mapped image at an offset.
@@ -486,14 +696,12 @@ impl Completion for Done {
 
 impl Filesystem for FuseFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
-        // FUSE over io_uring where the kernel offers it (and a ring can
-        // be made here): see crate::ring for why.
-        if std::env::var_os("STORBENCH_EMU_NO_URING").is_none()
-            && ring::available()
-            && config.add_capabilities(fuser::InitFlags::FUSE_OVER_IO_URING).is_ok()
-        {
-            self.uring.store(true, Ordering::SeqCst);
-        }
+        // FUSE over io_uring where the kernel offers it and the rings are
+        // ready to register (see crate::ring for why, and serve for the
+        // fallback).
+        let ask = self.offer_uring.load(Ordering::SeqCst)
+            && config.add_capabilities(fuser::InitFlags::FUSE_OVER_IO_URING).is_ok();
+        self.uring.store(ask, Ordering::SeqCst);
         // Asynchronous direct I/O: the loop device's requests reach us
         // concurrently, so queueing is the model's, not the kernel's.
         let _ = config.add_capabilities(fuser::InitFlags::FUSE_ASYNC_DIO);
@@ -580,19 +788,7 @@ impl Filesystem for FuseFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let t0 = self.sched.now_ns();
-        if self.sched.is_dead() {
-            return reply.error(Errno::EIO);
-        }
-        let len = (size as usize).min(self.size.saturating_sub(offset) as usize);
-        if len == 0 {
-            // At or past the end: nothing the device holds.
-            return reply.data(&[]);
-        }
-        match self.read_data(offset, len) {
-            Ok(data) => self.submit_read(t0, offset, len, data, |d| Done::Data(reply, d, len)),
-            Err(e) => reply.error(errno(&e)),
-        }
+        self.read_op(offset, size, reply);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -608,20 +804,7 @@ impl Filesystem for FuseFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        let t0 = self.sched.now_ns();
-        if self.sched.is_dead() {
-            return reply.error(Errno::EIO);
-        }
-        if offset + data.len() as u64 > self.size {
-            return reply.error(Errno::from_i32(libc::ENOSPC));
-        }
-        match self.write_data(offset, data) {
-            Ok(()) => {
-                let req = Req { op: Op::Write, offset, len: data.len() as u64 };
-                self.sched.submit(req, t0, Done::Write(reply, data.len() as u32));
-            }
-            Err(e) => reply.error(errno(&e)),
-        }
+        self.write_op(offset, FuserWrite(data, reply));
     }
 
     fn flush(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _lo: LockOwner, reply: ReplyEmpty) {
@@ -630,16 +813,7 @@ impl Filesystem for FuseFs {
     }
 
     fn fsync(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        let t0 = self.sched.now_ns();
-        if self.sched.is_dead() {
-            return reply.error(Errno::EIO);
-        }
-        match self.flush_data() {
-            Ok(()) => {
-                self.sched.submit(Req { op: Op::Flush, offset: 0, len: 0 }, t0, Done::Empty(reply));
-            }
-            Err(e) => reply.error(errno(&e)),
-        }
+        self.fsync_op(reply);
     }
 
     fn fallocate(
@@ -652,18 +826,7 @@ impl Filesystem for FuseFs {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        let t0 = self.sched.now_ns();
-        if self.sched.is_dead() {
-            return reply.error(Errno::EIO);
-        }
-        if mode & libc::FALLOC_FL_PUNCH_HOLE == 0 {
-            // Allocation: the image is as large as the medium already.
-            return reply.ok();
-        }
-        if let Err(e) = self.punch(offset, length, mode) {
-            return reply.error(errno(&e));
-        }
-        self.sched.submit(Req { op: Op::Discard, offset, len: length }, t0, Done::Empty(reply));
+        self.fallocate_op(offset, length, mode, reply);
     }
 
     fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
@@ -739,14 +902,13 @@ fn attr_out(size: u64, ino: u64) -> Vec<u8> {
 }
 
 impl ring::Handler for Fs {
-    fn handle(&self, req: ring::Request<'_>) {
-        let ring::Request { opcode, nodeid, op_in, payload, reply } = req;
-        let ino = nodeid;
-        match opcode {
+    fn handle(&self, req: ring::Request) {
+        let ino = req.nodeid;
+        match req.opcode {
             opcode::LOOKUP => {
-                let name = payload.split(|b| *b == 0).next().unwrap_or(&[]);
+                let name = req.payload().split(|b| *b == 0).next().unwrap_or(&[]);
                 if ino != 1 || name != SERVED_NAME.as_bytes() {
-                    return reply.error(libc::ENOENT);
+                    return req.reply().error(libc::ENOENT);
                 }
                 // struct fuse_entry_out: nodeid, generation, entry_valid,
                 // attr_valid, their nsecs, then the attributes.
@@ -756,27 +918,29 @@ impl ring::Handler for Fs {
                 }
                 out.extend_from_slice(&[0u8; 8]);
                 put_attr(&mut out, self.size, 2);
-                reply.ok(&out);
+                req.reply().ok(&out);
             }
             opcode::GETATTR => match ino {
-                1 | 2 => reply.ok(&attr_out(self.size, ino)),
-                _ => reply.error(libc::ENOENT),
+                1 | 2 => req.reply().ok(&attr_out(self.size, ino)),
+                _ => req.reply().error(libc::ENOENT),
             },
             opcode::SETATTR => {
                 // struct fuse_setattr_in: valid, padding, fh, size, ...
                 const FATTR_SIZE: u32 = 1 << 3;
+                let op_in = req.op_in();
                 if le_u32(op_in, 0) & FATTR_SIZE != 0 && le_u64(op_in, 16) != self.size {
-                    return reply.error(libc::EPERM);
+                    return req.reply().error(libc::EPERM);
                 }
-                reply.ok(&attr_out(self.size, ino));
+                req.reply().ok(&attr_out(self.size, ino));
             }
             opcode::OPEN | opcode::OPENDIR => {
-                if opcode == opcode::OPEN && ino != 2 {
-                    return reply.error(libc::EISDIR);
+                let open = req.opcode == opcode::OPEN;
+                if open && ino != 2 {
+                    return req.reply().error(libc::EISDIR);
                 }
                 // struct fuse_open_out: fh, open_flags, backing_id. The
                 // same flags as the fuser path (see its open).
-                let flags = if opcode == opcode::OPEN {
+                let flags = if open {
                     (FopenFlags::FOPEN_DIRECT_IO
                         | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES
                         | FopenFlags::FOPEN_NOFLUSH)
@@ -786,9 +950,9 @@ impl ring::Handler for Fs {
                 };
                 let mut out = [0u8; 16];
                 out[8..12].copy_from_slice(&flags.to_ne_bytes());
-                reply.ok(&out);
+                req.reply().ok(&out);
             }
-            opcode::RELEASE | opcode::RELEASEDIR | opcode::FLUSH => reply.ok(&[]),
+            opcode::RELEASE | opcode::RELEASEDIR | opcode::FLUSH => req.reply().ok(&[]),
             opcode::STATFS => {
                 // struct fuse_kstatfs: blocks, bfree, bavail, files, ffree,
                 // bsize, namelen, frsize, padding, spare[6].
@@ -800,14 +964,14 @@ impl ring::Handler for Fs {
                     out.extend_from_slice(&v.to_ne_bytes());
                 }
                 out.extend_from_slice(&[0u8; 24]);
-                reply.ok(&out);
+                req.reply().ok(&out);
             }
             opcode::READDIR => {
                 if ino != 1 {
-                    return reply.error(libc::ENOTDIR);
+                    return req.reply().error(libc::ENOTDIR);
                 }
                 // struct fuse_read_in: fh, offset, size, ...
-                let (offset, size) = (le_u64(op_in, 8), le_u32(op_in, 16) as usize);
+                let (offset, size) = (le_u64(req.op_in(), 8), le_u32(req.op_in(), 16) as usize);
                 let entries: [(u64, u32, &str); 3] = [
                     (1, libc::DT_DIR as u32, "."),
                     (1, libc::DT_DIR as u32, ".."),
@@ -827,84 +991,29 @@ impl ring::Handler for Fs {
                     out.extend_from_slice(name.as_bytes());
                     out.resize(out.len().next_multiple_of(8), 0);
                 }
-                reply.ok(&out);
+                req.reply().ok(&out);
             }
+            // struct fuse_read_in / fuse_write_in: fh, offset, size, ...
             opcode::READ => {
-                let t0 = self.sched.now_ns();
-                if self.sched.is_dead() {
-                    return reply.error(libc::EIO);
-                }
-                let (offset, size) = (le_u64(op_in, 8), le_u32(op_in, 16));
-                let len =
-                    (size as usize).min(self.size.saturating_sub(offset) as usize).min(reply.capacity());
-                if len == 0 {
-                    return reply.ok(&[]);
-                }
-                match self.read_data(offset, len) {
-                    Ok(data) => self.submit_read(t0, offset, len, data, |d| Done::RingData(reply, d, len)),
-                    Err(e) => reply.error(e.raw_os_error().unwrap_or(libc::EIO)),
-                }
+                let (offset, size) = (le_u64(req.op_in(), 8), le_u32(req.op_in(), 16));
+                self.read_op(offset, size, req.reply());
             }
             opcode::WRITE => {
-                let t0 = self.sched.now_ns();
-                if self.sched.is_dead() {
-                    return reply.error(libc::EIO);
+                let (offset, size) = (le_u64(req.op_in(), 8), le_u32(req.op_in(), 16) as usize);
+                if size > req.payload().len() {
+                    return req.reply().error(libc::EINVAL);
                 }
-                let (offset, size) = (le_u64(op_in, 8), le_u32(op_in, 16) as usize);
-                if size > payload.len() {
-                    return reply.error(libc::EINVAL);
-                }
-                let data = &payload[..size];
-                if offset + data.len() as u64 > self.size {
-                    return reply.error(libc::ENOSPC);
-                }
-                match self.write_data(offset, data) {
-                    Ok(()) => {
-                        let req = Req { op: Op::Write, offset, len: data.len() as u64 };
-                        self.sched.submit(req, t0, Done::RingWrite(reply, data.len() as u32));
-                    }
-                    Err(e) => reply.error(e.raw_os_error().unwrap_or(libc::EIO)),
-                }
+                self.write_op(offset, RingWrite(req, size));
             }
-            opcode::FSYNC => {
-                let t0 = self.sched.now_ns();
-                if self.sched.is_dead() {
-                    return reply.error(libc::EIO);
-                }
-                match self.flush_data() {
-                    Ok(()) => {
-                        self.sched.submit(
-                            Req { op: Op::Flush, offset: 0, len: 0 },
-                            t0,
-                            Done::RingEmpty(reply),
-                        );
-                    }
-                    Err(e) => reply.error(e.raw_os_error().unwrap_or(libc::EIO)),
-                }
-            }
+            opcode::FSYNC => self.fsync_op(req.reply()),
             opcode::FALLOCATE => {
-                let t0 = self.sched.now_ns();
-                if self.sched.is_dead() {
-                    return reply.error(libc::EIO);
-                }
                 // struct fuse_fallocate_in: fh, offset, length, mode.
+                let op_in = req.op_in();
                 let (offset, length, mode) = (le_u64(op_in, 8), le_u64(op_in, 16), le_u32(op_in, 24) as i32);
-                if mode & libc::FALLOC_FL_PUNCH_HOLE == 0 {
-                    return reply.ok(&[]);
-                }
-                match self.punch(offset, length, mode) {
-                    Ok(()) => {
-                        self.sched.submit(
-                            Req { op: Op::Discard, offset, len: length },
-                            t0,
-                            Done::RingEmpty(reply),
-                        );
-                    }
-                    Err(e) => reply.error(e.raw_os_error().unwrap_or(libc::EIO)),
-                }
+                self.fallocate_op(offset, length, mode, req.reply());
             }
             // What fuser answers for what a filesystem does not implement.
-            _ => reply.error(libc::ENOSYS),
+            _ => req.reply().error(libc::ENOSYS),
         }
     }
 }
@@ -999,6 +1108,7 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
         size: cfg.size,
         sched: sched.clone(),
         cache: cache.clone(),
+        offer_uring: AtomicBool::new(false),
         uring: AtomicBool::new(false),
     });
     let mut config = fuser::Config::default();
@@ -1010,30 +1120,8 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
     config.clone_fd = true;
     std::fs::create_dir_all(&cfg.mountpoint)
         .map_err(|e| EmuError::Failed(format!("creating {}: {e}", cfg.mountpoint.display())))?;
-    enable_uring();
-    let mut session = fuser::Session::new(FuseFs(fs.clone()), &cfg.mountpoint, &config).map_err(|e| {
-        EmuError::Failed(format!("mounting the FUSE filesystem on {}: {e}", cfg.mountpoint.display()))
-    })?;
+    let (mut session, rings) = mount(&fs, &cfg.mountpoint, &config)?;
     let mut unmounter = session.unmount_callable();
-    // The INIT reply asked for FUSE over io_uring: register the rings now
-    // (the kernel holds requests until every queue has); fuser's readers
-    // then see only what the kernel still sends through /dev/fuse
-    // (forgets, interrupts). A refused registration makes the kernel fall
-    // back to /dev/fuse by itself.
-    let mut rings = None;
-    if fs.uring.load(Ordering::SeqCst) {
-        use std::os::fd::AsFd;
-        let fd = session.as_fd().as_raw_fd();
-        match ring::Rings::start(fd, MAX_REQUEST, fs.clone()) {
-            Ok(r) => {
-                eprintln!("storbench: info: serving through FUSE over io_uring (one queue per CPU)");
-                rings = Some(r)
-            }
-            Err(e) => {
-                eprintln!("storbench: note: FUSE over io_uring refused ({e}); serving through /dev/fuse")
-            }
-        }
-    }
     let stop = Arc::new(AtomicBool::new(false));
     let timer = {
         let s = sched.clone();
@@ -1114,9 +1202,9 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
     std::fs::write(&cfg.pid_file, format!("{}\n", std::process::id()))
         .map_err(|e| EmuError::Failed(format!("writing {}: {e}", cfg.pid_file.display())))?;
     let res = session.run();
-    if let Some(r) = rings.as_mut() {
-        r.stop();
-    }
+    // The connection is gone: the queues' threads end (and the rings'
+    // descriptor of it closes).
+    drop(rings);
     // A clean stop is not a power cut: the drive writes its cache back
     // (after a cut, drain refuses and what was volatile stays lost).
     let _ = exit_cache.drain(&mut exit_cache.lock(), &exit_file);
@@ -1129,18 +1217,85 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
     res.map_err(|e| EmuError::Failed(format!("serving {}: {e}", cfg.mountpoint.display())))
 }
 
+/// Mounts the filesystem and chooses its transport, saying which in the
+/// log: FUSE over io_uring where the kernel offers it (the rings are
+/// prepared first, so the INIT reply asks for them only when all that is
+/// left is their registration), else /dev/fuse. If the kernel refuses a
+/// ring's registration, that connection would hold every request for
+/// good: it is unmounted and the filesystem mounted again over /dev/fuse
+/// (nothing has used it yet: the loop device is attached after the
+/// daemon serves).
+fn mount(
+    fs: &Arc<Fs>,
+    mountpoint: &Path,
+    config: &fuser::Config,
+) -> Result<(fuser::Session<FuseFs>, Option<ring::Rings>), EmuError> {
+    let new = || {
+        fuser::Session::new(FuseFs(fs.clone()), mountpoint, config).map_err(|e| {
+            EmuError::Failed(format!("mounting the FUSE filesystem on {}: {e}", mountpoint.display()))
+        })
+    };
+    let mut rings = match uring_switch() {
+        Err(why) => {
+            eprintln!("storbench: info: serving through /dev/fuse ({why})");
+            None
+        }
+        Ok(()) => {
+            match ring::Rings::prepare(MAX_REQUEST) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    eprintln!("storbench: note: serving through /dev/fuse (the io_uring queues could not be made: {e})");
+                    None
+                }
+            }
+        }
+    };
+    fs.offer_uring.store(rings.is_some(), Ordering::SeqCst);
+    let session = new()?;
+    let Some(r) = rings.as_mut() else { return Ok((session, None)) };
+    if !fs.uring.load(Ordering::SeqCst) {
+        eprintln!("storbench: info: serving through /dev/fuse (the kernel did not offer FUSE over io_uring)");
+        return Ok((session, None));
+    }
+    use std::os::fd::AsFd;
+    match r.register(session.as_fd(), fs.clone()) {
+        Ok(()) => {
+            eprintln!("storbench: info: serving through FUSE over io_uring (one queue per CPU)");
+            Ok((session, rings))
+        }
+        Err(e) => {
+            eprintln!(
+                "storbench: note: the kernel refused the io_uring queues ({e}); mounting again, serving through /dev/fuse"
+            );
+            drop(rings);
+            fs.offer_uring.store(false, Ordering::SeqCst);
+            drop(session);
+            Ok((new()?, None))
+        }
+    }
+}
+
 /// The kernel's switch for FUSE over io_uring, off by default: turned on
 /// (as root) unless `STORBENCH_EMU_NO_URING` is set, since the rings keep a
 /// request's round trip on one CPU (BENCHMARKS.md: the QD1 floor). It only
 /// lets FUSE servers that ask for rings use them; others are unaffected.
-/// Said in the daemon's log when it does.
-fn enable_uring() {
+/// Said in the daemon's log when it does. An error says why the rings are
+/// not to be used.
+fn uring_switch() -> Result<(), &'static str> {
     const SWITCH: &str = "/sys/module/fuse/parameters/enable_uring";
     if std::env::var_os("STORBENCH_EMU_NO_URING").is_some() {
-        return;
+        return Err("STORBENCH_EMU_NO_URING is set");
     }
-    if std::fs::read_to_string(SWITCH).is_ok_and(|v| v.trim() == "N") && std::fs::write(SWITCH, "Y").is_ok() {
-        eprintln!("storbench: info: turned FUSE over io_uring on ({SWITCH} = Y)");
+    match std::fs::read_to_string(SWITCH).map(|v| v.trim() == "Y") {
+        Err(_) => Err("this kernel has no FUSE over io_uring"),
+        Ok(true) => Ok(()),
+        Ok(false) => {
+            if std::fs::write(SWITCH, "Y").is_err() {
+                return Err("FUSE over io_uring is switched off, and only root can switch it on");
+            }
+            eprintln!("storbench: info: turned FUSE over io_uring on ({SWITCH} = Y)");
+            Ok(())
+        }
     }
 }
 

@@ -25,10 +25,22 @@
 //! thread (the scheduler's timer answers delayed requests): it fills the
 //! entry's buffers and hands the entry to its queue's thread, the only one
 //! that submits on the ring.
+//!
+//! Setup comes in two halves because of what asking commits to: once the
+//! INIT reply asks for FUSE over io_uring, the kernel holds every new
+//! request until all queues are registered, and never falls back. So
+//! [`Rings::prepare`] makes everything that could fail on our side (the
+//! buffers, the eventfds, the rings, the threads bound to their CPUs)
+//! before the daemon asks, and asks only if it succeeded; after the
+//! handshake, [`Rings::register`] only registers the entries. If the
+//! kernel refuses one, the daemon unmounts that connection and mounts a
+//! new one over /dev/fuse (daemon.rs), so nothing waits on a ring that
+//! will never be ready.
 
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
@@ -43,11 +55,23 @@ const ENT_IN_OUT: usize = 256;
 /// The user data of the eventfd read that wakes a queue's thread.
 const WAKE: u64 = u64::MAX;
 
+/// How many entries (requests in flight) each queue holds: the loop
+/// device's own queue depth (the `loop` module's `hw_queue_depth`, 128 by
+/// default), so that however its worker's requests fall on the CPUs, all
+/// of them reach the model at once rather than waiting in the kernel for a
+/// free entry (where the model would not see them queue). Payloads are
+/// mapped without reserve and touched only as used.
+const ENTRIES: usize = 128;
+
+/// Test hook: makes the last queue's registration name a queue the kernel
+/// does not have, so the kernel refuses it as it would a real mismatch
+/// (tests/emu_cli.rs checks the fallback to /dev/fuse).
+pub(crate) const REFUSE_ENV: &str = "STORBENCH_EMU_TEST_REFUSE_RING";
+
 /// One ring queue (one per possible CPU, as the kernel requires): its
 /// entries' buffers, for the life of the process.
 pub(crate) struct Queue {
     qid: u16,
-    fd: RawFd,
     entries: usize,
     headers: *mut u8,
     payloads: *mut u8,
@@ -55,7 +79,10 @@ pub(crate) struct Queue {
     /// Entries answered and waiting for their thread to commit them.
     outbox: Mutex<Vec<u16>>,
     /// Written by a thread other than the queue's to wake it.
-    efd: RawFd,
+    efd: OwnedFd,
+    /// Where the queue's thread reads the eventfd's 8 bytes into (leaked:
+    /// the kernel may write them after the thread has ended).
+    wake_buf: *mut u64,
     stop: AtomicBool,
 }
 
@@ -83,7 +110,8 @@ impl Queue {
     /// Entry `ent`'s header buffer.
     ///
     /// # Safety
-    /// The caller is the entry's one user now (see the Send impl).
+    /// The caller is the entry's one user now (see the Send impl), and no
+    /// other view of the buffer is alive.
     #[allow(clippy::mut_from_ref)]
     unsafe fn header(&self, ent: u16) -> &mut [u8] {
         assert!((ent as usize) < self.entries);
@@ -104,10 +132,17 @@ impl Queue {
         }
     }
 
-    /// Hands an answered entry to the queue's thread.
+    /// Hands an answered entry to the queue's thread. Another thread
+    /// wakes it only when the outbox was empty: the thread takes the whole
+    /// outbox at once, so one wake-up serves every reply queued before it
+    /// runs (a timer thread answering a burst writes the eventfd once).
     fn commit(&self, ent: u16) {
-        self.outbox.lock().unwrap_or_else(|p| p.into_inner()).push(ent);
-        if !std::ptr::eq(MINE.with(|m| m.get()), self) {
+        let was_empty = {
+            let mut o = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
+            o.push(ent);
+            o.len() == 1
+        };
+        if was_empty && !std::ptr::eq(MINE.with(|m| m.get()), self) {
             self.wake();
         }
     }
@@ -115,22 +150,42 @@ impl Queue {
     fn wake(&self) {
         let one: u64 = 1;
         // SAFETY: an 8-byte write to our eventfd.
-        unsafe { libc::write(self.efd, (&one as *const u64).cast(), 8) };
+        unsafe { libc::write(self.efd.as_raw_fd(), (&one as *const u64).cast(), 8) };
     }
 }
 
-/// A request taken from a ring entry.
-pub(crate) struct Request<'a> {
+/// A request taken from a ring entry. Its views borrow the request, and
+/// answering consumes it ([`Request::reply`]), so no view of the entry's
+/// buffers is alive while the reply writes them.
+pub(crate) struct Request {
     /// `fuse_in_header.opcode`.
     pub opcode: u32,
     /// `fuse_in_header.nodeid`.
     pub nodeid: u64,
+    payload_len: usize,
+    reply: Reply,
+}
+
+impl Request {
     /// The op's fixed argument (`fuse_read_in`, ...), 128 bytes.
-    pub op_in: &'a [u8],
+    pub fn op_in(&self) -> &[u8] {
+        let (q, ent) = (self.reply.q, self.reply.ent);
+        // SAFETY: the entry is this request's until it is answered, which
+        // consumes the request (and so ends this borrow).
+        unsafe { std::slice::from_raw_parts(q.headers.add(ent as usize * HEADER_SZ + OP_IN), OP_IN) }
+    }
+
     /// The rest of the request (a write's data, a name).
-    pub payload: &'a [u8],
-    /// How to answer it.
-    pub reply: Reply,
+    pub fn payload(&self) -> &[u8] {
+        let (q, ent) = (self.reply.q, self.reply.ent);
+        // SAFETY: as in op_in; payload_len is at most payload_sz.
+        unsafe { std::slice::from_raw_parts(q.payloads.add(ent as usize * q.payload_sz), self.payload_len) }
+    }
+
+    /// How to answer it (every request gets exactly one answer).
+    pub fn reply(self) -> Reply {
+        self.reply
+    }
 }
 
 /// The answer to one request; every request gets exactly one (a reply
@@ -155,7 +210,8 @@ impl Reply {
 
     /// Answers with `len` bytes written into the payload by `fill`.
     pub fn ok_with(mut self, len: usize, fill: impl FnOnce(&mut [u8])) {
-        // SAFETY: the Reply is the entry's one user until it commits.
+        // SAFETY: the Reply is the entry's one user until it commits (its
+        // request, and so every view of the entry, is gone).
         let p = unsafe { self.q.payload(self.ent) };
         if len > p.len() {
             return self.finish(-libc::EIO, 0);
@@ -193,61 +249,92 @@ impl Drop for Reply {
 
 /// What answers the requests.
 pub(crate) trait Handler: Send + Sync + 'static {
-    /// Handles one request; answers it now or later through `req.reply`.
-    fn handle(&self, req: Request<'_>);
+    /// Handles one request; answers it now or later through
+    /// [`Request::reply`].
+    fn handle(&self, req: Request);
 }
+
+/// What a prepared queue's thread is told once the handshake is done:
+/// register on this connection (a descriptor of the rings' own), or end.
+type Go = Option<(RawFd, Arc<dyn Handler>, bool)>;
 
 /// The rings of one connection, one queue per possible CPU.
 pub(crate) struct Rings {
     queues: Vec<&'static Queue>,
     threads: Vec<std::thread::JoinHandle<()>>,
+    go: Vec<Sender<Go>>,
+    registered: Receiver<std::io::Result<()>>,
+    /// The rings' own descriptor of the connection: the session's may be
+    /// closed first when it ends, and a queue must never submit on a
+    /// closed (or reused) descriptor number.
+    fd: Option<OwnedFd>,
 }
 
-/// How many entries (requests in flight) each queue holds: more than the
-/// deepest queue depth the loop device sends from one CPU in our benches.
-const ENTRIES: usize = 64;
-
 impl Rings {
-    /// Starts one thread per possible CPU, bound to it, registering its
-    /// queue's entries on the /dev/fuse descriptor `fd` (of a connection
-    /// whose INIT reply asked for FUSE_OVER_IO_URING) with payloads of
-    /// `payload_sz` bytes (at least the connection's max_write).
-    pub(crate) fn start(
-        fd: RawFd,
-        payload_sz: usize,
-        handler: std::sync::Arc<dyn Handler>,
-    ) -> std::io::Result<Rings> {
+    /// Makes one queue per possible CPU (buffers, eventfd, ring) and its
+    /// thread, bound to that CPU, without asking anything of the kernel's
+    /// FUSE: what fails here fails before the daemon asks for the rings.
+    pub(crate) fn prepare(payload_sz: usize) -> std::io::Result<Rings> {
         let cpus = possible_cpus()?;
-        let mut rings = Rings { queues: Vec::new(), threads: Vec::new() };
+        let (reg_tx, registered) = channel();
+        let mut rings =
+            Rings { queues: Vec::new(), threads: Vec::new(), go: Vec::new(), registered, fd: None };
         for qid in 0..cpus {
-            let q = leak_queue(qid as u16, fd, payload_sz)?;
+            let q = leak_queue(qid as u16, payload_sz)?;
             rings.queues.push(q);
-            let h = handler.clone();
-            let (tx, rx) = std::sync::mpsc::channel();
-            let t = std::thread::Builder::new().name(format!("emu-ring-{qid}")).spawn(move || {
-                run(q, h.as_ref(), tx);
-            })?;
+            let (ready_tx, ready_rx) = channel();
+            let (go_tx, go_rx) = channel();
+            let reg = reg_tx.clone();
+            let t = std::thread::Builder::new()
+                .name(format!("emu-ring-{qid}"))
+                .spawn(move || run(q, ready_tx, go_rx, reg))?;
             rings.threads.push(t);
-            // Each queue is registered before the next starts, so a
-            // failure (the kernel refusing) is seen at once.
-            match rx.recv() {
+            rings.go.push(go_tx);
+            match ready_rx.recv() {
                 Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    rings.stop();
-                    return Err(e);
-                }
-                Err(_) => {
-                    rings.stop();
-                    return Err(std::io::Error::other("a ring thread ended during setup"));
-                }
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Err(std::io::Error::other("a ring thread ended during setup")),
             }
         }
         Ok(rings)
     }
 
-    /// Ends the queues' threads (after the connection is gone, their
-    /// entries are completed with errors and they end by themselves).
+    /// Registers every queue's entries on the connection `fd` (whose INIT
+    /// reply asked for FUSE_OVER_IO_URING); the queues then answer its
+    /// requests through `handler`. An error is the kernel refusing a
+    /// registration: the caller must give up this connection.
+    pub(crate) fn register(&mut self, fd: BorrowedFd<'_>, handler: Arc<dyn Handler>) -> std::io::Result<()> {
+        // SAFETY: dup of a descriptor we borrow; checked.
+        let own = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+        if own < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: a fresh descriptor that nothing else owns.
+        let own = unsafe { OwnedFd::from_raw_fd(own) };
+        let raw = own.as_raw_fd();
+        self.fd = Some(own);
+        let refuse = std::env::var_os(REFUSE_ENV).is_some();
+        let last = self.go.len() - 1;
+        // One queue at a time, so a refusal is seen before the next asks.
+        for (i, go) in self.go.iter().enumerate() {
+            go.send(Some((raw, handler.clone(), refuse && i == last)))
+                .map_err(|_| std::io::Error::other("a ring thread ended before registering"))?;
+            match self.registered.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Err(std::io::Error::other("a ring thread ended while registering")),
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the queues' threads (idle ones at once; registered ones see
+    /// their entries completed with errors once the connection is gone,
+    /// or stop when woken), then closes the rings' descriptor.
     pub(crate) fn stop(&mut self) {
+        for go in self.go.drain(..) {
+            let _ = go.send(None);
+        }
         for q in &self.queues {
             q.stop.store(true, Ordering::SeqCst);
             q.wake();
@@ -255,18 +342,14 @@ impl Rings {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+        self.fd = None;
     }
 }
 
-/// Whether this process can make a ring of the kind the queues use
-/// (checked before asking the kernel for FUSE over io_uring: once asked,
-/// the kernel holds every request until the rings are registered).
-pub(crate) fn available() -> bool {
-    IoUring::<squeue::Entry128, cqueue::Entry>::builder()
-        .setup_single_issuer()
-        .setup_defer_taskrun()
-        .build(4)
-        .is_ok()
+impl Drop for Rings {
+    fn drop(&mut self) {
+        self.stop();
+    }
 }
 
 fn possible_cpus() -> std::io::Result<usize> {
@@ -281,9 +364,16 @@ fn possible_cpus() -> std::io::Result<usize> {
     Ok(max + 1)
 }
 
-fn leak_queue(qid: u16, fd: RawFd, payload_sz: usize) -> std::io::Result<&'static Queue> {
+fn leak_queue(qid: u16, payload_sz: usize) -> std::io::Result<&'static Queue> {
     let payload_sz = payload_sz.next_multiple_of(4096);
     let len = ENTRIES * payload_sz + ENTRIES * HEADER_SZ;
+    // SAFETY: eventfd with constant flags, checked.
+    let efd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+    if efd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor that nothing else owns.
+    let efd = unsafe { OwnedFd::from_raw_fd(efd) };
     // SAFETY: a fresh anonymous mapping (pages are touched only as used),
     // checked for failure; never unmapped (a reply may outlive the rings).
     let base = unsafe {
@@ -299,23 +389,18 @@ fn leak_queue(qid: u16, fd: RawFd, payload_sz: usize) -> std::io::Result<&'stati
     if base == libc::MAP_FAILED {
         return Err(std::io::Error::last_os_error());
     }
-    // SAFETY: eventfd with constant flags.
-    let efd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
-    if efd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
     let payloads = base as *mut u8;
     // SAFETY: within the mapping: the headers follow the payloads.
     let headers = unsafe { payloads.add(ENTRIES * payload_sz) };
     Ok(Box::leak(Box::new(Queue {
         qid,
-        fd,
         entries: ENTRIES,
         headers,
         payloads,
         payload_sz,
         outbox: Mutex::new(Vec::with_capacity(ENTRIES)),
         efd,
+        wake_buf: Box::leak(Box::new(0u64)),
         stop: AtomicBool::new(false),
     })))
 }
@@ -328,13 +413,13 @@ fn cmd_req(qid: u16, commit_id: u64) -> [u8; 80] {
     c
 }
 
-/// A REGISTER command: `addr` points at the entry's two iovecs (header,
-/// payload) and `len` must be 2, which the io-uring crate's UringCmd80
-/// does not set, so it is patched in the built entry (a repr(C)
-/// io_uring_sqe: `len` at byte 24).
-fn register_sqe(q: &Queue, ent: u16, iov: *const libc::iovec) -> squeue::Entry128 {
-    let e = opcode::UringCmd80::new(types::Fd(q.fd), CMD_REGISTER)
-        .cmd(cmd_req(q.qid, 0))
+/// A REGISTER command for queue `qid`: `addr` points at the entry's two
+/// iovecs (header, payload) and `len` must be 2, which the io-uring
+/// crate's UringCmd80 does not set, so it is patched in the built entry
+/// (a repr(C) io_uring_sqe: `len` at byte 24).
+fn register_sqe(fd: RawFd, qid: u16, ent: u16, iov: *const libc::iovec) -> squeue::Entry128 {
+    let e = opcode::UringCmd80::new(types::Fd(fd), CMD_REGISTER)
+        .cmd(cmd_req(qid, 0))
         .addr(Some(iov as u64))
         .build()
         .user_data(ent as u64);
@@ -347,14 +432,16 @@ fn register_sqe(q: &Queue, ent: u16, iov: *const libc::iovec) -> squeue::Entry12
     }
 }
 
-fn commit_sqe(q: &Queue, ent: u16, unique: u64) -> squeue::Entry128 {
-    opcode::UringCmd80::new(types::Fd(q.fd), CMD_COMMIT_AND_FETCH)
+fn commit_sqe(fd: RawFd, q: &Queue, ent: u16, unique: u64) -> squeue::Entry128 {
+    opcode::UringCmd80::new(types::Fd(fd), CMD_COMMIT_AND_FETCH)
         .cmd(cmd_req(q.qid, unique))
         .build()
         .user_data(ent as u64)
 }
 
-fn push(ring: &mut IoUring<squeue::Entry128, cqueue::Entry>, e: &squeue::Entry128) -> std::io::Result<()> {
+type Ring = IoUring<squeue::Entry128, cqueue::Entry>;
+
+fn push(ring: &mut Ring, e: &squeue::Entry128) -> std::io::Result<()> {
     loop {
         // SAFETY: every buffer an entry names is leaked (lives forever).
         if unsafe { ring.submission().push(e) }.is_ok() {
@@ -364,29 +451,63 @@ fn push(ring: &mut IoUring<squeue::Entry128, cqueue::Entry>, e: &squeue::Entry12
     }
 }
 
-/// A queue's thread: binds itself to its CPU, registers the entries, then
-/// answers requests until the connection ends.
-fn run(q: &'static Queue, handler: &dyn Handler, ready: std::sync::mpsc::Sender<std::io::Result<()>>) {
+/// A queue's thread: binds itself to its CPU and makes its ring, says so
+/// on `ready`, waits for `go`, registers the entries (saying how that went
+/// on `registered`), then answers requests until the connection ends.
+fn run(
+    q: &'static Queue,
+    ready: Sender<std::io::Result<()>>,
+    go: Receiver<Go>,
+    registered: Sender<std::io::Result<()>>,
+) {
     MINE.with(|m| m.set(q as *const Queue));
     // SAFETY: sched_setaffinity on this thread with a set holding one CPU.
-    unsafe {
+    let bound = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(q.qid as usize, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-    let setup = || -> std::io::Result<IoUring<squeue::Entry128, cqueue::Entry>> {
-        IoUring::<squeue::Entry128, cqueue::Entry>::builder()
-            .setup_single_issuer()
-            .setup_defer_taskrun()
-            .build((2 * ENTRIES + 4) as u32)
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
     };
-    let mut ring = match setup() {
-        Ok(r) => r,
+    let made = if bound != 0 {
+        // The kernel routes a request to the queue of the CPU it came
+        // from; a thread elsewhere would turn every round trip into a
+        // cross-CPU wake-up, which is what the rings are for avoiding.
+        Err(std::io::Error::last_os_error())
+    } else {
+        // SQEs of 128 bytes for the 80-byte command; one submitter (this
+        // thread); completions run when it waits, not by interrupt.
+        Ring::builder().setup_single_issuer().setup_defer_taskrun().build((2 * ENTRIES + 4) as u32)
+    };
+    let mut ring = match made {
+        Ok(r) => {
+            let _ = ready.send(Ok(()));
+            r
+        }
         Err(e) => {
             let _ = ready.send(Err(e));
             return;
         }
     };
+    let Ok(Some((fd, handler, refuse))) = go.recv() else { return };
+    // A refused registration completes at once with an error; anything
+    // else already completed (a request) is handled in the loop below.
+    let mut cqes: Vec<(u64, i32)> = Vec::with_capacity(2 * ENTRIES);
+    let res = register(&mut ring, q, fd, refuse, &mut cqes);
+    let failed = res.is_err();
+    let _ = registered.send(res);
+    if failed {
+        return;
+    }
+    serve(q, &mut ring, fd, handler.as_ref(), cqes);
+}
+
+/// Registers every entry of `q` and arms the wake-up read.
+fn register(
+    ring: &mut Ring,
+    q: &'static Queue,
+    fd: RawFd,
+    refuse: bool,
+    cqes: &mut Vec<(u64, i32)>,
+) -> std::io::Result<()> {
     let iovs: &'static mut [[libc::iovec; 2]] = Box::leak(
         (0..q.entries as u16)
             .map(|i| {
@@ -400,34 +521,28 @@ fn run(q: &'static Queue, handler: &dyn Handler, ready: std::sync::mpsc::Sender<
             .collect::<Vec<_>>()
             .into_boxed_slice(),
     );
-    let wake_buf: &'static mut u64 = Box::leak(Box::new(0u64));
-    let wake_sqe = |buf: *mut u64| -> squeue::Entry128 {
-        squeue::Entry128::from(opcode::Read::new(types::Fd(q.efd), buf.cast(), 8).build().user_data(WAKE))
-    };
-    let mut registered = Ok(());
+    let qid = if refuse { u16::MAX } else { q.qid };
     for (i, iov) in iovs.iter().enumerate() {
-        if let Err(e) = push(&mut ring, &register_sqe(q, i as u16, iov.as_ptr())) {
-            registered = Err(e);
-            break;
-        }
+        push(ring, &register_sqe(fd, qid, i as u16, iov.as_ptr()))?;
     }
-    if registered.is_ok() {
-        registered = push(&mut ring, &wake_sqe(wake_buf)).and_then(|_| ring.submit().map(|_| ()));
+    push(ring, &wake_sqe(q))?;
+    ring.submit()?;
+    cqes.extend(ring.completion().map(|c| (c.user_data(), c.result())));
+    if let Some(&(_, res)) = cqes.iter().find(|(ud, res)| *ud != WAKE && *res < 0) {
+        return Err(std::io::Error::from_raw_os_error(-res));
     }
-    // A refused registration completes at once with an error; anything
-    // else already completed (a request) is handled in the loop below.
-    let mut cqes: Vec<(u64, i32)> = Vec::with_capacity(2 * ENTRIES);
-    if registered.is_ok() {
-        cqes.extend(ring.completion().map(|c| (c.user_data(), c.result())));
-        if let Some(&(_, res)) = cqes.iter().find(|(ud, res)| *ud != WAKE && *res < 0) {
-            registered = Err(std::io::Error::from_raw_os_error(-res));
-        }
-    }
-    let failed = registered.is_err();
-    let _ = ready.send(registered);
-    if failed {
-        return;
-    }
+    Ok(())
+}
+
+/// The eventfd read that wakes the queue's thread.
+fn wake_sqe(q: &Queue) -> squeue::Entry128 {
+    let read = opcode::Read::new(types::Fd(q.efd.as_raw_fd()), q.wake_buf.cast(), 8);
+    squeue::Entry128::from(read.build().user_data(WAKE))
+}
+
+/// Answers requests until the connection ends (every entry completed with
+/// an error) or the rings stop.
+fn serve(q: &'static Queue, ring: &mut Ring, fd: RawFd, handler: &dyn Handler, mut cqes: Vec<(u64, i32)>) {
     let mut live = q.entries;
     let mut outbox: Vec<u16> = Vec::with_capacity(ENTRIES);
     let mut unique = vec![0u64; q.entries];
@@ -450,7 +565,7 @@ fn run(q: &'static Queue, handler: &dyn Handler, ready: std::sync::mpsc::Sender<
         for &(ud, res) in &cqes {
             if ud == WAKE {
                 if !q.stop.load(Ordering::Relaxed) {
-                    if let Err(e) = push(&mut ring, &wake_sqe(wake_buf)) {
+                    if let Err(e) = push(ring, &wake_sqe(q)) {
                         fatal(q, e);
                     }
                 }
@@ -463,27 +578,17 @@ fn run(q: &'static Queue, handler: &dyn Handler, ready: std::sync::mpsc::Sender<
                 live -= 1;
                 continue;
             }
-            // SAFETY: a completed entry is this thread's until handed on.
-            let h = unsafe { q.header(ent) };
-            let id = rd_u64(h, 8);
-            unique[ent as usize] = id;
-            let opcode = rd_u32(h, 4);
-            let nodeid = rd_u64(h, 16);
-            let plen = (rd_u32(h, ENT_IN_OUT + 16) as usize).min(q.payload_sz);
-            // SAFETY: the entry is ours until answered; the request's
-            // views are not used after its reply is given.
-            let (op_in, payload) = unsafe {
-                let h = q.headers.add(ent as usize * HEADER_SZ);
-                (
-                    std::slice::from_raw_parts(h.add(OP_IN), OP_IN),
-                    std::slice::from_raw_parts(q.payloads.add(ent as usize * q.payload_sz), plen),
-                )
+            let (id, opcode, nodeid, plen) = {
+                // SAFETY: a completed entry is this thread's until handed
+                // on; this view ends before the request is made.
+                let h = unsafe { q.header(ent) };
+                (rd_u64(h, 8), rd_u32(h, 4), rd_u64(h, 16), rd_u32(h, ENT_IN_OUT + 16) as usize)
             };
+            unique[ent as usize] = id;
             handler.handle(Request {
                 opcode,
                 nodeid,
-                op_in,
-                payload,
+                payload_len: plen.min(q.payload_sz),
                 reply: Reply { q, ent, unique: id, done: false },
             });
         }
@@ -492,7 +597,7 @@ fn run(q: &'static Queue, handler: &dyn Handler, ready: std::sync::mpsc::Sender<
             std::mem::swap(&mut *o, &mut outbox);
         }
         for ent in outbox.drain(..) {
-            if let Err(e) = push(&mut ring, &commit_sqe(q, ent, unique[ent as usize])) {
+            if let Err(e) = push(ring, &commit_sqe(fd, q, ent, unique[ent as usize])) {
                 if q.stop.load(Ordering::Relaxed) {
                     break;
                 }

@@ -790,3 +790,77 @@ fn a_managed_server_runs_in_its_memory_group_until_it_is_destroyed() {
     s.ok(&["pg", "down", "memlim", "--destroy"]);
     assert!(!group.exists(), "the group outlived its instance");
 }
+
+/// The names of a process's threads.
+fn thread_names(pid: u64) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|c| c.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn each_medium_says_which_transport_serves_it_and_a_refused_ring_falls_back_to_dev_fuse() {
+    let s = State::new();
+    let rings = Path::new("/sys/module/fuse/parameters/enable_uring").exists();
+    let cases: [(&str, Option<&str>, &str); 3] = [
+        (
+            "rings",
+            None,
+            if rings {
+                "serving through FUSE over io_uring"
+            } else {
+                "serving through /dev/fuse (this kernel has no FUSE over io_uring)"
+            },
+        ),
+        ("devfuse", Some("STORBENCH_EMU_NO_URING"), "serving through /dev/fuse (STORBENCH_EMU_NO_URING is set)"),
+        // The kernel itself refuses a registration naming a queue it does
+        // not have, as it would a real mismatch.
+        (
+            "refused",
+            Some("STORBENCH_EMU_TEST_REFUSE_RING"),
+            "refused the io_uring queues (Invalid argument (os error 22)); mounting again, serving through /dev/fuse",
+        ),
+    ];
+    for (name, env, says) in cases {
+        if name == "refused" && !rings {
+            eprintln!("no FUSE over io_uring here: the refusal is not tested");
+            continue;
+        }
+        let mut c = s.sb();
+        if let Some(k) = env {
+            c.env(k, "1");
+        }
+        let out = c
+            .args(["media", "create", name, "--size", "64M", "--fs", "none", "--model", "constant"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let m = s.medium(name);
+        let log = std::fs::read_to_string(m["daemon"]["log"].as_str().unwrap()).unwrap();
+        assert!(log.contains(says), "{name}: the log says\n{log}");
+        // Ring threads live only where the rings serve.
+        let threads = thread_names(m["daemon"]["pid"].as_u64().unwrap());
+        let ring_threads = threads.iter().filter(|t| t.starts_with("emu-ring-")).count();
+        assert_eq!(ring_threads > 0, name == "rings" && rings, "{name}: threads {threads:?}");
+        // What is written comes back, through whichever transport serves.
+        let dev = m["device"].as_str().unwrap().to_string();
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&dev)
+            .unwrap();
+        let mut raw = vec![0u8; 3 * 65536];
+        let at = raw.as_ptr().align_offset(4096);
+        for (i, b) in raw[at..at + 65536].iter_mut().enumerate() {
+            *b = (i * 31 + name.len()) as u8;
+        }
+        let (wbuf, rbuf) = raw[at..].split_at_mut(65536);
+        std::os::unix::fs::FileExt::write_all_at(&f, wbuf, 1 << 20).unwrap();
+        f.sync_data().unwrap();
+        std::os::unix::fs::FileExt::read_exact_at(&f, &mut rbuf[..65536], 1 << 20).unwrap();
+        assert!(rbuf[..65536] == wbuf[..], "{name}: read back differs");
+    }
+}
