@@ -59,6 +59,29 @@ fn size(p: &Path) -> u64 {
     }
 }
 
+/// Every file under `dir` with its size and a hash of its bytes, sorted by
+/// path: equal listings mean byte-identical trees.
+fn fingerprint(dir: &Path) -> Vec<(PathBuf, u64, u64)> {
+    use std::hash::Hasher;
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if e.file_type().unwrap().is_dir() {
+                todo.push(p);
+                continue;
+            }
+            let bytes = std::fs::read(&p).unwrap();
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            h.write(&bytes);
+            out.push((p.strip_prefix(dir).unwrap().to_path_buf(), bytes.len() as u64, h.finish()));
+        }
+    }
+    out.sort();
+    out
+}
+
 /// Drops the named server databases when the test ends, passed or not.
 struct DropDbs(&'static str, Vec<String>);
 
@@ -647,25 +670,46 @@ fn mariadb_backup_then_restore_into_a_temporary_server_round_trips() {
     assert!(mb.join("xtrabackup_checkpoints").is_file() || mb.join("mariadb_backup_checkpoints").is_file());
     assert_eq!(metric(&b, "backup.bytes"), size(&mb) as f64);
     assert!(metric(&b, "backup.seconds") > 0.0 && metric(&b, "db.bytes") > 0.0);
+    let before = fingerprint(&mb);
     // The server holds other tests' databases too: --database checks ours.
-    let out = sb(d.path())
-        .env("STORBENCH_STATE", &state)
-        .args(["--json", "restore", "--from", mb.to_str().unwrap(), "--to", copy.to_str().unwrap()])
-        .args(["--jobs", "2", "--database", &src, "--compare", &src_url])
-        .output()
-        .unwrap();
-    let r: Value = serde_json::from_slice(&ok(out).stdout).unwrap();
-    // backup.bytes is the backup's as taken: --prepare then rewrites its redo log.
-    physical_restore_figures(&r, metric(&b, "backup.bytes"));
-    assert!(metric(&r, "restore.prepare_seconds") > 0.0 && metric(&r, "restore.copy_seconds") > 0.0);
-    // The copy stays, given to the server's user; the server is gone and
-    // its run directory (socket, pid file, log) with it.
-    assert!(copy.join(&src).is_dir() && copy.join("ibdata1").is_file());
-    assert_eq!(owner(&copy), uid_of("mysql"));
-    assert!(servers_on(&copy).is_empty(), "a server was left on {}", copy.display());
-    let left: Vec<_> =
-        std::fs::read_dir(state.join("restore")).unwrap().flatten().map(|e| e.path()).collect();
-    assert!(left.is_empty(), "{left:?}");
+    // Restored twice: regression, the first restore prepared the backup
+    // itself, so the second found it prepared (near-zero prepare, another size).
+    let copy2 = d.path().join("copy2");
+    let _no_server2 = NoServerOn(copy2.clone());
+    for to in [&copy, &copy2] {
+        let out = sb(d.path())
+            .env("STORBENCH_STATE", &state)
+            .args(["--json", "restore", "--from", mb.to_str().unwrap(), "--to", to.to_str().unwrap()])
+            .args(["--jobs", "2", "--database", &src, "--compare", &src_url])
+            .output()
+            .unwrap();
+        let r: Value = serde_json::from_slice(&ok(out).stdout).unwrap();
+        physical_restore_figures(&r, metric(&b, "backup.bytes"));
+        assert!(metric(&r, "restore.prepare_seconds") > 0.0 && metric(&r, "restore.copy_seconds") > 0.0);
+        // The copy stays, given to the server's user; the server is gone and
+        // its run directory (socket, pid file, log) with it.
+        assert!(to.join(&src).is_dir() && to.join("ibdata1").is_file());
+        assert_eq!(owner(to), uid_of("mysql"));
+        assert!(servers_on(to).is_empty(), "a server was left on {}", to.display());
+        let left: Vec<_> =
+            std::fs::read_dir(state.join("restore")).unwrap().flatten().map(|e| e.path()).collect();
+        assert!(left.is_empty(), "{left:?}");
+        // The backup was only read: byte for byte as taken.
+        assert!(
+            fingerprint(&mb) == before,
+            "restoring into {} changed the backup {}",
+            to.display(),
+            mb.display()
+        );
+    }
+    // No work copy is left beside the copies.
+    let mut names: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["copy", "copy2", "mb", "r.db", "state"]);
 }
 
 #[test]
@@ -764,6 +808,12 @@ fn a_physical_restore_that_fails_leaves_no_copy_and_no_server() {
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(!to.exists(), "the half-made copy {} was left", to.display());
+        let work: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains("prepare"))
+            .collect();
+        assert!(work.is_empty(), "a work copy was left: {work:?}");
         assert!(servers_on(to).is_empty(), "a server was left on {}", to.display());
         (out.status.code(), err)
     };

@@ -1,6 +1,9 @@
 //! `storbench restore` of a physical backup: a mariadb-backup directory
-//! (prepared in place, as mariadb-backup does it, then `--copy-back` into
-//! the new data directory) or a plain pg_basebackup (copied with `cp -a`).
+//! (copied with `cp -a` into a work directory beside the new data
+//! directory, the copy prepared, then `--move-back` into the new data
+//! directory: the backup itself is only read, so it restores the same way
+//! again and an interrupted prepare cannot spoil it) or a plain
+//! pg_basebackup (copied with `cp -a`).
 //! A temporary server is then started on the copy, timed to accepting
 //! connections (its crash recovery or WAL replay included) and to ready
 //! (`ANALYZE` done), checked as a logical restore is (rows, `tpcc check`,
@@ -48,7 +51,7 @@ const MARIADB_SYSTEM: [&str; 4] = ["mysql", "sys", "information_schema", "perfor
 
 /// What restores a physical backup: the tools, found before anything is made.
 enum Tools {
-    Maria { backup: PathBuf, server: PathBuf },
+    Maria { backup: PathBuf, server: PathBuf, cp: PathBuf },
     Pg { cp: PathBuf },
 }
 
@@ -85,6 +88,19 @@ pub(super) fn restore(g: &Global, a: RestoreArgs, kind: Kind, from: &Path) -> Re
     }
     // The server is given absolute paths: it runs from its own directory.
     let to = std::path::absolute(&to).map_err(|e| usage(format!("--to {}: {e}", to.display())))?;
+    // mariadb-backup prepares a copy of the backup, made beside the new data
+    // directory (the same filesystem: --move-back then renames its files).
+    let work = to.with_file_name(format!(
+        ".{}.storbench-prepare",
+        to.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    ));
+    if kind == Kind::MariaBackup && work.exists() {
+        return Err(usage(format!(
+            "--to {}: {} exists (a work copy an earlier restore left): remove it",
+            to.display(),
+            work.display()
+        )));
+    }
     let from = std::path::absolute(from).map_err(|e| usage(format!("--from {}: {e}", from.display())))?;
     if kind == Kind::PgBase && a.jobs > 1 {
         return Err(usage(format!(
@@ -127,6 +143,7 @@ pub(super) fn restore(g: &Global, a: RestoreArgs, kind: Kind, from: &Path) -> Re
             backup: tool("mariadb-backup", "mariadb-backup")?,
             server: tool("mariadbd", "mariadb-server")
                 .or_else(|e| Some(PathBuf::from("/usr/sbin/mariadbd")).filter(|p| p.is_file()).ok_or(e))?,
+            cp: tool("cp", "coreutils")?,
         },
         _ => {
             storbench_media::pg::bindir_for(&from).map_err(media)?;
@@ -170,9 +187,9 @@ pub(super) fn restore(g: &Global, a: RestoreArgs, kind: Kind, from: &Path) -> Re
     )?;
     let clock = rec.clock();
     let mut r = StepReport::default();
-    let run = RunDir(run_dir);
-    let opened =
-        open_copy(&tools, &from, &to, a.jobs, &run.0, compare.as_ref(), a.database.as_deref(), &mut r);
+    let run = OwnDir(run_dir);
+    let dirs = Dirs { from: &from, to: &to, work: &work, run: &run.0 };
+    let opened = open_copy(&tools, &dirs, a.jobs, compare.as_ref(), a.database.as_deref(), &mut r);
     let (mut server, mut copies) = match opened {
         Ok(x) => x,
         Err(e) => {
@@ -224,39 +241,58 @@ pub(super) fn restore(g: &Global, a: RestoreArgs, kind: Kind, from: &Path) -> Re
 /// One database of the copy, connected.
 type Copy = (String, Db, Box<dyn Connection>);
 
-/// Loads the copy (prepare and copy-back, or cp), starts its server, waits
-/// for it and analyses the databases in scope. Returns the running server
-/// and a connection to each database; on an error the server is stopped.
-#[allow(clippy::too_many_arguments)]
+/// The directories of a physical restore.
+struct Dirs<'a> {
+    /// The backup (only read).
+    from: &'a Path,
+    /// The new data directory.
+    to: &'a Path,
+    /// mariadb-backup's work copy of the backup, beside `to`.
+    work: &'a Path,
+    /// The run directory (socket, pid file, log, access rules).
+    run: &'a Path,
+}
+
+/// Loads the copy (a work copy prepared and moved back, or cp), starts its
+/// server, waits for it and analyses the databases in scope. Returns the
+/// running server and a connection to each database; on an error the
+/// server is stopped.
 fn open_copy(
     tools: &Tools,
-    from: &Path,
-    to: &Path,
+    dirs: &Dirs,
     jobs: usize,
-    run_dir: &Path,
     compare: Option<&Db>,
     only: Option<&str>,
     r: &mut StepReport,
 ) -> Result<(Server, Vec<Copy>)> {
+    let Dirs { from, to, run: run_dir, .. } = *dirs;
     let t0 = Instant::now();
     let mut used = Usage::default();
     match tools {
-        Tools::Maria { backup, .. } => {
+        Tools::Maria { backup, cp, .. } => {
+            // --prepare rewrites what it prepares: a copy, never the backup.
+            let work = OwnDir(dirs.work.to_path_buf());
+            let mut c = Command::new(cp);
+            c.arg("-a").arg(from).arg(&work.0);
+            add(&mut used, run_tool(c, "cp")?);
+            let copied = t0.elapsed();
             // --no-defaults (first, as the tool wants it): the machine's
             // my.cnf may put redo logs or undo tablespaces in other
-            // directories, which a copy-back would then write into.
-            let mut c = Command::new(backup);
-            c.args(["--no-defaults", "--prepare"]).arg(format!("--target-dir={}", from.display()));
-            add(&mut used, run_tool(c, "mariadb-backup --prepare")?);
-            r.figure("restore.prepare_seconds", t0.elapsed().as_secs_f64(), Unit::S);
+            // directories, which a move-back would then write into.
             let t = Instant::now();
             let mut c = Command::new(backup);
-            c.args(["--no-defaults", "--copy-back"])
-                .arg(format!("--target-dir={}", from.display()))
+            c.args(["--no-defaults", "--prepare"]).arg(format!("--target-dir={}", work.0.display()));
+            add(&mut used, run_tool(c, "mariadb-backup --prepare")?);
+            r.figure("restore.prepare_seconds", t.elapsed().as_secs_f64(), Unit::S);
+            let t = Instant::now();
+            let mut c = Command::new(backup);
+            c.args(["--no-defaults", "--move-back"])
+                .arg(format!("--target-dir={}", work.0.display()))
                 .arg(format!("--datadir={}", to.display()))
                 .arg(format!("--parallel={jobs}"));
-            add(&mut used, run_tool(c, "mariadb-backup --copy-back")?);
-            r.figure("restore.copy_seconds", t.elapsed().as_secs_f64(), Unit::S);
+            add(&mut used, run_tool(c, "mariadb-backup --move-back")?);
+            drop(work);
+            r.figure("restore.copy_seconds", (copied + t.elapsed()).as_secs_f64(), Unit::S);
         }
         Tools::Pg { cp } => {
             let mut c = Command::new(cp);
@@ -586,11 +622,12 @@ fn backup_settings(from: &Path) -> Vec<String> {
     out
 }
 
-/// A run directory (sockets, pid file, logs, access rules) removed when
+/// A directory the restore makes for its while (the run directory: socket,
+/// pid file, log, access rules; mariadb-backup's work copy), removed when
 /// dropped.
-struct RunDir(PathBuf);
+struct OwnDir(PathBuf);
 
-impl Drop for RunDir {
+impl Drop for OwnDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
