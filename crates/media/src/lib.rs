@@ -15,6 +15,7 @@ pub mod pg;
 pub mod proxy;
 mod registry;
 mod sys;
+pub mod tempserver;
 pub use sys::MemoryGroup;
 
 use std::path::{Path, PathBuf};

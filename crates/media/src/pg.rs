@@ -1290,6 +1290,12 @@ impl Temporary {
         &self.inst.version
     }
 
+    /// The postmaster's process id (`postmaster.pid`'s first line).
+    pub fn pid(&self) -> Option<u32> {
+        let text = std::fs::read_to_string(self.inst.data.join("postmaster.pid")).ok()?;
+        text.lines().next()?.trim().parse().ok()
+    }
+
     /// Stops the server cleanly (`-m fast`: a shutdown checkpoint, so the
     /// directory starts again without recovery); one that will not stop in
     /// 120 s is stopped `immediate`ly and the error returned.

@@ -792,6 +792,49 @@ fn a_plain_pg_basebackup_restores_into_a_temporary_server_and_round_trips() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(servers_on(&copy3).is_empty(), "a server was left on {}", copy3.display());
+    // SIGKILL while the temporary server is up: nothing of storbench stops
+    // it, so the next restore does, and removes the copy it ran on.
+    // Regression: the server was in no registry and ran on for good.
+    let copy4 = m.0.join("copy4");
+    let _no_server4 = NoServerOn(copy4.clone());
+    let mut child = sb(&m.0)
+        .env("STORBENCH_STATE", m.0.join("state"))
+        .args(["restore", "--from", plain.to_str().unwrap(), "--to", copy4.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while servers_on(&copy4).is_empty() {
+        assert!(child.try_wait().unwrap().is_none(), "the restore ended before its server started");
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(60),
+            "no server started on {}",
+            copy4.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let orphans = servers_on(&copy4);
+    assert!(!orphans.is_empty(), "the server did not outlive storbench: the test shows nothing");
+    let copy5 = m.0.join("copy5");
+    let _no_server5 = NoServerOn(copy5.clone());
+    ok(run(&["restore", "--from", plain.to_str().unwrap(), "--to", copy5.to_str().unwrap()]));
+    let running: Vec<_> = orphans.iter().filter(|p| alive(**p)).collect();
+    assert!(running.is_empty(), "the killed restore's server still runs: {running:?}");
+    assert!(!copy4.exists(), "the killed restore's copy {} was left", copy4.display());
+    let left: Vec<_> =
+        std::fs::read_dir(m.0.join("state/restore")).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// The process runs (a zombie only waits to be reaped).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| !rest.trim_start().starts_with('Z')))
+        .unwrap_or(false)
 }
 
 #[test]

@@ -11,7 +11,9 @@
 //! Ctrl-C too (the server has its own process group, so the terminal's
 //! Ctrl-C reaches storbench, which stops it cleanly). The copy stays, as a
 //! logical restore's database does; a restore that fails before its server
-//! accepts connections removes it.
+//! accepts connections removes it. Should storbench be killed, the server
+//! is recorded ([`tempserver`]) and the next physical restore stops it and
+//! removes its copy.
 //!
 //! The temporary server can be reached by its Unix socket only, in a run
 //! directory under storbench's state that only the server's user and root
@@ -27,6 +29,7 @@ use anyhow::{anyhow, Result};
 use serde_json::json;
 use storbench_db::{Connection, DbUrl, Engine, Stmt};
 use storbench_media::pg::Temporary;
+use storbench_media::tempserver::{self, Registration};
 use storbench_media::MediaError;
 use storbench_metrics::{StepReport, Unit};
 
@@ -57,6 +60,18 @@ enum Tools {
 
 /// Runs `storbench restore` for a physical backup.
 pub(super) fn restore(g: &Global, a: RestoreArgs, kind: Kind, from: &Path) -> Result<ExitCode> {
+    // A temporary server a killed storbench left running (and the copy it
+    // ran on) goes first; its work copy would be in this one's way.
+    for s in tempserver::sweep() {
+        if !g.quiet {
+            eprintln!(
+                "storbench: stopped the temporary {} on {} left by storbench {} (killed), and removed that copy",
+                s.program,
+                s.data.display(),
+                s.owner
+            );
+        }
+    }
     // Everything is validated before anything is created.
     if kind == Kind::PgBaseTar {
         return Err(usage(format!(
@@ -177,6 +192,14 @@ pub(super) fn restore(g: &Global, a: RestoreArgs, kind: Kind, from: &Path) -> Re
         "to_dir": storbench_sysmon::path_env(&to_parent),
         "server": { "engine": if engine == Engine::Mysql { "mariadb" } else { "postgres" }, "version": version },
     });
+    // Recorded before anything is made, so a storbench killed from here on
+    // leaves nothing the next restore's sweep does not remove.
+    let mut made = vec![run_dir.clone()];
+    if kind == Kind::MariaBackup {
+        made.push(work.clone());
+    }
+    let program = if engine == Engine::Mysql { "mariadbd" } else { "postgres" };
+    let mut reg = Registration::new(program, &to, &made).map_err(media)?;
     let mut rec = Recorder::begin(
         g,
         "restore",
@@ -189,7 +212,7 @@ pub(super) fn restore(g: &Global, a: RestoreArgs, kind: Kind, from: &Path) -> Re
     let mut r = StepReport::default();
     let run = OwnDir(run_dir);
     let dirs = Dirs { from: &from, to: &to, work: &work, run: &run.0 };
-    let opened = open_copy(&tools, &dirs, a.jobs, compare.as_ref(), a.database.as_deref(), &mut r);
+    let opened = open_copy(&tools, &dirs, &mut reg, a.jobs, compare.as_ref(), a.database.as_deref(), &mut r);
     let (mut server, mut copies) = match opened {
         Ok(x) => x,
         Err(e) => {
@@ -197,6 +220,7 @@ pub(super) fn restore(g: &Global, a: RestoreArgs, kind: Kind, from: &Path) -> Re
             // dropped on the way out. A copy no server opened is removed.
             remove(&to);
             drop(run);
+            drop(reg);
             if crate::interrupt::requested() {
                 return rec.finish(Outcome::Interrupted);
             }
@@ -218,6 +242,7 @@ pub(super) fn restore(g: &Global, a: RestoreArgs, kind: Kind, from: &Path) -> Re
     let stopped = server.stop();
     drop(server);
     drop(run);
+    drop(reg);
     rec.write_step(clock, "restore", json!({ "jobs": a.jobs }), r.clone())?;
     if crate::interrupt::requested() {
         return rec.finish(Outcome::Interrupted);
@@ -260,6 +285,7 @@ struct Dirs<'a> {
 fn open_copy(
     tools: &Tools,
     dirs: &Dirs,
+    reg: &mut Registration,
     jobs: usize,
     compare: Option<&Db>,
     only: Option<&str>,
@@ -310,9 +336,12 @@ fn open_copy(
     make_run_dir(run_dir)?;
     let t_start = Instant::now();
     let server = match tools {
-        Tools::Maria { server, .. } => Server::Maria(Mariadbd::start(server, from, to, run_dir)?),
+        Tools::Maria { server, .. } => Server::Maria(Mariadbd::start(server, from, to, run_dir, reg)?),
         Tools::Pg { .. } => {
             let t = Temporary::start(to, run_dir).map_err(media)?;
+            if let Some(pid) = t.pid() {
+                reg.set_pid(pid).map_err(media)?;
+            }
             let role = pg_role(&t, compare)?;
             Server::Pg(Box::new(t), role)
         }
@@ -486,7 +515,7 @@ struct Mariadbd {
 
 impl Mariadbd {
     /// Starts the server and waits until it accepts a connection.
-    fn start(bin: &Path, from: &Path, data: &Path, run: &Path) -> Result<Mariadbd> {
+    fn start(bin: &Path, from: &Path, data: &Path, run: &Path, reg: &mut Registration) -> Result<Mariadbd> {
         use std::os::unix::process::CommandExt;
         let user = server_user(data, run)?;
         let log = run.join("mariadbd.err");
@@ -507,7 +536,9 @@ impl Mariadbd {
         }
         c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).process_group(0);
         let child = c.spawn().map_err(|e| anyhow!("starting {}: {e}", bin.display()))?;
+        let pid = child.id();
         let mut m = Mariadbd { child: Some(child), socket: run.join("mariadbd.sock"), log };
+        reg.set_pid(pid).map_err(media)?;
         let db = maria_db(&m.socket, "mysql", data)?;
         let t0 = Instant::now();
         loop {

@@ -1,0 +1,221 @@
+//! Temporary servers (a restore's server on a copy of a backup) are
+//! recorded while they run, so one whose storbench was killed (SIGKILL: no
+//! guard ran, and the server, in its own process group, lives on) is found
+//! and stopped by the next storbench that sweeps. One small JSON file per
+//! storbench process, `restore/PID-N` under the state directory, written
+//! before the server is launched (so no window leaves a server unrecorded)
+//! and removed once it is stopped. [`sweep`] stops the server of every
+//! record whose storbench is gone and removes its data directory and the
+//! directories recorded with it. It never signals a process whose command
+//! line does not name the recorded program and data directory. Nothing
+//! here prints.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::registry::state_dir;
+use crate::MediaError;
+
+/// A temporary server as recorded.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Record {
+    /// The storbench process that started it.
+    pub owner: u32,
+    /// That process's start (clock ticks after boot, `/proc/PID/stat`), so
+    /// a pid the kernel gave to another process is not taken for it.
+    pub owner_start: u64,
+    /// The server's program as its process is named (`mariadbd`, `postgres`).
+    pub program: String,
+    /// The server's pid once it is known; without it the server is found
+    /// by its command line.
+    pub pid: Option<u32>,
+    /// The server's data directory (a copy the restore made).
+    pub data: PathBuf,
+    /// Other directories made for it: its run directory, a work copy.
+    pub dirs: Vec<PathBuf>,
+}
+
+/// This process's record on disk, removed when dropped (by then its server
+/// is stopped).
+pub struct Registration {
+    path: PathBuf,
+    rec: Record,
+}
+
+fn dir() -> PathBuf {
+    state_dir().join("restore")
+}
+
+impl Registration {
+    /// Records that this process is about to make `data` and `dirs` and
+    /// launch `program` on `data`.
+    pub fn new(program: &str, data: &Path, dirs: &[PathBuf]) -> Result<Registration, MediaError> {
+        let me = std::process::id();
+        let rec = Record {
+            owner: me,
+            owner_start: start_time(me).unwrap_or(0),
+            program: program.to_string(),
+            pid: None,
+            data: data.to_path_buf(),
+            dirs: dirs.to_vec(),
+        };
+        let r = Registration { path: dir().join(format!("PID-{me}")), rec };
+        r.write()?;
+        Ok(r)
+    }
+
+    /// Records the server's pid, once it is launched.
+    pub fn set_pid(&mut self, pid: u32) -> Result<(), MediaError> {
+        self.rec.pid = Some(pid);
+        self.write()
+    }
+
+    /// Written whole or not at all (a temporary file, then renamed).
+    fn write(&self) -> Result<(), MediaError> {
+        let d = dir();
+        let tmp = d.join(format!(".PID-{}.tmp", self.rec.owner));
+        let text = serde_json::to_string_pretty(&self.rec).expect("a record serialises");
+        std::fs::create_dir_all(&d)
+            .and_then(|_| std::fs::write(&tmp, text))
+            .and_then(|_| std::fs::rename(&tmp, &self.path))
+            .map_err(|e| MediaError::Failed(format!("writing {}: {e}", self.path.display())))
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Stops the server of every record whose storbench is gone (PostgreSQL
+/// by SIGQUIT, an immediate shutdown; mariadbd by SIGKILL: the data goes
+/// anyway; SIGKILL for anything still there after 30 s), removes its data
+/// directory and the other directories recorded with it, and the record.
+/// Returns the records swept. A server that would not stop keeps its
+/// record and directories for the next sweep.
+pub fn sweep() -> Vec<Record> {
+    let Ok(rd) = std::fs::read_dir(dir()) else { return Vec::new() };
+    let mut swept = Vec::new();
+    for e in rd.flatten() {
+        if !e.file_name().to_string_lossy().starts_with("PID-") {
+            continue;
+        }
+        let Some(rec) = std::fs::read_to_string(e.path()).ok().and_then(|t| serde_json::from_str(&t).ok())
+        else {
+            continue;
+        };
+        let rec: Record = rec;
+        if alive(rec.owner, rec.owner_start) || !stop(&rec) {
+            continue;
+        }
+        for d in std::iter::once(&rec.data).chain(&rec.dirs) {
+            let _ = std::fs::remove_dir_all(d);
+        }
+        let _ = std::fs::remove_file(e.path());
+        swept.push(rec);
+    }
+    swept
+}
+
+/// `/proc/PID/stat`'s fields after the command name: state, ppid, ….
+fn stat(pid: u32) -> Option<Vec<String>> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(text.rsplit_once(')')?.1.split_whitespace().map(str::to_string).collect())
+}
+
+/// When the process started, in clock ticks after boot (field 22).
+fn start_time(pid: u32) -> Option<u64> {
+    stat(pid)?.get(19)?.parse().ok()
+}
+
+/// The process runs (a zombie has ended: it only waits to be reaped), and
+/// is the one that started at `start` when that is known.
+fn alive(pid: u32, start: u64) -> bool {
+    stat(pid).is_some_and(|f| {
+        f.first().is_some_and(|s| s != "Z")
+            && (start == 0 || f.get(19).and_then(|t| t.parse().ok()) == Some(start))
+    })
+}
+
+/// The process is the record's server: its program, started on its data
+/// directory (`-D DIR` or `--datadir=DIR`).
+fn serves(pid: u32, rec: &Record) -> bool {
+    let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else { return false };
+    let args: Vec<String> = cmd.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    let want = rec.data.to_string_lossy();
+    let prog = args.first().and_then(|a| Path::new(a).file_name()).map(|n| n.to_string_lossy().into_owned());
+    prog.as_deref() == Some(rec.program.as_str())
+        && args.iter().any(|a| *a == want || a.ends_with(&format!("={want}")))
+}
+
+/// The record's server processes: its pid, or when that was not recorded
+/// yet (killed between the launch and the record), by command line.
+fn servers(rec: &Record) -> Vec<u32> {
+    if let Some(p) = rec.pid.filter(|p| serves(*p, rec)) {
+        return vec![p];
+    }
+    let Ok(rd) = std::fs::read_dir("/proc") else { return Vec::new() };
+    rd.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).filter(|p| serves(*p, rec)).collect()
+}
+
+/// Stops the record's server; true once none runs.
+fn stop(rec: &Record) -> bool {
+    let pids: Vec<u32> = servers(rec).into_iter().filter(|p| alive(*p, 0)).collect();
+    let first = if rec.program == "postgres" { libc::SIGQUIT } else { libc::SIGKILL };
+    for (sig, wait) in [(first, Duration::from_secs(30)), (libc::SIGKILL, Duration::from_secs(5))] {
+        for p in pids.iter().filter(|p| alive(**p, 0) && serves(**p, rec)) {
+            // SAFETY: signalling a process whose command line names the
+            // recorded server program and data directory.
+            unsafe { libc::kill(*p as i32, sig) };
+        }
+        let t0 = Instant::now();
+        while pids.iter().any(|p| alive(*p, 0)) && t0.elapsed() < wait {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    !pids.iter().any(|p| alive(*p, 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_and_another_start_time_is_not_it() {
+        let me = std::process::id();
+        let start = start_time(me).expect("a start time");
+        assert!(alive(me, start) && alive(me, 0));
+        assert!(!alive(me, start + 1), "a reused pid is another process");
+    }
+
+    #[test]
+    fn a_process_serves_a_record_only_with_its_program_and_data_directory() {
+        // A shell waiting on its input (a builtin: no child to leave behind).
+        let mut c = std::process::Command::new("sh")
+            .args(["-c", "read x; true", "sh", "--datadir=/nonexistent/sb-x"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let rec = |program: &str, data: &str| Record {
+            program: program.into(),
+            data: data.into(),
+            ..Record::default()
+        };
+        let pid = c.id();
+        // Its command line is readable once its exec is done.
+        let t0 = Instant::now();
+        while std::fs::read(format!("/proc/{pid}/cmdline")).map_or(true, |b| b.is_empty()) {
+            assert!(t0.elapsed() < Duration::from_secs(5), "sh did not start");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(serves(pid, &rec("sh", "/nonexistent/sb-x")));
+        assert!(!serves(pid, &rec("sh", "/nonexistent/sb-y")));
+        assert!(!serves(pid, &rec("mariadbd", "/nonexistent/sb-x")));
+        assert_eq!(servers(&rec("sh", "/nonexistent/sb-x")), [pid]);
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
