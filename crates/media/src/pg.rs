@@ -1009,39 +1009,37 @@ pub fn differences(i: &Instance, o: &UpOptions) -> Vec<String> {
     out
 }
 
+/// How long a managed server may take to accept connections: pg_ctl's
+/// wait and then pg_isready's on its TCP port, together.
+const START_TIMEOUT: Duration = Duration::from_secs(180);
+
 fn start(i: &Instance) -> Result<(), MediaError> {
-    start_with(i, None, &format!("starting managed PostgreSQL '{}'", i.name))
+    start_with(i, None, &format!("starting managed PostgreSQL '{}'", i.name), START_TIMEOUT)
 }
 
 /// Starts `i`'s server (its log in its socket directory), with `opts`
 /// given to the server through `pg_ctl -o` when some, and waits until it
-/// accepts connections on its TCP port.
-fn start_with(i: &Instance, opts: Option<&str>, what: &str) -> Result<(), MediaError> {
+/// accepts connections on its TCP port, for at most `timeout` from its
+/// launch ([`crate::tempserver::did_not_start`] after that).
+fn start_with(i: &Instance, opts: Option<&str>, what: &str, timeout: Duration) -> Result<(), MediaError> {
     // In the instance's memory group: pg_ctl, and the server it starts,
     // are then members; this process leaves again once it has started.
     let group = i.memory_limit.map(|b| MemoryGroup::create(&i.memory_group(), b)).transpose()?;
     if let Some(g) = &group {
         g.join()?;
     }
-    let r = start_in(i, opts, what);
+    let r = start_in(i, opts, what, timeout);
     if let Some(g) = &group {
         g.leave();
     }
     r
 }
 
-fn start_in(i: &Instance, opts: Option<&str>, what: &str) -> Result<(), MediaError> {
+fn start_in(i: &Instance, opts: Option<&str>, what: &str, timeout: Duration) -> Result<(), MediaError> {
     let log = i.socket_dir.join("server.log");
-    let mut c = as_user(&i.os_user, &i.bindir.join("pg_ctl"));
-    c.arg("-D").arg(&i.data).arg("-l").arg(&log);
-    if let Some(o) = opts {
-        c.arg("-o").arg(o);
-    }
-    c.args(["-w", "-t", "120", "start"]);
-    run(c, what).map_err(|e| {
+    let last = || {
         let tail = std::fs::read_to_string(&log).unwrap_or_default();
-        let last = tail
-            .lines()
+        tail.lines()
             .rev()
             .find(|l| l.contains("FATAL") || l.contains("ERROR"))
             // A server that gives up before its logging starts (no
@@ -1049,15 +1047,25 @@ fn start_in(i: &Instance, opts: Option<&str>, what: &str) -> Result<(), MediaErr
             .or_else(|| tail.lines().rev().find(|l| !l.trim().is_empty()))
             .unwrap_or("")
             .trim()
-            .to_string();
-        if last.is_empty() {
-            e
-        } else {
-            MediaError::Failed(format!("{e}: {last}"))
+            .to_string()
+    };
+    let mut c = as_user(&i.os_user, &i.bindir.join("pg_ctl"));
+    c.arg("-D").arg(&i.data).arg("-l").arg(&log);
+    if let Some(o) = opts {
+        c.arg("-o").arg(o);
+    }
+    c.args(["-w", "-t", &timeout.as_secs().max(1).to_string(), "start"]);
+    let launched = Instant::now();
+    run(c, what).map_err(|e| {
+        if e.to_string().contains("did not start in time") || launched.elapsed() >= timeout {
+            return crate::tempserver::did_not_start("postgres", &i.data, timeout, &last());
+        }
+        match last() {
+            l if l.is_empty() => e,
+            l => MediaError::Failed(format!("{e}: {l}")),
         }
     })?;
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(60) {
+    while launched.elapsed() < timeout {
         let ok = Command::new(i.bindir.join("pg_isready"))
             .args(["-q", "-h", "127.0.0.1", "-p", &i.port.to_string()])
             .status()
@@ -1067,7 +1075,7 @@ fn start_in(i: &Instance, opts: Option<&str>, what: &str) -> Result<(), MediaErr
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    Err(MediaError::Failed(format!("{what}: no connections accepted within 60 s")))
+    Err(crate::tempserver::did_not_start("postgres", &i.data, timeout, &last()))
 }
 
 /// Whether the instance's server is running.
@@ -1260,7 +1268,7 @@ impl Temporary {
                 "-c listen_addresses=127.0.0.1 -c archive_mode=off -c logging_collector=off".into(),
             ]
             .join(" ");
-            match start_with(&inst, Some(&opts), &what) {
+            match start_with(&inst, Some(&opts), &what, crate::tempserver::START_TIMEOUT) {
                 Ok(()) => return Ok(Temporary { inst, live: true }),
                 Err(e) => {
                     // pg_ctl gave up: a server it started must not stay.

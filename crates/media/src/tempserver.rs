@@ -18,6 +18,24 @@ use serde::{Deserialize, Serialize};
 use crate::registry::state_dir;
 use crate::MediaError;
 
+/// How long a temporary server may take from its launch to accepting
+/// connections, its crash recovery or WAL replay included (a large
+/// backup's can take minutes); the same for every engine.
+pub const START_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The error of a server that accepted no connection within `timeout`:
+/// one line, the same shape for every engine, naming the server, its data
+/// directory and its log's last word; a target failure (exit 4: the server
+/// could not be started).
+pub fn did_not_start(program: &str, data: &Path, timeout: Duration, last: &str) -> MediaError {
+    let last = if last.is_empty() { "its log says nothing" } else { last };
+    MediaError::Failed(format!(
+        "{program} on {} accepted no connection within {} s: {last}",
+        data.display(),
+        timeout.as_secs()
+    ))
+}
+
 /// A temporary server as recorded.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Record {
@@ -182,6 +200,13 @@ fn stop(rec: &Record) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_server_that_did_not_start_is_one_line_and_a_failure() {
+        let e = did_not_start("postgres", Path::new("/d"), START_TIMEOUT, "");
+        assert!(matches!(&e, MediaError::Failed(_)));
+        assert_eq!(e.to_string(), "postgres on /d accepted no connection within 600 s: its log says nothing");
+    }
 
     #[test]
     fn this_process_is_alive_and_another_start_time_is_not_it() {

@@ -41,9 +41,8 @@ use crate::dbarg::Db;
 use crate::error::{target_failed, usage};
 use crate::record::{Outcome, Recorder};
 
-/// How long a temporary server may take to accept connections (its
-/// recovery included) and to stop.
-const START_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long a temporary mariadbd may take to stop (its start's bound is
+/// [`tempserver::START_TIMEOUT`], PostgreSQL's too).
 const STOP_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The longest Unix socket path the kernel takes (`sun_path` is 108 bytes).
@@ -558,13 +557,17 @@ impl Mariadbd {
                     m.last_error()
                 )));
             }
-            if t0.elapsed() > START_TIMEOUT || crate::interrupt::requested() {
-                return Err(anyhow!(
-                    "mariadbd on {} accepted no connection within {} s: {}",
-                    data.display(),
-                    t0.elapsed().as_secs(),
-                    m.last_error()
-                ));
+            if crate::interrupt::requested() {
+                return Err(anyhow!("interrupted"));
+            }
+            if t0.elapsed() > tempserver::START_TIMEOUT {
+                let last = m.last_error();
+                return Err(media(tempserver::did_not_start(
+                    "mariadbd",
+                    data,
+                    tempserver::START_TIMEOUT,
+                    &last,
+                )));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
