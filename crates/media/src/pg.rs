@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::proxy::Link;
 use crate::registry::{load_json, lock, save_json, state_dir};
+use crate::sys::{chown, reachable};
 use crate::{MediaError, MemoryGroup};
 
 /// A managed instance.
@@ -99,18 +100,7 @@ pub fn find_bindir() -> Result<PathBuf, MediaError> {
             return Ok(d);
         }
     }
-    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let v = e.file_name().to_string_lossy().parse::<u32>().ok()?;
-            let bin = e.path().join("bin");
-            bin.join("initdb").exists().then_some((v, bin))
-        })
-        .collect();
-    versions.sort();
-    if let Some((_, d)) = versions.pop() {
+    if let Some(d) = debian_bindirs().into_iter().find(|d| d.join("initdb").exists()) {
         return Ok(d);
     }
     for d in std::env::var("PATH").unwrap_or_default().split(':') {
@@ -121,6 +111,23 @@ pub fn find_bindir() -> Result<PathBuf, MediaError> {
     Err(MediaError::Usage(
         "no PostgreSQL server binaries found (pg_config, /usr/lib/postgresql/*/bin or initdb on PATH): install the postgresql package".into(),
     ))
+}
+
+/// The Debian layout's bin directories, `/usr/lib/postgresql/MAJOR/bin`,
+/// newest major first (client tools alone may be there, without a server).
+pub fn debian_bindirs() -> Vec<PathBuf> {
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let v = e.file_name().to_string_lossy().parse::<u32>().ok()?;
+            Some((v, e.path().join("bin")))
+        })
+        .filter(|(_, bin)| bin.is_dir())
+        .collect();
+    versions.sort();
+    versions.into_iter().rev().map(|(_, d)| d).collect()
 }
 
 fn load() -> Result<Vec<Instance>, MediaError> {
@@ -232,26 +239,14 @@ fn free_port() -> Option<u16> {
     (start..5999).chain(5433..start).find(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
 }
 
-fn chown(p: &Path, user: &str) -> Result<(), MediaError> {
-    if crate::sys::is_root() && user != "root" {
-        let mut c = Command::new("chown");
-        c.args(["-R", &format!("{user}:")]).arg(p);
-        run(c, &format!("giving {} to {user}", p.display()))?;
+/// The OS user a server storbench starts runs as: `postgres` as root,
+/// else the user storbench runs as.
+fn server_user() -> String {
+    if crate::sys::is_root() {
+        "postgres".to_string()
+    } else {
+        std::env::var("USER").unwrap_or_default()
     }
-    Ok(())
-}
-
-/// Can `user` reach (traverse to) `dir`?
-fn reachable(dir: &Path, user: &str) -> bool {
-    if !crate::sys::is_root() || user == "root" {
-        return true;
-    }
-    let parent = dir.parent().unwrap_or(dir);
-    Command::new("runuser")
-        .args(["-u", user, "--", "test", "-x"])
-        .arg(parent)
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 fn fresh_dir(p: &Path, what: &str, user: &str) -> Result<(), MediaError> {
@@ -311,12 +306,7 @@ pub fn up(name: &str, o: &UpOptions) -> Result<Instance, MediaError> {
         let mut existing = existing;
         if o.memory_limit.is_some() && o.memory_limit != existing.memory_limit {
             existing.memory_limit = o.memory_limit;
-            let _lock = lock()?;
-            let mut all = load()?;
-            if let Some(x) = all.iter_mut().find(|x| x.name == name) {
-                x.memory_limit = o.memory_limit;
-            }
-            save(&all)?;
+            register(std::slice::from_ref(&existing))?;
         }
         start(&existing)?;
         start_standbys(&existing)?;
@@ -326,11 +316,7 @@ pub fn up(name: &str, o: &UpOptions) -> Result<Instance, MediaError> {
         return Err(MediaError::Usage(format!("pg up {name}: a new instance needs --data TARGET")));
     }
     let bindir = find_bindir()?;
-    let user = if crate::sys::is_root() {
-        "postgres".to_string()
-    } else {
-        std::env::var("USER").unwrap_or_default()
-    };
+    let user = server_user();
     let port = match o.port {
         Some(p) if TcpListener::bind(("127.0.0.1", p)).is_err() => {
             return Err(MediaError::Usage(format!("--port {p}: in use")));
@@ -484,27 +470,42 @@ pub fn up(name: &str, o: &UpOptions) -> Result<Instance, MediaError> {
     }
 }
 
-/// Starts a new instance; when its port was picked (`repick`) and another
-/// process took it between the pick and the start (parallel `pg up`s), picks
-/// another (a later `port` line in postgresql.conf wins), up to 3 times.
+/// Starts a new instance; its port, when picked, is picked again as
+/// [`on_a_free_port`] says (a later `port` line in postgresql.conf wins).
 fn start_on_a_free_port(inst: &mut Instance, conf_path: &Path, repick: bool) -> Result<(), MediaError> {
+    on_a_free_port(inst, repick, |i, repicked| {
+        if repicked {
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(conf_path)
+                .map_err(|e| MediaError::Failed(format!("writing {}: {e}", conf_path.display())))?;
+            std::io::Write::write_all(&mut f, format!("port = {}\n", i.port).as_bytes())
+                .map_err(|e| MediaError::Failed(format!("writing {}: {e}", conf_path.display())))?;
+            if i.primary.is_some() {
+                register(std::slice::from_ref(i))?;
+            }
+        }
+        start(i)
+    })
+}
+
+/// Starts `inst` by `start_it`; when its port was picked (`repick`) and
+/// another process took it between the pick and the start (parallel `pg
+/// up`s or restores), picks another and starts again, up to 3 times.
+/// `start_it` is told whether the port is a new pick.
+fn on_a_free_port(
+    inst: &mut Instance,
+    repick: bool,
+    mut start_it: impl FnMut(&Instance, bool) -> Result<(), MediaError>,
+) -> Result<(), MediaError> {
     let mut attempt = 0;
-    while let Err(e) = start(inst) {
+    while let Err(e) = start_it(inst, attempt > 0) {
         let taken = e.to_string().contains("TCP/IP") || e.to_string().contains("in use");
         attempt += 1;
         if !repick || !taken || attempt == 3 {
             return Err(e);
         }
         inst.port = free_port().ok_or_else(|| MediaError::Failed("no free port from 5433 to 5998".into()))?;
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(conf_path)
-            .map_err(|e| MediaError::Failed(format!("writing {}: {e}", conf_path.display())))?;
-        std::io::Write::write_all(&mut f, format!("port = {}\n", inst.port).as_bytes())
-            .map_err(|e| MediaError::Failed(format!("writing {}: {e}", conf_path.display())))?;
-        if inst.primary.is_some() {
-            register(std::slice::from_ref(inst))?;
-        }
     }
     Ok(())
 }
@@ -1206,11 +1207,7 @@ impl Temporary {
     pub fn start(data: &Path, run_dir: &Path) -> Result<Temporary, MediaError> {
         use std::os::unix::fs::PermissionsExt;
         let bindir = bindir_for(data)?;
-        let user = if crate::sys::is_root() {
-            "postgres".to_string()
-        } else {
-            std::env::var("USER").unwrap_or_default()
-        };
+        let user = server_user();
         for p in [data, run_dir] {
             if p.to_string_lossy().contains(['\'', '\\', ',']) {
                 return Err(MediaError::Usage(format!(
@@ -1240,47 +1237,35 @@ impl Temporary {
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700))
                 .map_err(|e| MediaError::Failed(format!("chmod 700 {}: {e}", p.display())))?;
         }
-        let mut v = Command::new(bindir.join("postgres"));
-        v.arg("--version");
-        let version = run(v, "postgres --version")?.trim().to_string();
         let mut inst = Instance {
             name: format!("temporary server on {}", data.display()),
             bindir,
             data: data.to_path_buf(),
+            port: free_port().ok_or_else(|| MediaError::Failed("no free port from 5433 to 5998".into()))?,
             socket_dir: run_dir.to_path_buf(),
             os_user: user,
-            version,
             ..Instance::default()
         };
         let what = format!("starting PostgreSQL on {}", data.display());
         // A port another process takes between the pick and the start is
         // picked again, as for a new managed instance.
-        for attempt in 1..=3 {
-            inst.port =
-                free_port().ok_or_else(|| MediaError::Failed("no free port from 5433 to 5998".into()))?;
+        on_a_free_port(&mut inst, true, |i, _| {
             let r = |k: &str, p: &Path| format!("-c '{k}={}'", p.display());
             let opts = [
                 r("config_file", &run_dir.join("postgresql.conf")),
                 r("hba_file", &run_dir.join("pg_hba.conf")),
                 r("ident_file", &run_dir.join("pg_ident.conf")),
                 r("unix_socket_directories", run_dir),
-                format!("-c port={}", inst.port),
+                format!("-c port={}", i.port),
                 "-c listen_addresses=127.0.0.1 -c archive_mode=off -c logging_collector=off".into(),
             ]
             .join(" ");
-            match start_with(&inst, Some(&opts), &what, crate::tempserver::START_TIMEOUT) {
-                Ok(()) => return Ok(Temporary { inst, live: true }),
-                Err(e) => {
-                    // pg_ctl gave up: a server it started must not stay.
-                    let _ = Temporary { inst: inst.clone(), live: true }.stop();
-                    let taken = e.to_string().contains("TCP/IP") || e.to_string().contains("in use");
-                    if !taken || attempt == 3 {
-                        return Err(e);
-                    }
-                }
-            }
-        }
-        unreachable!("the loop returns")
+            start_with(i, Some(&opts), &what, crate::tempserver::START_TIMEOUT).inspect_err(|_| {
+                // pg_ctl gave up: a server it started must not stay.
+                let _ = Temporary { inst: i.clone(), live: true }.stop();
+            })
+        })?;
+        Ok(Temporary { inst, live: true })
     }
 
     /// The TCP port (the Unix socket's name carries it too).
@@ -1291,11 +1276,6 @@ impl Temporary {
     /// The Unix socket's directory.
     pub fn socket_dir(&self) -> &Path {
         &self.inst.socket_dir
-    }
-
-    /// The server's version (`postgres (PostgreSQL) 15.8 …`).
-    pub fn version(&self) -> &str {
-        &self.inst.version
     }
 
     /// The postmaster's process id (`postmaster.pid`'s first line).

@@ -6,9 +6,38 @@ use std::process::Command;
 
 use crate::{Caps, MediaError};
 
-pub(crate) fn is_root() -> bool {
+/// Whether storbench runs as root (and so can give files to a server's
+/// user and run commands as it).
+pub fn is_root() -> bool {
     // SAFETY: geteuid cannot fail.
     unsafe { libc::geteuid() == 0 }
+}
+
+/// Gives `p` and everything under it to `user` and its login group
+/// (`chown -R user:`), when run as root and `user` is not root; else
+/// nothing to do.
+pub fn chown(p: &Path, user: &str) -> Result<(), MediaError> {
+    if is_root() && user != "root" {
+        run(
+            Command::new("chown").args(["-R", &format!("{user}:")]).arg(p),
+            &format!("giving {} to {user}", p.display()),
+        )?;
+    }
+    Ok(())
+}
+
+/// Can `user` reach (traverse to) `dir`: can it enter `dir`'s parent? Run
+/// as another user only as root; otherwise true.
+pub fn reachable(dir: &Path, user: &str) -> bool {
+    if !is_root() || user == "root" {
+        return true;
+    }
+    let parent = dir.parent().unwrap_or(dir);
+    Command::new("runuser")
+        .args(["-u", user, "--", "test", "-x"])
+        .arg(parent)
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 pub(crate) fn now() -> String {

@@ -167,13 +167,8 @@ fn resolve_target(s: &str) -> Result<PathBuf> {
 /// a missing tool is bad input naming the Debian package that has it.
 fn tool(name: &str, package: &str) -> Result<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
-    let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
-    if let Ok(rd) = std::fs::read_dir("/usr/lib/postgresql") {
-        let mut v: Vec<PathBuf> = rd.flatten().map(|e| e.path().join("bin")).collect();
-        v.sort();
-        dirs.extend(v.into_iter().rev());
-    }
-    dirs.into_iter()
+    std::env::split_paths(&path)
+        .chain(storbench_media::pg::debian_bindirs())
         .map(|d| d.join(name))
         .find(|p| p.is_file())
         .ok_or_else(|| usage(format!("{name} not found on PATH: install the Debian package {package}")))
@@ -182,23 +177,7 @@ fn tool(name: &str, package: &str) -> Result<PathBuf> {
 /// A URL component with its `%XX` escapes decoded (a password with `@` or
 /// `:` in it is written `%40`, `%3A` in a URL).
 fn pct_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        match (b[i], b.get(i + 1).copied().and_then(hex), b.get(i + 2).copied().and_then(hex)) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (c, _, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
 }
 
 /// The major version a PostgreSQL tool prints (`pg_dump (PostgreSQL) 15.20 …`).
@@ -1084,6 +1063,13 @@ mod tests {
         assert_eq!(args, ["--host=127.0.0.1", "--port=3306", "--user=root"]);
         let env: Vec<_> = c.get_envs().collect();
         assert_eq!(env, [(std::ffi::OsStr::new("MYSQL_PWD"), Some(std::ffi::OsStr::new("se:cr@t")))]);
+    }
+
+    #[test]
+    fn a_percent_escape_is_decoded_and_a_broken_one_kept_as_written() {
+        assert_eq!(pct_decode("a%40b%3ac%2F"), "a@b:c/");
+        assert_eq!(pct_decode("100%"), "100%");
+        assert_eq!(pct_decode("%zz%4"), "%zz%4");
     }
 
     #[test]

@@ -163,7 +163,8 @@ fn idle_read_latency(spec: &storbench_emu::Spec, size: u64) -> Option<std::time:
     Some(model.idle_latency(&req))
 }
 
-fn media_err(e: MediaError) -> anyhow::Error {
+/// A media error as the binary's: bad input (exit 2) or a failed target (exit 4).
+pub(crate) fn media_err(e: MediaError) -> anyhow::Error {
     match e {
         MediaError::Usage(m) => usage(m),
         MediaError::Failed(m) => target_failed(m),

@@ -26,17 +26,18 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::json;
 use storbench_db::{Connection, DbUrl, Engine, Stmt};
 use storbench_media::pg::Temporary;
 use storbench_media::tempserver::{self, Registration};
-use storbench_media::MediaError;
 use storbench_metrics::{StepReport, Unit};
 
 use super::{
     analyze, remove, resolve_target, run_tool, server_parts, size_of, tool, verify, Kind, RestoreArgs, Usage,
 };
 use crate::cli::Global;
+use crate::cmd::media::media_err as media;
 use crate::dbarg::Db;
 use crate::error::{target_failed, usage};
 use crate::record::{Outcome, Recorder};
@@ -53,8 +54,16 @@ const MARIADB_SYSTEM: [&str; 4] = ["mysql", "sys", "information_schema", "perfor
 
 /// What restores a physical backup: the tools, found before anything is made.
 enum Tools {
-    Maria { backup: PathBuf, server: PathBuf, cp: PathBuf },
-    Pg { cp: PathBuf },
+    Maria {
+        backup: PathBuf,
+        server: PathBuf,
+        cp: PathBuf,
+    },
+    /// `bindir`: the server binaries of the backup's major version.
+    Pg {
+        cp: PathBuf,
+        bindir: PathBuf,
+    },
 }
 
 /// Runs `storbench restore` for a physical backup.
@@ -159,10 +168,10 @@ pub(super) fn restore(g: &Global, a: RestoreArgs, kind: Kind, from: &Path) -> Re
                 .or_else(|e| Some(PathBuf::from("/usr/sbin/mariadbd")).filter(|p| p.is_file()).ok_or(e))?,
             cp: tool("cp", "coreutils")?,
         },
-        _ => {
-            storbench_media::pg::bindir_for(&from).map_err(media)?;
-            Tools::Pg { cp: tool("cp", "coreutils")? }
-        }
+        _ => Tools::Pg {
+            bindir: storbench_media::pg::bindir_for(&from).map_err(media)?,
+            cp: tool("cp", "coreutils")?,
+        },
     };
     let run_dir = run_dir_path();
     let sock = run_dir.join("mariadbd.sock");
@@ -174,9 +183,7 @@ pub(super) fn restore(g: &Global, a: RestoreArgs, kind: Kind, from: &Path) -> Re
     }
     let version = match &tools {
         Tools::Maria { server, .. } => first_line(Command::new(server).arg("--version")),
-        Tools::Pg { .. } => storbench_media::pg::bindir_for(&from)
-            .ok()
-            .and_then(|b| first_line(Command::new(b.join("postgres")).arg("--version"))),
+        Tools::Pg { bindir, .. } => first_line(Command::new(bindir.join("postgres")).arg("--version")),
     };
 
     let backup_bytes = size_of(&from) as f64;
@@ -319,7 +326,7 @@ fn open_copy(
             drop(work);
             r.figure("restore.copy_seconds", (copied + t.elapsed()).as_secs_f64(), Unit::S);
         }
-        Tools::Pg { cp } => {
+        Tools::Pg { cp, .. } => {
             let mut c = Command::new(cp);
             c.arg("-a").arg(from).arg(to);
             add(&mut used, run_tool(c, "cp")?);
@@ -613,26 +620,14 @@ impl Drop for Mariadbd {
 /// to it), else root itself (`--user=root`); not root, the user storbench
 /// runs as (no `--user`).
 fn server_user(data: &Path, run: &Path) -> Result<Option<String>> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !storbench_media::is_root() {
         return Ok(None);
     }
-    let reach = |p: &Path| {
-        Command::new("runuser")
-            .args(["-u", "mysql", "--", "test", "-x"])
-            .arg(p.parent().unwrap_or(p))
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if !(reach(data) && reach(run)) {
+    if !(storbench_media::reachable(data, "mysql") && storbench_media::reachable(run, "mysql")) {
         return Ok(Some("root".into()));
     }
     for p in [data, run] {
-        let st = Command::new("chown").args(["-R", "mysql:mysql"]).arg(p).status();
-        if !st.is_ok_and(|s| s.success()) {
-            return Err(target_failed(format!("giving {} to the mysql user: chown failed", p.display())));
-        }
+        storbench_media::chown(p, "mysql").map_err(media)?;
     }
     Ok(Some("mysql".into()))
 }
@@ -695,29 +690,17 @@ fn add(total: &mut Usage, u: Usage) {
     total.sys_s += u.sys_s;
 }
 
-/// A URL component with every byte but letters, digits and `-._~` escaped.
+/// What a URL component keeps as it is: letters, digits and `-._~`.
+const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
+/// A URL component with every other byte escaped (`%2F`).
 fn pct(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
+    utf8_percent_encode(s, UNRESERVED).to_string()
 }
 
 fn first_line(c: &mut Command) -> Option<String> {
     let out = c.output().ok()?;
     String::from_utf8_lossy(&out.stdout).lines().next().map(|l| l.trim().to_string())
-}
-
-fn media(e: MediaError) -> anyhow::Error {
-    match e {
-        MediaError::Usage(m) => usage(m),
-        MediaError::Failed(m) => target_failed(m),
-    }
 }
 
 #[cfg(test)]
