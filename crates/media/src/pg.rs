@@ -1015,14 +1015,21 @@ pub fn differences(i: &Instance, o: &UpOptions) -> Vec<String> {
 const START_TIMEOUT: Duration = Duration::from_secs(180);
 
 fn start(i: &Instance) -> Result<(), MediaError> {
-    start_with(i, None, &format!("starting managed PostgreSQL '{}'", i.name), START_TIMEOUT)
+    start_with(i, None, &format!("starting managed PostgreSQL '{}'", i.name), START_TIMEOUT).map(|_| ())
 }
 
 /// Starts `i`'s server (its log in its socket directory), with `opts`
 /// given to the server through `pg_ctl -o` when some, and waits until it
 /// accepts connections on its TCP port, for at most `timeout` from its
-/// launch ([`crate::tempserver::did_not_start`] after that).
-fn start_with(i: &Instance, opts: Option<&str>, what: &str, timeout: Duration) -> Result<(), MediaError> {
+/// launch ([`crate::tempserver::did_not_start`] after that). Returns the
+/// time from the server's launch (`pg_ctl start`) to its first accepted
+/// connection.
+fn start_with(
+    i: &Instance,
+    opts: Option<&str>,
+    what: &str,
+    timeout: Duration,
+) -> Result<Duration, MediaError> {
     // In the instance's memory group: pg_ctl, and the server it starts,
     // are then members; this process leaves again once it has started.
     let group = i.memory_limit.map(|b| MemoryGroup::create(&i.memory_group(), b)).transpose()?;
@@ -1036,7 +1043,7 @@ fn start_with(i: &Instance, opts: Option<&str>, what: &str, timeout: Duration) -
     r
 }
 
-fn start_in(i: &Instance, opts: Option<&str>, what: &str, timeout: Duration) -> Result<(), MediaError> {
+fn start_in(i: &Instance, opts: Option<&str>, what: &str, timeout: Duration) -> Result<Duration, MediaError> {
     let log = i.socket_dir.join("server.log");
     let last = || {
         let tail = std::fs::read_to_string(&log).unwrap_or_default();
@@ -1072,7 +1079,7 @@ fn start_in(i: &Instance, opts: Option<&str>, what: &str, timeout: Duration) -> 
             .status()
             .is_ok_and(|s| s.success());
         if ok {
-            return Ok(());
+            return Ok(launched.elapsed());
         }
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -1198,6 +1205,7 @@ pub fn bindir_for(data: &Path) -> Result<PathBuf, MediaError> {
 pub struct Temporary {
     inst: Instance,
     live: bool,
+    started_in: Duration,
 }
 
 impl Temporary {
@@ -1249,6 +1257,7 @@ impl Temporary {
         let what = format!("starting PostgreSQL on {}", data.display());
         // A port another process takes between the pick and the start is
         // picked again, as for a new managed instance.
+        let mut started_in = Duration::ZERO;
         on_a_free_port(&mut inst, true, |i, _| {
             let r = |k: &str, p: &Path| format!("-c '{k}={}'", p.display());
             let opts = [
@@ -1260,12 +1269,19 @@ impl Temporary {
                 "-c listen_addresses=127.0.0.1 -c archive_mode=off -c logging_collector=off".into(),
             ]
             .join(" ");
-            start_with(i, Some(&opts), &what, crate::tempserver::START_TIMEOUT).inspect_err(|_| {
-                // pg_ctl gave up: a server it started must not stay.
-                let _ = Temporary { inst: i.clone(), live: true }.stop();
-            })
+            match start_with(i, Some(&opts), &what, crate::tempserver::START_TIMEOUT) {
+                Ok(d) => {
+                    started_in = d;
+                    Ok(())
+                }
+                Err(e) => {
+                    // pg_ctl gave up: a server it started must not stay.
+                    let _ = Temporary { inst: i.clone(), live: true, started_in }.stop();
+                    Err(e)
+                }
+            }
         })?;
-        Ok(Temporary { inst, live: true })
+        Ok(Temporary { inst, live: true, started_in })
     }
 
     /// The TCP port (the Unix socket's name carries it too).
@@ -1276,6 +1292,13 @@ impl Temporary {
     /// The Unix socket's directory.
     pub fn socket_dir(&self) -> &Path {
         &self.inst.socket_dir
+    }
+
+    /// From the server's launch (`pg_ctl start`, after the copy was given
+    /// to its user and its configuration written) to its first accepted
+    /// connection: its start and recovery alone.
+    pub fn start_time(&self) -> Duration {
+        self.started_in
     }
 
     /// The postmaster's process id (`postmaster.pid`'s first line).

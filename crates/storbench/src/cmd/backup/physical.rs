@@ -340,7 +340,6 @@ fn open_copy(
         return Err(anyhow!("interrupted"));
     }
     make_run_dir(run_dir)?;
-    let t_start = Instant::now();
     let server = match tools {
         Tools::Maria { server, .. } => Server::Maria(Mariadbd::start(server, from, to, run_dir, reg)?),
         Tools::Pg { .. } => {
@@ -354,7 +353,7 @@ fn open_copy(
     };
     // Open: the database accepts connections (Mariadbd::start and pg_role
     // return once one connected).
-    r.figure("restore.start_seconds", t_start.elapsed().as_secs_f64(), Unit::S);
+    r.figure("restore.start_seconds", server.start_time().as_secs_f64(), Unit::S);
     r.figure("restore.open_seconds", t0.elapsed().as_secs_f64(), Unit::S);
     let mut names = server.databases()?;
     if let Some(d) = only {
@@ -458,6 +457,15 @@ impl Server {
         rows.iter().map(|r| r.text(0).map_err(|e| anyhow!("listing the copy's databases: {e}"))).collect()
     }
 
+    /// From the server's launch to its first accepted connection (the
+    /// copy's chown and the server's configuration left out).
+    fn start_time(&self) -> Duration {
+        match self {
+            Server::Maria(m) => m.started_in,
+            Server::Pg(t, _) => t.start_time(),
+        }
+    }
+
     fn stop(&mut self) -> Result<()> {
         match self {
             Server::Maria(m) => m.stop(),
@@ -515,6 +523,8 @@ fn pg_db(t: &Temporary, role: &str, name: &str, to: &Path) -> Result<Db> {
 /// shutdown; SIGKILL after [`STOP_TIMEOUT`]) or when dropped.
 struct Mariadbd {
     child: Option<Child>,
+    /// From the launch to the first accepted connection.
+    started_in: Duration,
     socket: PathBuf,
     log: PathBuf,
 }
@@ -541,12 +551,17 @@ impl Mariadbd {
             c.arg(format!("--user={u}"));
         }
         c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).process_group(0);
+        let db = maria_db(&run.join("mariadbd.sock"), "mysql", data)?;
+        let t0 = Instant::now();
         let child = c.spawn().map_err(|e| anyhow!("starting {}: {e}", bin.display()))?;
         let pid = child.id();
-        let mut m = Mariadbd { child: Some(child), socket: run.join("mariadbd.sock"), log };
+        let mut m = Mariadbd {
+            child: Some(child),
+            started_in: Duration::ZERO,
+            socket: run.join("mariadbd.sock"),
+            log,
+        };
         reg.set_pid(pid).map_err(media)?;
-        let db = maria_db(&m.socket, "mysql", data)?;
-        let t0 = Instant::now();
         loop {
             if let Ok(mut c) = db.open() {
                 // The socket is ours, so is the server; said, not assumed.
@@ -554,6 +569,7 @@ impl Mariadbd {
                 if sock.as_deref().ok() != Some(&*m.socket.to_string_lossy()) {
                     return Err(anyhow!("the server on {} reports socket {sock:?}", m.socket.display()));
                 }
+                m.started_in = t0.elapsed();
                 return Ok(m);
             }
             if let Some(st) = m.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
