@@ -322,10 +322,19 @@ fn remove(p: &Path) {
     }
 }
 
-/// The logical size of the database, as the engine counts it.
-fn db_bytes(db: &Db, conn: &mut dyn Connection) -> Option<f64> {
+/// `db.bytes`: the logical size of what the backup holds, as the engine
+/// counts it. A dump holds the URL's database; a basebackup (`whole`) the
+/// whole server: every database (PostgreSQL: `pg_database_size` of each,
+/// templates too; MariaDB: `data_length + index_length` of every schema's
+/// tables, `mysql` and `sys` included, but not `information_schema` and
+/// `performance_schema`, which have no files).
+fn db_bytes(db: &Db, conn: &mut dyn Connection, whole: bool) -> Option<f64> {
     let sql = match conn.dialect() {
+        Dialect::Postgres if whole => "SELECT sum(pg_database_size(oid))::float8 FROM pg_database",
         Dialect::Postgres => "SELECT pg_database_size(current_database())::float8",
+        Dialect::Mysql if whole => {
+            "SELECT CAST(COALESCE(SUM(data_length + index_length), 0) AS DOUBLE) FROM information_schema.tables WHERE table_schema NOT IN ('information_schema', 'performance_schema')"
+        }
         Dialect::Mysql => {
             "SELECT CAST(COALESCE(SUM(data_length + index_length), 0) AS DOUBLE) FROM information_schema.tables WHERE table_schema = DATABASE()"
         }
@@ -433,7 +442,7 @@ pub fn backup(g: &Global, a: BackupArgs) -> Result<ExitCode> {
         )));
     }
     targets.push(parent.to_path_buf());
-    let logical = db_bytes(&db, conn.as_mut());
+    let logical = db_bytes(&db, conn.as_mut(), method == Method::Basebackup);
     drop(conn);
     let method_name = method.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default();
     let config = json!({
