@@ -662,10 +662,19 @@ fn mariadb_backup_then_restore_into_a_temporary_server_round_trips() {
     let src_url = format!("{MY}/{src}");
     ok(sb(d.path()).args(["tpcc", "build", "--db", &src_url]).output().unwrap());
     let mb = d.path().join("mb");
-    let b = record(
-        d.path(),
-        &["backup", "--db", &src_url, "--method", "basebackup", "--jobs", "2", "--to", mb.to_str().unwrap()],
-    );
+    // An option file of the host's that would narrow the backup to the
+    // mysql schema: storbench's backup reads none (regression).
+    let home = d.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::write(home.join(".my.cnf"), "[mariadb-backup]\ndatabases=mysql\n").unwrap();
+    let out = sb(d.path())
+        .env("HOME", &home)
+        .args(["--json", "backup", "--db", &src_url, "--method", "basebackup", "--jobs", "2"])
+        .args(["--to", mb.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let b: Value = serde_json::from_slice(&ok(out).stdout).unwrap();
+    assert!(mb.join(&src).is_dir(), "the backup left {src} out: the host's option file was read");
     assert_eq!(b["run"]["status"], "complete");
     assert_eq!(b["run"]["config"]["tool"], "mariadb-backup");
     assert!(b["run"]["config"]["checkpoint"].is_null(), "pg_basebackup's setting is not recorded");
@@ -725,7 +734,7 @@ fn mariadb_backup_then_restore_into_a_temporary_server_round_trips() {
         .map(|e| e.file_name().into_string().unwrap())
         .collect();
     names.sort();
-    assert_eq!(names, ["copy", "copy2", "mb", "r.db", "state"]);
+    assert_eq!(names, ["copy", "copy2", "home", "mb", "r.db", "state"]);
 }
 
 #[test]

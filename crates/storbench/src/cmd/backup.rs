@@ -495,7 +495,12 @@ pub fn backup(g: &Global, a: BackupArgs) -> Result<ExitCode> {
         (_, Method::Basebackup) => {
             let s = server_parts(&db)?;
             let mut c = Command::new(bin.as_ref().expect("found above"));
-            c.arg("--backup").arg(format!("--target-dir={}", out.display()));
+            // --no-defaults (first: the tool reads it there only): none of
+            // the host's option files (/etc/my.cnf, /etc/mysql/my.cnf,
+            // ~/.my.cnf), whose [mariadb-backup] group could leave databases
+            // out or send the copy elsewhere. The data directory and InnoDB
+            // layout are the server's own: the tool asks it for them.
+            c.arg("--no-defaults").arg("--backup").arg(format!("--target-dir={}", out.display()));
             mysql_conn_args(&mut c, &s);
             c.arg(format!("--parallel={}", a.jobs));
             run_tool(c, "mariadb-backup")
