@@ -82,25 +82,85 @@ fn fingerprint(dir: &Path) -> Vec<(PathBuf, u64, u64)> {
     out
 }
 
-/// Drops the named server databases when the test ends, passed or not.
-struct DropDbs(&'static str, Vec<String>);
+/// A shared server, by its client.
+#[derive(Clone, Copy, PartialEq)]
+enum Srv {
+    Pg,
+    My,
+}
 
-impl Drop for DropDbs {
+/// Runs one SQL statement on the shared server in database `db` with its
+/// client (unaligned, no headers); its output on success, else a panic.
+fn sql(srv: Srv, db: &str, q: &str) -> String {
+    let out = match srv {
+        Srv::Pg => {
+            Command::new("psql").args(["-h", "127.0.0.1", "-U", "root", "-d", db, "-qAtc", q]).output()
+        }
+        Srv::My => Command::new("mariadb").args(["-uroot", "-h127.0.0.1", "-N", "-D", db, "-e", q]).output(),
+    }
+    .unwrap();
+    assert!(out.status.success(), "{q}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Databases of one shared server a test makes or names, each dropped when
+/// the test ends, passed or not.
+struct Dbs(Srv, Vec<String>);
+
+impl Dbs {
+    /// A unique database name, dropped with the others, and its URL.
+    fn name(&mut self, prefix: &str) -> (String, String) {
+        let n = unique(prefix);
+        self.1.push(n.clone());
+        let url = format!("{}/{n}", if self.0 == Srv::Pg { PG } else { MY });
+        (n, url)
+    }
+
+    /// A fresh, empty database, and its URL.
+    fn create(&mut self, prefix: &str) -> (String, String) {
+        let (n, url) = self.name(prefix);
+        let admin = if self.0 == Srv::Pg { "postgres" } else { "mysql" };
+        sql(self.0, admin, &format!("CREATE DATABASE {n}"));
+        (n, url)
+    }
+}
+
+impl Drop for Dbs {
     fn drop(&mut self) {
         for db in &self.1 {
-            let _ = if self.0 == "pg" {
-                Command::new("psql")
+            let _ = match self.0 {
+                Srv::Pg => Command::new("psql")
                     .args(["-h", "127.0.0.1", "-U", "root", "-d", "postgres", "-qc"])
                     .arg(format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
-                    .output()
-            } else {
-                Command::new("mariadb")
+                    .output(),
+                Srv::My => Command::new("mariadb")
                     .args(["-uroot", "-h127.0.0.1", "-e"])
                     .arg(format!("DROP DATABASE IF EXISTS {db}"))
-                    .output()
+                    .output(),
             };
         }
     }
+}
+
+/// Whether a tool the test needs is missing (the test is then skipped, and says so).
+fn missing(tool: &str) -> bool {
+    let gone = Command::new(tool).arg("--version").output().is_err();
+    if gone {
+        eprintln!("{tool} not installed: skipped");
+    }
+    gone
+}
+
+/// A temporary directory a server's user (postgres, mysql) can traverse.
+fn traversable_tempdir() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    assert!(Command::new("chmod").arg("755").arg(d.path()).status().unwrap().success());
+    d
+}
+
+/// The `storbench: error:` lines of a stderr.
+fn error_lines(err: &str) -> Vec<&str> {
+    err.lines().filter(|l| l.starts_with("storbench: error:")).collect()
 }
 
 /// Backs `src` up with `backup_args`, restores into `copy` with `--compare`,
@@ -149,15 +209,10 @@ fn sqlite_backup_then_restore_round_trips_by_both_methods() {
 #[test]
 fn postgres_dump_then_restore_round_trips() {
     let d = tempfile::tempdir().unwrap();
-    let (src, copy, copy2) = (unique("sb_bk_src"), unique("sb_bk_copy"), unique("sb_bk_copy2"));
-    let _guard = DropDbs("pg", vec![src.clone(), copy.clone(), copy2.clone()]);
-    let made = Command::new("psql")
-        .args(["-h", "127.0.0.1", "-U", "root", "-d", "postgres", "-qc"])
-        .arg(format!("CREATE DATABASE {src}"))
-        .status()
-        .unwrap();
-    assert!(made.success());
-    let (src_url, copy_url) = (format!("{PG}/{src}"), format!("{PG}/{copy}"));
+    let mut dbs = Dbs(Srv::Pg, Vec::new());
+    let (src, src_url) = dbs.create("sb_bk_src");
+    let (_, copy_url) = dbs.name("sb_bk_copy");
+    let (_, copy2_url) = dbs.name("sb_bk_copy2");
     ok(sb(d.path()).args(["tpcc", "build", "--db", &src_url]).output().unwrap());
     round_trip(d.path(), &src_url, &copy_url, &d.path().join("dump"), &["--jobs", "2"]);
     // A fresh database only: restoring over an existing one is refused.
@@ -169,28 +224,9 @@ fn postgres_dump_then_restore_round_trips() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
     // Same row count, one value changed in the source since the backup:
     // the checksums tell the copy apart.
-    let changed = Command::new("psql")
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-U",
-            "root",
-            "-d",
-            &src,
-            "-qc",
-            "UPDATE item SET i_price = i_price + 1 WHERE i_id = 7",
-        ])
-        .status()
-        .unwrap();
-    assert!(changed.success());
+    sql(Srv::Pg, &src, "UPDATE item SET i_price = i_price + 1 WHERE i_id = 7");
     let out = sb(d.path())
-        .args([
-            "restore",
-            "--from",
-            d.path().join("dump").to_str().unwrap(),
-            "--to",
-            &format!("{PG}/{copy2}"),
-        ])
+        .args(["restore", "--from", d.path().join("dump").to_str().unwrap(), "--to", &copy2_url])
         .args(["--compare", &src_url])
         .output()
         .unwrap();
@@ -201,19 +237,13 @@ fn postgres_dump_then_restore_round_trips() {
 
 #[test]
 fn mariadb_dump_then_restore_round_trips_where_mariadb_dump_is_present() {
-    if Command::new("mariadb-dump").arg("--version").output().is_err() {
-        eprintln!("mariadb-dump not installed: skipped");
+    if missing("mariadb-dump") {
         return;
     }
     let d = tempfile::tempdir().unwrap();
-    let (src, copy) = (unique("sb_bk_src"), unique("sb_bk_copy"));
-    let _guard = DropDbs("my", vec![src.clone(), copy.clone()]);
-    let made = Command::new("mariadb")
-        .args(["-uroot", "-h127.0.0.1", "-e"])
-        .arg(format!("CREATE DATABASE {src}"))
-        .status();
-    assert!(made.unwrap().success());
-    let (src_url, copy_url) = (format!("{MY}/{src}"), format!("{MY}/{copy}"));
+    let mut dbs = Dbs(Srv::My, Vec::new());
+    let (_, src_url) = dbs.create("sb_bk_src");
+    let (_, copy_url) = dbs.name("sb_bk_copy");
     ok(sb(d.path()).args(["tpcc", "build", "--db", &src_url]).output().unwrap());
     round_trip(d.path(), &src_url, &copy_url, &d.path().join("dump.sql"), &[]);
 }
@@ -281,22 +311,15 @@ fn a_backup_to_a_target_too_small_fails_with_one_line_and_leaves_nothing() {
             .unwrap();
         assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
         let err = String::from_utf8_lossy(&out.stderr);
-        let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("storbench: error:")).collect();
+        let errors = error_lines(&err);
         assert_eq!(errors.len(), 1, "{err}");
         assert!(errors[0].contains("full"), "{err}");
         assert!(!to.exists(), "the partial backup {} was left behind", to.display());
     }
     // pg_dump's directory on the full disk goes too (pgbench's tables at
     // scale 1 dump to about 10 MB; the filesystem has 4 MiB).
-    let src = unique("sb_bk_full");
-    let _guard = DropDbs("pg", vec![src.clone()]);
-    let made = Command::new("psql")
-        .args(["-h", "127.0.0.1", "-U", "root", "-d", "postgres", "-qc"])
-        .arg(format!("CREATE DATABASE {src}"))
-        .status()
-        .unwrap();
-    assert!(made.success());
-    let url = format!("{PG}/{src}");
+    let mut dbs = Dbs(Srv::Pg, Vec::new());
+    let (_, url) = dbs.create("sb_bk_full");
     ok(sb(d.path()).args(["tpcb", "init", "--db", &url, "--scale", "1"]).output().unwrap());
     let to = fs.dir.join("dump");
     let out = sb(d.path()).args(["backup", "--db", &url, "--to", to.to_str().unwrap()]).output().unwrap();
@@ -419,24 +442,19 @@ fn bad_input_and_a_missing_tool_exit_2_and_record_nothing() {
 #[test]
 fn a_failed_restore_is_a_failed_run_and_drops_the_half_made_database() {
     let d = tempfile::tempdir().unwrap();
-    let copy = unique("sb_bk_bad");
-    let _guard = DropDbs("pg", vec![copy.clone()]);
+    let mut dbs = Dbs(Srv::Pg, Vec::new());
+    let (copy, copy_url) = dbs.name("sb_bk_bad");
     let dump = d.path().join("dump");
     std::fs::create_dir(&dump).unwrap();
     std::fs::write(dump.join("toc.dat"), b"not an archive").unwrap();
-    let out = sb(d.path())
-        .args(["restore", "--from", dump.to_str().unwrap(), "--to", &format!("{PG}/{copy}")])
-        .output()
-        .unwrap();
+    let out =
+        sb(d.path()).args(["restore", "--from", dump.to_str().unwrap(), "--to", &copy_url]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("pg_restore failed"), "{err}");
-    let left = Command::new("psql")
-        .args(["-h", "127.0.0.1", "-U", "root", "-d", "postgres", "-Atc"])
-        .arg(format!("SELECT count(*) FROM pg_database WHERE datname = '{copy}'"))
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&left.stdout).trim(), "0");
+    let left =
+        sql(Srv::Pg, "postgres", &format!("SELECT count(*) FROM pg_database WHERE datname = '{copy}'"));
+    assert_eq!(left, "0");
     assert_eq!(runs(d.path()), 1);
 }
 
@@ -455,9 +473,8 @@ impl Drop for Managed {
 
 #[test]
 fn a_managed_instance_backs_up_by_basebackup_and_dump_and_restores_into_a_fresh_database() {
-    let d = tempfile::tempdir().unwrap();
     // The managed server's OS user must be able to traverse it.
-    Command::new("chmod").arg("755").arg(d.path()).status().unwrap();
+    let d = traversable_tempdir();
     let m = Managed(d.path().to_path_buf());
     let run = |args: &[&str]| sb(&m.0).env("STORBENCH_STATE", m.0.join("state")).args(args).output().unwrap();
     let data = m.0.join("data");
@@ -594,6 +611,25 @@ fn servers_on(dir: &Path) -> Vec<i32> {
         .collect()
 }
 
+/// A restore of `from` into `to` (state in `dir/state`, stderr piped),
+/// returned once its temporary server runs on `to`.
+fn restore_until_its_server_runs(dir: &Path, from: &Path, to: &Path) -> std::process::Child {
+    let mut child = sb(dir)
+        .env("STORBENCH_STATE", dir.join("state"))
+        .args(["restore", "--from", from.to_str().unwrap(), "--to", to.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while servers_on(to).is_empty() {
+        assert!(child.try_wait().unwrap().is_none(), "the restore ended before its server started");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(60), "no server started on {}", to.display());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child
+}
+
 /// Kills (by pid) any server a failed test left on the directory, so one
 /// failure does not leave a server behind; the tests assert there is none.
 struct NoServerOn(PathBuf);
@@ -642,24 +678,16 @@ fn physical_restore_figures(r: &Value, backup_bytes: f64) {
 
 #[test]
 fn mariadb_backup_then_restore_into_a_temporary_server_round_trips() {
-    if Command::new("mariadb-backup").arg("--version").output().is_err() {
-        eprintln!("mariadb-backup not installed: skipped");
+    if missing("mariadb-backup") {
         return;
     }
-    let d = tempfile::tempdir().unwrap();
     // The server's user (mysql) must be able to traverse to the copy.
-    Command::new("chmod").arg("755").arg(d.path()).status().unwrap();
-    let src = unique("sb_bk_phys");
-    let _guard = DropDbs("my", vec![src.clone()]);
+    let d = traversable_tempdir();
+    let mut dbs = Dbs(Srv::My, Vec::new());
+    let (src, src_url) = dbs.create("sb_bk_phys");
     let copy = d.path().join("copy");
     let _no_server = NoServerOn(copy.clone());
     let state = d.path().join("state");
-    let made = Command::new("mariadb")
-        .args(["-uroot", "-h127.0.0.1", "-e"])
-        .arg(format!("CREATE DATABASE {src}"))
-        .status();
-    assert!(made.unwrap().success());
-    let src_url = format!("{MY}/{src}");
     ok(sb(d.path()).args(["tpcc", "build", "--db", &src_url]).output().unwrap());
     let mb = d.path().join("mb");
     // An option file of the host's that would narrow the backup to the
@@ -684,14 +712,9 @@ fn mariadb_backup_then_restore_into_a_temporary_server_round_trips() {
     // db.bytes counts the whole server the backup holds, not the URL's
     // schema alone (regression): more than that schema, the mysql schema too.
     let schema = |filter: &str| -> f64 {
-        let out = Command::new("mariadb")
-            .args(["-uroot", "-h127.0.0.1", "-N", "-e"])
-            .arg(format!(
-                "SELECT SUM(data_length + index_length) FROM information_schema.tables WHERE {filter}"
-            ))
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+        let q =
+            format!("SELECT SUM(data_length + index_length) FROM information_schema.tables WHERE {filter}");
+        sql(Srv::My, "mysql", &q).parse().unwrap()
     };
     let ours = schema(&format!("table_schema = '{src}'"));
     assert!(metric(&b, "db.bytes") > ours + schema("table_schema = 'mysql'") - 1.0, "{b}");
@@ -739,8 +762,7 @@ fn mariadb_backup_then_restore_into_a_temporary_server_round_trips() {
 
 #[test]
 fn a_plain_pg_basebackup_restores_into_a_temporary_server_and_round_trips() {
-    let d = tempfile::tempdir().unwrap();
-    Command::new("chmod").arg("755").arg(d.path()).status().unwrap();
+    let d = traversable_tempdir();
     let m = Managed(d.path().to_path_buf());
     let copy = m.0.join("copy");
     let _no_server = NoServerOn(copy.clone());
@@ -769,8 +791,11 @@ fn a_plain_pg_basebackup_restores_into_a_temporary_server_and_round_trips() {
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(owner(&copy), uid_of("postgres"));
     assert_eq!(std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777, 0o700);
+    // The binaries of the copy's version, found as the restore finds them.
+    let bindir = storbench_media::pg::bindir_for(&copy).unwrap();
     let control = Command::new("runuser")
-        .args(["-u", "postgres", "--", "/usr/lib/postgresql/15/bin/pg_controldata"])
+        .args(["-u", "postgres", "--"])
+        .arg(bindir.join("pg_controldata"))
         .arg(&copy)
         .output()
         .unwrap();
@@ -796,23 +821,7 @@ fn a_plain_pg_basebackup_restores_into_a_temporary_server_and_round_trips() {
     // and the run is interrupted (exit 130).
     let copy3 = m.0.join("copy3");
     let _no_server3 = NoServerOn(copy3.clone());
-    let mut child = sb(&m.0)
-        .env("STORBENCH_STATE", m.0.join("state"))
-        .args(["restore", "--from", plain.to_str().unwrap(), "--to", copy3.to_str().unwrap()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
-    while servers_on(&copy3).is_empty() {
-        assert!(child.try_wait().unwrap().is_none(), "the restore ended before its server started");
-        assert!(
-            t0.elapsed() < std::time::Duration::from_secs(60),
-            "no server started on {}",
-            copy3.display()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let child = restore_until_its_server_runs(&m.0, &plain, &copy3);
     assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
@@ -822,23 +831,7 @@ fn a_plain_pg_basebackup_restores_into_a_temporary_server_and_round_trips() {
     // Regression: the server was in no registry and ran on for good.
     let copy4 = m.0.join("copy4");
     let _no_server4 = NoServerOn(copy4.clone());
-    let mut child = sb(&m.0)
-        .env("STORBENCH_STATE", m.0.join("state"))
-        .args(["restore", "--from", plain.to_str().unwrap(), "--to", copy4.to_str().unwrap()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
-    while servers_on(&copy4).is_empty() {
-        assert!(child.try_wait().unwrap().is_none(), "the restore ended before its server started");
-        assert!(
-            t0.elapsed() < std::time::Duration::from_secs(60),
-            "no server started on {}",
-            copy4.display()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let mut child = restore_until_its_server_runs(&m.0, &plain, &copy4);
     child.kill().unwrap();
     child.wait().unwrap();
     let orphans = servers_on(&copy4);
@@ -864,8 +857,7 @@ fn alive(pid: i32) -> bool {
 
 #[test]
 fn a_physical_restore_that_fails_leaves_no_copy_and_no_server() {
-    let d = tempfile::tempdir().unwrap();
-    Command::new("chmod").arg("755").arg(d.path()).status().unwrap();
+    let d = traversable_tempdir();
     let state = d.path().join("state");
     let fail = |from: &Path, to: &Path| {
         let _no_server = NoServerOn(to.to_path_buf());
@@ -902,7 +894,7 @@ fn a_physical_restore_that_fails_leaves_no_copy_and_no_server() {
     let (code, err) = fail(&pg, &d.path().join("c2"));
     assert_eq!(code, Some(4), "{err}");
     assert!(err.contains("starting PostgreSQL on") && err.contains("pg_control"), "{err}");
-    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("storbench: error:")).collect();
+    let errors = error_lines(&err);
     assert_eq!(errors.len(), 1, "{err}");
     // Both are failed runs, and no run directory is left.
     let out = sb(d.path()).args(["--json", "results", "list"]).output().unwrap();
@@ -919,8 +911,7 @@ fn a_physical_restore_that_fails_leaves_no_copy_and_no_server() {
 
 #[test]
 fn a_mariadb_backup_to_a_target_too_small_fails_with_one_line_and_leaves_nothing() {
-    if Command::new("mariadb-backup").arg("--version").output().is_err() {
-        eprintln!("mariadb-backup not installed: skipped");
+    if missing("mariadb-backup") {
         return;
     }
     let d = tempfile::tempdir().unwrap();
@@ -941,7 +932,7 @@ fn a_mariadb_backup_to_a_target_too_small_fails_with_one_line_and_leaves_nothing
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{err}");
-    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("storbench: error:")).collect();
+    let errors = error_lines(&err);
     assert_eq!(errors.len(), 1, "{err}");
     assert!(
         errors[0].contains("mariadb-backup failed") && errors[0].contains("No space left on device"),
