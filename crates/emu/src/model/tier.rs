@@ -31,7 +31,7 @@
 //! long as the daemon, so a second run on the same medium starts warm;
 //! [`Tiered::reset`] empties it (`media cache reset`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -217,7 +217,63 @@ struct TierState {
     cursor: u64,
     counts: TierCounts,
     /// Accesses per line since the cache was emptied.
-    heat: HashMap<u64, u32, FixedState>,
+    heat: Heat,
+}
+
+/// Accesses per line, and how many lines have each count: the hot-data
+/// shares come from the counts' histogram, kept as lines are touched, so
+/// the per-second snapshot neither copies nor sorts anything per line
+/// under the tier's lock (a large medium's footprint is millions of lines).
+#[derive(Default)]
+struct Heat {
+    per_line: HashMap<u64, u32, FixedState>,
+    /// Access count → lines with that count.
+    lines_with: BTreeMap<u32, u64>,
+    total: u64,
+}
+
+impl Heat {
+    fn touch(&mut self, line: u64) {
+        let c = self.per_line.entry(line).or_insert(0);
+        if *c > 0 {
+            if let std::collections::btree_map::Entry::Occupied(mut e) = self.lines_with.entry(*c) {
+                *e.get_mut() -= 1;
+                if *e.get() == 0 {
+                    e.remove();
+                }
+            }
+        }
+        *c += 1;
+        *self.lines_with.entry(*c).or_insert(0) += 1;
+        self.total += 1;
+    }
+
+    fn lines(&self) -> u64 {
+        self.per_line.len() as u64
+    }
+
+    /// [`hot_shares`] of the lines' counts, from the histogram.
+    fn shares(&self) -> [f64; 4] {
+        let n = self.lines();
+        if self.total == 0 {
+            return [0.0; 4];
+        }
+        let mut out = [0.0; 4];
+        for (i, p) in HOT_PERCENTS.iter().enumerate() {
+            let mut k = (n * *p as u64).div_ceil(100).clamp(1, n);
+            let mut sum = 0u64;
+            for (&count, &lines) in self.lines_with.iter().rev() {
+                let take = lines.min(k);
+                sum += take * count as u64;
+                k -= take;
+                if k == 0 {
+                    break;
+                }
+            }
+            out[i] = sum as f64 / self.total as f64;
+        }
+        out
+    }
 }
 
 /// A built cache tier.
@@ -336,7 +392,7 @@ impl Tiered {
         let mut missed: Option<(u64, u64)> = None;
         for l in self.span(req.offset, req.len) {
             let o = if write { s.cache.write(l) } else { s.cache.read(l) };
-            *s.heat.entry(l).or_insert(0) += 1;
+            s.heat.touch(l);
             match (write, o.hit) {
                 (false, true) => s.counts.read_hits += 1,
                 (false, false) => s.counts.read_misses += 1,
@@ -396,18 +452,15 @@ impl Tiered {
         let mut g = self.lock();
         self.catch_up(&mut g, now_ns);
         let counts = std::mem::take(&mut g.counts);
-        let mut heat: Vec<u32> = g.heat.values().copied().collect();
-        let snap = TierSnapshot {
+        TierSnapshot {
             counts,
             dirty: g.cache.dirty_count() as u64,
             resident: g.cache.policy().len() as u64,
             lines: self.lines as u64,
             line: self.line,
-            footprint: heat.len() as u64,
-            hot: [0.0; 4],
-        };
-        drop(g);
-        TierSnapshot { hot: hot_shares(&mut heat), ..snap }
+            footprint: g.heat.lines(),
+            hot: g.heat.shares(),
+        }
     }
 
     /// Empties the cache: dirty lines are written back first (at no cost:
@@ -432,7 +485,7 @@ impl TierState {
             backing_free_ns: 0,
             cursor: 0,
             counts: TierCounts::default(),
-            heat: HashMap::default(),
+            heat: Heat::default(),
         }
     }
 }
@@ -582,5 +635,29 @@ mod tests {
         assert!((h[0] - 0.901).abs() < 1e-9, "{h:?}");
         assert!((h[1] - 0.905).abs() < 1e-9, "{h:?}");
         assert_eq!(hot_shares(&mut []), [0.0; 4]);
+    }
+
+    #[test]
+    fn the_heat_histogram_gives_the_shares_of_the_sorted_counts() {
+        // A skewed pattern over 1,000 lines (line i touched about 1000/(i+1)
+        // times, in an interleaved order), against sorting the counts.
+        let mut heat = Heat::default();
+        let mut counts = vec![0u32; 1000];
+        for round in 0..1000u64 {
+            for line in 0..1000u64 {
+                if round * (line + 1) < 1000 + (line * 7) % 13 {
+                    heat.touch(line);
+                    counts[line as usize] += 1;
+                }
+            }
+        }
+        let want = hot_shares(&mut counts);
+        let got = heat.shares();
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 1e-12, "{got:?} vs {want:?}");
+        }
+        assert!(got[0] > 0.1 && got[0] < got[3], "{got:?}");
+        assert_eq!(heat.lines(), 1000);
+        assert_eq!(Heat::default().shares(), [0.0; 4]);
     }
 }
