@@ -103,6 +103,8 @@ fn tpch_builds_runs_checks_and_stops_through_the_binary() {
         vec!["tpch", "check", "--db", &lite],
         vec!["tpch", "build", "--db", "managed:nosuch/Tpch"],
         vec!["tpch", "build", "--db", "managed:nosuch/tpch"],
+        // TPC-C beside TPC-H: CUSTOMER and ORDERS would collide.
+        vec!["tpcc", "build", "--db", &lite, "--warehouses", "1"],
     ] {
         let out = sb(d.path()).args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -110,6 +112,13 @@ fn tpch_builds_runs_checks_and_stops_through_the_binary() {
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
     }
     assert_eq!(last_run(d.path(), "tpch-build")["run"]["id"], runs_before);
+    // A TPC-C drop in TPC-H's database leaves TPC-H's CUSTOMER and ORDERS.
+    ok(sb(d.path()).args(["tpcc", "drop", "--db", &lite]));
+    let mut c = open(&lite);
+    for (t, n) in [("customer", 1_500), ("orders", 15_000)] {
+        let q = Stmt::new(format!("SELECT COUNT(*) FROM {t}"));
+        assert_eq!(c.query_one(&q, &[]).unwrap().int(0).unwrap(), n, "{t} after tpcc drop");
+    }
 
     // The power test: RF1, 22 queries, RF2, each a step; then the summary.
     ok(sb(d.path()).args(["tpch", "run", "--db", &pg.url, "--seed", "5"]));

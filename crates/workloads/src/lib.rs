@@ -9,6 +9,7 @@
 
 #![deny(missing_docs)]
 
+mod names;
 pub mod rand_tpc;
 pub mod runner;
 pub mod tpcb;

@@ -356,6 +356,28 @@ fn server_log(c: &mut dyn Connection) -> Option<std::path::PathBuf> {
     std::fs::metadata(&path).ok().map(|_| path)
 }
 
+/// TPC-H also has CUSTOMER and ORDERS: a TPC-C drop in a database that
+/// holds TPC-H's leaves them, and a build is told they are another
+/// schema's; beside a TPC-C table they are TPC-C's and go.
+#[test]
+fn drop_leaves_tpch_customer_and_orders_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = open(&format!("sqlite:{}", dir.path().join("h.db").display()));
+    c.batch("CREATE TABLE customer (c_custkey INTEGER); CREATE TABLE orders (o_orderkey INTEGER); CREATE TABLE lineitem (l_orderkey INTEGER)").unwrap();
+    assert_eq!(tpcc::foreign_table(c.as_mut()).unwrap(), Some("customer"));
+    tpcc::drop(c.as_mut()).unwrap();
+    let left =
+        |c: &mut dyn Connection, t: &str| c.query(&Stmt::new(format!("SELECT 1 FROM {t}")), &[]).is_ok();
+    assert!(left(c.as_mut(), "customer") && left(c.as_mut(), "orders"), "TPC-H's tables were dropped");
+    c.batch("CREATE TABLE warehouse (w_id INTEGER)").unwrap();
+    assert_eq!(tpcc::foreign_table(c.as_mut()).unwrap(), None);
+    tpcc::drop(c.as_mut()).unwrap();
+    assert!(
+        !left(c.as_mut(), "orders") && !left(c.as_mut(), "warehouse"),
+        "beside warehouse, orders is TPC-C's"
+    );
+}
+
 #[test]
 fn sqlite() {
     let dir = tempfile::tempdir().unwrap();

@@ -131,6 +131,12 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
         }
         tpcc::drop(conn.as_mut()).map_err(|e| db.usage_error(e))?;
     }
+    if let Some(t) = tpcc::foreign_table(conn.as_mut()).map_err(|e| db.usage_error(e))? {
+        return Err(usage(format!(
+            "{} holds a table '{t}' that is not TPC-C's (TPC-H's?): build TPC-C in another database",
+            db.shown
+        )));
+    }
     let env = json!({ "db": dbarg::env(&db, conn.as_mut()) });
     let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
     drop(conn);

@@ -366,10 +366,23 @@ pub fn check(conn: &mut dyn Connection) -> Result<Vec<CheckResult>, DbError> {
     check::check(conn)
 }
 
-/// Drops every table and routine the build made.
+/// Tables only TPC-C has; CUSTOMER and ORDERS are also TPC-H's.
+const OWN_TABLES: [&str; 8] =
+    ["warehouse", "district", "history", "stock", "new_order", "order_line", "item", "storbench_tpcc_meta"];
+
+/// A table of another schema (TPC-H's CUSTOMER or ORDERS) that a TPC-C
+/// build would collide with, when no TPC-C table is there.
+pub fn foreign_table(conn: &mut dyn Connection) -> Result<Option<&'static str>, DbError> {
+    crate::names::foreign(conn, &OWN_TABLES)
+}
+
+/// Drops every table and routine the build made. CUSTOMER and ORDERS are
+/// dropped only beside a TPC-C table: in a database that holds TPC-H's
+/// tables of those names and nothing of TPC-C, they stay.
 pub fn drop(conn: &mut dyn Connection) -> Result<(), DbError> {
+    let ours = crate::names::holds_any(conn, &OWN_TABLES)?;
     let stmts = schema::drop(conn.dialect());
-    run_all(conn, &stmts)
+    run_all(conn, &crate::names::keep_foreign(stmts, ours))
 }
 
 /// The run-time C for C_LAST: differs from `c_load` by 65..=119, never 96

@@ -295,49 +295,22 @@ pub fn inspect(conn: &mut dyn Connection) -> Result<Option<SchemaInfo>, DbError>
     }
 }
 
-fn table_exists(conn: &mut dyn Connection, table: &str) -> Result<bool, DbError> {
-    match conn.query(&Stmt::new(format!("SELECT 1 FROM {table} LIMIT 1")), &[]) {
-        Ok(_) => Ok(true),
-        Err(e) if e.kind() == ErrorKind::MissingObject || e.to_string().contains("doesn't exist") => {
-            Ok(false)
-        }
-        Err(e) => Err(e),
-    }
-}
-
 /// Tables only TPC-H has; CUSTOMER and ORDERS are also TPC-C's.
 const OWN_TABLES: [&str; 6] = ["lineitem", "partsupp", "supplier", "part", "nation", "region"];
 
 /// A table of another schema (TPC-C's CUSTOMER or ORDERS) that a TPC-H
 /// build would collide with, when no TPC-H table is there.
 pub fn foreign_table(conn: &mut dyn Connection) -> Result<Option<&'static str>, DbError> {
-    for t in OWN_TABLES {
-        if table_exists(conn, t)? {
-            return Ok(None);
-        }
-    }
-    for t in ["customer", "orders"] {
-        if table_exists(conn, t)? {
-            return Ok(Some(t));
-        }
-    }
-    Ok(None)
+    crate::names::foreign(conn, &OWN_TABLES)
 }
 
 /// Drops the eight tables and any Q15 view a stopped run left. CUSTOMER
 /// and ORDERS are dropped only beside a TPC-H table: in a database that
 /// holds TPC-C's tables of those names and nothing of TPC-H, they stay.
 pub fn drop(conn: &mut dyn Connection) -> Result<(), DbError> {
-    let d = conn.dialect();
-    let mut ours = false;
-    for t in OWN_TABLES {
-        ours |= table_exists(conn, t)?;
-    }
-    let stmts: Vec<String> = schema::drop(d, (0..=40).map(queries::view_name))
-        .into_iter()
-        .filter(|s| ours || !(s.ends_with(" customer") || s.ends_with(" orders")))
-        .collect();
-    run_all(conn, &stmts)
+    let ours = crate::names::holds_any(conn, &OWN_TABLES)?;
+    let stmts = schema::drop(conn.dialect(), (0..=40).map(queries::view_name));
+    run_all(conn, &crate::names::keep_foreign(stmts, ours))
 }
 
 /// How one query or refresh function ended.
