@@ -36,6 +36,7 @@ pub fn reachable(dir: &Path, user: &str) -> bool {
     Command::new("runuser")
         .args(["-u", user, "--", "test", "-x"])
         .arg(parent)
+        .stderr(std::process::Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
 }

@@ -7,7 +7,9 @@
 //! and removed once it is stopped. [`sweep`] stops the server of every
 //! record whose storbench is gone and removes its data directory and the
 //! directories recorded with it. It never signals a process whose command
-//! line does not name the recorded program and data directory. Nothing
+//! line does not name the recorded program and data directory, and touches
+//! the data directory only while it is the one the restore made (same
+//! device and inode). Nothing
 //! here prints.
 
 use std::path::{Path, PathBuf};
@@ -51,6 +53,11 @@ pub struct Record {
     pub pid: Option<u32>,
     /// The server's data directory (a copy the restore made).
     pub data: PathBuf,
+    /// That directory's identity (device, inode) once the restore made it:
+    /// the sweep touches the directory, and servers on it, only while the
+    /// path is still that directory (not one a user made there since).
+    #[serde(default)]
+    pub data_id: Option<(u64, u64)>,
     /// Other directories made for it: its run directory, a work copy.
     pub dirs: Vec<PathBuf>,
 }
@@ -77,6 +84,7 @@ impl Registration {
             program: program.to_string(),
             pid: None,
             data: data.to_path_buf(),
+            data_id: None,
             dirs: dirs.to_vec(),
         };
         let r = Registration { path: dir().join(format!("PID-{me}")), rec };
@@ -87,6 +95,15 @@ impl Registration {
     /// Records the server's pid, once it is launched.
     pub fn set_pid(&mut self, pid: u32) -> Result<(), MediaError> {
         self.rec.pid = Some(pid);
+        self.write()
+    }
+
+    /// Records the identity of the data directory, just made (empty) by
+    /// this process: before anything is copied into it or served from it.
+    pub fn set_data_made(&mut self) -> Result<(), MediaError> {
+        self.rec.data_id = Some(identity(&self.rec.data).ok_or_else(|| {
+            MediaError::Failed(format!("{}: not a directory this restore made", self.rec.data.display()))
+        })?);
         self.write()
     }
 
@@ -115,7 +132,11 @@ impl Drop for Registration {
 /// Returns the records swept. A server that would not stop keeps its
 /// record and directories for the next sweep.
 pub fn sweep() -> Vec<Record> {
-    let Ok(rd) = std::fs::read_dir(dir()) else { return Vec::new() };
+    sweep_in(&dir())
+}
+
+fn sweep_in(dir: &Path) -> Vec<Record> {
+    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
     let mut swept = Vec::new();
     for e in rd.flatten() {
         if !e.file_name().to_string_lossy().starts_with("PID-") {
@@ -126,16 +147,30 @@ pub fn sweep() -> Vec<Record> {
             continue;
         };
         let rec: Record = rec;
-        if alive(rec.owner, rec.owner_start) || !stop(&rec) {
+        if alive(rec.owner, rec.owner_start) {
             continue;
         }
-        for d in std::iter::once(&rec.data).chain(&rec.dirs) {
+        // The data directory is the restore's own only while the path is
+        // still the directory it made; otherwise (never made, or made again
+        // since by someone else) neither it nor a server on it is touched.
+        let ours = rec.data_id.is_some() && identity(&rec.data) == rec.data_id;
+        if ours && !stop(&rec) {
+            continue;
+        }
+        let data = ours.then_some(&rec.data);
+        for d in data.into_iter().chain(&rec.dirs) {
             let _ = std::fs::remove_dir_all(d);
         }
         let _ = std::fs::remove_file(e.path());
         swept.push(rec);
     }
     swept
+}
+
+/// A directory's (device, inode), not following a link.
+fn identity(p: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(p).ok().filter(|m| m.is_dir()).map(|m| (m.dev(), m.ino()))
 }
 
 /// `/proc/PID/stat`'s fields after the command name: state, ppid, ….
@@ -214,6 +249,48 @@ mod tests {
         let start = start_time(me).expect("a start time");
         assert!(alive(me, start) && alive(me, 0));
         assert!(!alive(me, start + 1), "a reused pid is another process");
+    }
+
+    /// A record whose storbench is gone: its copy is removed only while the
+    /// path is still the directory the restore made; a directory made
+    /// there since (a user's) stays, and so does one never recorded as made.
+    #[test]
+    fn the_sweep_removes_only_the_copy_the_restore_made() {
+        let t = tempfile::tempdir().unwrap();
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let owner = gone.id();
+        gone.wait().unwrap();
+        let records = t.path().join("restore");
+        std::fs::create_dir(&records).unwrap();
+        let case = |name: &str, id: Option<(u64, u64)>| {
+            let data = t.path().join(name);
+            let work = t.path().join(format!(".{name}.work"));
+            for d in [&data, &work] {
+                std::fs::create_dir(d).unwrap();
+            }
+            let id = id.or_else(|| identity(&data));
+            let rec = Record {
+                owner,
+                program: "postgres".into(),
+                data: data.clone(),
+                data_id: if name == "never-made" { None } else { id },
+                dirs: vec![work.clone()],
+                ..Record::default()
+            };
+            std::fs::write(records.join(format!("PID-{name}")), serde_json::to_string(&rec).unwrap())
+                .unwrap();
+            (data, work)
+        };
+        let (made, made_work) = case("made", None);
+        let other = identity(t.path()).unwrap();
+        let (remade, remade_work) = case("remade", Some(other));
+        let (never, never_work) = case("never-made", None);
+        assert_eq!(sweep_in(&records).len(), 3);
+        assert!(!made.exists() && !made_work.exists(), "the restore's own copy stays");
+        assert!(remade.exists(), "a directory made again at the path was removed");
+        assert!(never.exists(), "a directory the restore never recorded as made was removed");
+        assert!(!remade_work.exists() && !never_work.exists(), "storbench's own directories stay");
+        assert_eq!(std::fs::read_dir(&records).unwrap().count(), 0, "records left");
     }
 
     #[test]

@@ -722,12 +722,17 @@ fn mariadb_backup_then_restore_into_a_temporary_server_round_trips() {
     // The server holds other tests' databases too: --database checks ours.
     // Restored twice: regression, the first restore prepared the backup
     // itself, so the second found it prepared (near-zero prepare, another size).
+    // The second comes through a link to the backup (regression: cp -a
+    // copied the link as a link, and the backup itself was prepared and
+    // moved out).
     let copy2 = d.path().join("copy2");
     let _no_server2 = NoServerOn(copy2.clone());
-    for to in [&copy, &copy2] {
+    let latest = d.path().join("latest");
+    std::os::unix::fs::symlink(&mb, &latest).unwrap();
+    for (to, from) in [(&copy, &mb), (&copy2, &latest)] {
         let out = sb(d.path())
             .env("STORBENCH_STATE", &state)
-            .args(["--json", "restore", "--from", mb.to_str().unwrap(), "--to", to.to_str().unwrap()])
+            .args(["--json", "restore", "--from", from.to_str().unwrap(), "--to", to.to_str().unwrap()])
             .args(["--jobs", "2", "--database", &src, "--compare", &src_url])
             .output()
             .unwrap();
@@ -757,7 +762,7 @@ fn mariadb_backup_then_restore_into_a_temporary_server_round_trips() {
         .map(|e| e.file_name().into_string().unwrap())
         .collect();
     names.sort();
-    assert_eq!(names, ["copy", "copy2", "home", "mb", "r.db", "state"]);
+    assert_eq!(names, ["copy", "copy2", "home", "latest", "mb", "r.db", "state"]);
 }
 
 #[test]
@@ -810,13 +815,22 @@ fn a_plain_pg_basebackup_restores_into_a_temporary_server_and_round_trips() {
     assert!(servers_on(&copy).is_empty(), "a server was left on {}", copy.display());
     // Without --database every database but the templates is checked:
     // storbench's and postgres.
+    // Through a link to the backup: the copy is a directory of its own,
+    // and the backup is byte for byte as taken (regression: cp -a copied
+    // the link, and the server ran on the backup itself).
     let copy2 = m.0.join("copy2");
     let _no_server2 = NoServerOn(copy2.clone());
+    let latest = m.0.join("latest");
+    std::os::unix::fs::symlink(&plain, &latest).unwrap();
+    let before = fingerprint(&plain);
     let out =
-        ok(run(&["--json", "restore", "--from", plain.to_str().unwrap(), "--to", copy2.to_str().unwrap()]));
+        ok(run(&["--json", "restore", "--from", latest.to_str().unwrap(), "--to", copy2.to_str().unwrap()]));
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(metric(&r, "restore.databases"), 2.0);
     assert!(servers_on(&copy2).is_empty());
+    assert!(!std::fs::symlink_metadata(&copy2).unwrap().is_symlink(), "the copy is a link");
+    assert!(fingerprint(&plain) == before, "restoring through a link changed the backup");
+    assert_eq!(metric(&r, "backup.bytes"), size(&plain) as f64, "the link's size, not the backup's");
     // Ctrl-C while the temporary server is up: it is stopped all the same,
     // and the run is interrupted (exit 130).
     let copy3 = m.0.join("copy3");
@@ -890,7 +904,11 @@ fn a_physical_restore_that_fails_leaves_no_copy_and_no_server() {
     // copy is made, the server will not start on it.
     let pg = d.path().join("pg");
     std::fs::create_dir(&pg).unwrap();
-    std::fs::write(pg.join("PG_VERSION"), b"15\n").unwrap();
+    // The major version of the server binaries here, found as the product finds them.
+    let postgres = storbench_media::pg::find_bindir().unwrap().join("postgres");
+    let v = Command::new(postgres).arg("--version").output().unwrap();
+    let v = String::from_utf8_lossy(&v.stdout).split_whitespace().last().unwrap().to_string();
+    std::fs::write(pg.join("PG_VERSION"), format!("{}\n", v.split('.').next().unwrap())).unwrap();
     let (code, err) = fail(&pg, &d.path().join("c2"));
     assert_eq!(code, Some(4), "{err}");
     assert!(err.contains("starting PostgreSQL on") && err.contains("pg_control"), "{err}");

@@ -21,6 +21,7 @@
 //! --skip-grant-tables`; PostgreSQL: `trust` on the socket, TCP refused),
 //! so a restore needs, asks and stores no password.
 
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -68,18 +69,6 @@ enum Tools {
 
 /// Runs `storbench restore` for a physical backup.
 pub(super) fn restore(g: &Global, a: RestoreArgs, kind: Kind, from: &Path) -> Result<ExitCode> {
-    // A temporary server a killed storbench left running (and the copy it
-    // ran on) goes first; its work copy would be in this one's way.
-    for s in tempserver::sweep() {
-        if !g.quiet {
-            eprintln!(
-                "storbench: stopped the temporary {} on {} left by storbench {} (killed), and removed that copy",
-                s.program,
-                s.data.display(),
-                s.owner
-            );
-        }
-    }
     // Everything is validated before anything is created.
     if kind == Kind::PgBaseTar {
         return Err(usage(format!(
@@ -117,14 +106,10 @@ pub(super) fn restore(g: &Global, a: RestoreArgs, kind: Kind, from: &Path) -> Re
         ".{}.storbench-prepare",
         to.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
     ));
-    if kind == Kind::MariaBackup && work.exists() {
-        return Err(usage(format!(
-            "--to {}: {} exists (a work copy an earlier restore left): remove it",
-            to.display(),
-            work.display()
-        )));
-    }
-    let from = std::path::absolute(from).map_err(|e| usage(format!("--from {}: {e}", from.display())))?;
+    // The backup itself, not a link to it: `cp -a` copies a link named on
+    // its command line as a link, and the copy (prepared, moved back,
+    // served) would then be the backup.
+    let from = std::fs::canonicalize(from).map_err(|e| usage(format!("--from {}: {e}", from.display())))?;
     if kind == Kind::PgBase && a.jobs > 1 {
         return Err(usage(format!(
             "--jobs {}: a pg_basebackup is copied by one cp; jobs are pg_restore's and mariadb-backup's",
@@ -204,6 +189,26 @@ pub(super) fn restore(g: &Global, a: RestoreArgs, kind: Kind, from: &Path) -> Re
     if kind == Kind::MariaBackup {
         made.push(work.clone());
     }
+    // A temporary server a killed storbench left running (and the copy it
+    // ran on) goes before this one starts (its work copy would be in this
+    // one's way); after every check, so bad input changes nothing.
+    for s in tempserver::sweep() {
+        if !g.quiet {
+            eprintln!(
+                "storbench: stopped the temporary {} on {} left by storbench {} (killed), and removed that copy",
+                s.program,
+                s.data.display(),
+                s.owner
+            );
+        }
+    }
+    if kind == Kind::MariaBackup && work.exists() {
+        return Err(usage(format!(
+            "--to {}: {} exists (a work copy an earlier restore left): remove it",
+            to.display(),
+            work.display()
+        )));
+    }
     let program = if engine == Engine::Mysql { "mariadbd" } else { "postgres" };
     let mut reg = Registration::new(program, &to, &made).map_err(media)?;
     let mut rec = Recorder::begin(
@@ -247,8 +252,15 @@ pub(super) fn restore(g: &Global, a: RestoreArgs, kind: Kind, from: &Path) -> Re
     drop(copies);
     let stopped = server.stop();
     drop(server);
-    drop(run);
-    drop(reg);
+    if stopped.is_ok() {
+        drop(run);
+        drop(reg);
+    } else {
+        // A server that would not stop keeps its record and run directory,
+        // so the next restore's sweep stops it.
+        std::mem::forget(run);
+        std::mem::forget(reg);
+    }
     rec.write_step(clock, "restore", json!({ "jobs": a.jobs }), r.clone())?;
     if crate::interrupt::requested() {
         return rec.finish(Outcome::Interrupted);
@@ -299,6 +311,13 @@ fn open_copy(
 ) -> Result<(Server, Vec<Copy>)> {
     let Dirs { from, to, run: run_dir, .. } = *dirs;
     let t0 = Instant::now();
+    // The data directory is made here, empty, and recorded before anything
+    // goes into it (the sweep removes only the directory this made).
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(to)
+        .map_err(|e| target_failed(format!("creating {}: {e}", to.display())))?;
+    reg.set_data_made().map_err(media)?;
     let mut used = Usage::default();
     match tools {
         Tools::Maria { backup, cp, .. } => {
@@ -328,7 +347,7 @@ fn open_copy(
         }
         Tools::Pg { cp, .. } => {
             let mut c = Command::new(cp);
-            c.arg("-a").arg(from).arg(to);
+            c.arg("-a").arg(from.join(".")).arg(to);
             add(&mut used, run_tool(c, "cp")?);
             r.figure("restore.copy_seconds", t0.elapsed().as_secs_f64(), Unit::S);
         }
