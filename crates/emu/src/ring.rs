@@ -461,22 +461,22 @@ fn run(
     registered: Sender<std::io::Result<()>>,
 ) {
     MINE.with(|m| m.set(q as *const Queue));
+    // The kernel routes a request to the queue of the CPU it came from; a
+    // thread elsewhere would turn every round trip into a cross-CPU
+    // wake-up, which is what the rings are for avoiding. A CPU this thread
+    // may not run on (offline, or outside the daemon's cpuset) issues no
+    // requests either, so its queue's thread is left where the scheduler
+    // puts it: it serves nothing, or (a CPU brought online later) serves
+    // correctly, only slower.
     // SAFETY: sched_setaffinity on this thread with a set holding one CPU.
-    let bound = unsafe {
+    unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(q.qid as usize, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    let made = if bound != 0 {
-        // The kernel routes a request to the queue of the CPU it came
-        // from; a thread elsewhere would turn every round trip into a
-        // cross-CPU wake-up, which is what the rings are for avoiding.
-        Err(std::io::Error::last_os_error())
-    } else {
-        // SQEs of 128 bytes for the 80-byte command; one submitter (this
-        // thread); completions run when it waits, not by interrupt.
-        Ring::builder().setup_single_issuer().setup_defer_taskrun().build((2 * ENTRIES + 4) as u32)
-    };
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+    // SQEs of 128 bytes for the 80-byte command; one submitter (this
+    // thread); completions run when it waits, not by interrupt.
+    let made = Ring::builder().setup_single_issuer().setup_defer_taskrun().build((2 * ENTRIES + 4) as u32);
     let mut ring = match made {
         Ok(r) => {
             let _ = ready.send(Ok(()));
