@@ -160,10 +160,7 @@ pub(crate) fn start(
 
 /// Whether the daemon's process is alive (and is the daemon, not a reused pid).
 pub fn alive(d: &Daemon) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", d.pid)).unwrap_or_default();
-    // The state follows the parenthesised command name; a zombie is dead.
-    let state = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().next());
-    if matches!(state, None | Some("Z") | Some("X")) {
+    if !crate::sys::process_runs(d.pid) {
         return false;
     }
     let cmdline = std::fs::read(format!("/proc/{}/cmdline", d.pid)).unwrap_or_default();

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 pub use class::Caps;
 pub use registry::state_dir;
-pub use sys::{chown, has_throttle, is_root, reachable};
+pub use sys::{chown, has_throttle, is_root, process_runs, process_start, reachable};
 
 /// A medium storbench made.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

@@ -879,14 +879,9 @@ pub fn release_sync_waiters(prim: &Instance) -> Result<i64, MediaError> {
 /// (pid from `postmaster.pid`) and then to each of its children, so no
 /// backend acknowledges anything after. For failure tests.
 pub fn kill9(i: &Instance) -> Result<(), MediaError> {
-    let pidfile = i.data.join("postmaster.pid");
-    let text = std::fs::read_to_string(&pidfile)
-        .map_err(|e| MediaError::Failed(format!("reading {}: {e}", pidfile.display())))?;
-    let pm: i32 = text
-        .lines()
-        .next()
-        .and_then(|l| l.trim().parse().ok())
-        .ok_or_else(|| MediaError::Failed(format!("{}: no pid", pidfile.display())))?;
+    let pm = postmaster_pid(&i.data).ok_or_else(|| {
+        MediaError::Failed(format!("{}: no server pid", i.data.join("postmaster.pid").display()))
+    })? as i32;
     let children: Vec<i32> = std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
@@ -1100,16 +1095,13 @@ pub fn running(i: &Instance) -> bool {
 /// not a zombie awaiting its parent) — `pg_ctl status` counts a killed
 /// server's unreaped pid as running.
 fn server_alive(i: &Instance) -> bool {
-    let Some(pid) = std::fs::read_to_string(i.data.join("postmaster.pid"))
-        .ok()
-        .and_then(|t| t.lines().next().and_then(|l| l.trim().parse::<u32>().ok()))
-    else {
-        return false;
-    };
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|st| st.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
-        .is_some_and(|zombie| !zombie)
+    postmaster_pid(&i.data).is_some_and(crate::sys::process_runs)
+}
+
+/// The postmaster's process id, `postmaster.pid`'s first line.
+fn postmaster_pid(data: &Path) -> Option<u32> {
+    let text = std::fs::read_to_string(data.join("postmaster.pid")).ok()?;
+    text.lines().next()?.trim().parse().ok()
 }
 
 /// Stops an instance cleanly, then its standbys and their proxies (the
@@ -1303,8 +1295,7 @@ impl Temporary {
 
     /// The postmaster's process id (`postmaster.pid`'s first line).
     pub fn pid(&self) -> Option<u32> {
-        let text = std::fs::read_to_string(self.inst.data.join("postmaster.pid")).ok()?;
-        text.lines().next()?.trim().parse().ok()
+        postmaster_pid(&self.inst.data)
     }
 
     /// Stops the server cleanly (`-m fast`: a shutdown checkpoint, so the

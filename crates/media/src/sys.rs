@@ -13,6 +13,25 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// `/proc/PID/stat`'s fields after the command name (state, ppid, …), or
+/// None when no such process is.
+fn proc_stat(pid: u32) -> Option<Vec<String>> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(text.rsplit_once(')')?.1.split_whitespace().map(str::to_string).collect())
+}
+
+/// Whether process `pid` runs: it exists and has not ended (a zombie, or
+/// one being reaped, only waits for its parent).
+pub fn process_runs(pid: u32) -> bool {
+    proc_stat(pid).is_some_and(|f| f.first().is_some_and(|s| s != "Z" && s != "X"))
+}
+
+/// When process `pid` started, in clock ticks after boot (field 22): with
+/// the pid, it names one process even after the pid is reused.
+pub fn process_start(pid: u32) -> Option<u64> {
+    proc_stat(pid)?.get(19)?.parse().ok()
+}
+
 /// Gives `p` and everything under it to `user` and its login group
 /// (`chown -R user:`), when run as root and `user` is not root; else
 /// nothing to do.

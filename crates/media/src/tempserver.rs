@@ -80,7 +80,7 @@ impl Registration {
         let me = std::process::id();
         let rec = Record {
             owner: me,
-            owner_start: start_time(me).unwrap_or(0),
+            owner_start: crate::sys::process_start(me).unwrap_or(0),
             program: program.to_string(),
             pid: None,
             data: data.to_path_buf(),
@@ -173,24 +173,10 @@ fn identity(p: &Path) -> Option<(u64, u64)> {
     std::fs::symlink_metadata(p).ok().filter(|m| m.is_dir()).map(|m| (m.dev(), m.ino()))
 }
 
-/// `/proc/PID/stat`'s fields after the command name: state, ppid, ….
-fn stat(pid: u32) -> Option<Vec<String>> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    Some(text.rsplit_once(')')?.1.split_whitespace().map(str::to_string).collect())
-}
-
-/// When the process started, in clock ticks after boot (field 22).
-fn start_time(pid: u32) -> Option<u64> {
-    stat(pid)?.get(19)?.parse().ok()
-}
-
-/// The process runs (a zombie has ended: it only waits to be reaped), and
-/// is the one that started at `start` when that is known.
+/// The process runs, and is the one that started at `start` when that is
+/// known.
 fn alive(pid: u32, start: u64) -> bool {
-    stat(pid).is_some_and(|f| {
-        f.first().is_some_and(|s| s != "Z")
-            && (start == 0 || f.get(19).and_then(|t| t.parse().ok()) == Some(start))
-    })
+    crate::sys::process_runs(pid) && (start == 0 || crate::sys::process_start(pid) == Some(start))
 }
 
 /// The process is the record's server: its program, started on its data
@@ -246,7 +232,7 @@ mod tests {
     #[test]
     fn this_process_is_alive_and_another_start_time_is_not_it() {
         let me = std::process::id();
-        let start = start_time(me).expect("a start time");
+        let start = crate::sys::process_start(me).expect("a start time");
         assert!(alive(me, start) && alive(me, 0));
         assert!(!alive(me, start + 1), "a reused pid is another process");
     }

@@ -325,12 +325,16 @@ fn remove(p: &Path) {
 /// `db.bytes`: the logical size of what the backup holds, as the engine
 /// counts it. A dump holds the URL's database; a basebackup (`whole`) the
 /// whole server: every database (PostgreSQL: `pg_database_size` of each,
-/// templates too; MariaDB: `data_length + index_length` of every schema's
+/// templates too, that the role may connect to; MariaDB: `data_length + index_length` of every schema's
 /// tables, `mysql` and `sys` included, but not `information_schema` and
 /// `performance_schema`, which have no files).
 fn db_bytes(db: &Db, conn: &mut dyn Connection, whole: bool) -> Option<f64> {
     let sql = match conn.dialect() {
-        Dialect::Postgres if whole => "SELECT sum(pg_database_size(oid))::float8 FROM pg_database",
+        // pg_database_size refuses a database the role may not connect to
+        // (and the whole sum with it): those are left out.
+        Dialect::Postgres if whole => {
+            "SELECT sum(pg_database_size(oid))::float8 FROM pg_database WHERE has_database_privilege(oid, 'CONNECT') OR pg_has_role('pg_read_all_stats', 'MEMBER')"
+        }
         Dialect::Postgres => "SELECT pg_database_size(current_database())::float8",
         Dialect::Mysql if whole => {
             "SELECT CAST(COALESCE(SUM(data_length + index_length), 0) AS DOUBLE) FROM information_schema.tables WHERE table_schema NOT IN ('information_schema', 'performance_schema')"

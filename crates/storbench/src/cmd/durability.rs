@@ -63,9 +63,7 @@ fn remove_stale_lock(lock: &std::path::Path) {
     };
     let t0 = Instant::now();
     loop {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().next().map(str::to_string));
-        if matches!(state.as_deref(), None | Some("Z") | Some("X")) {
+        if !storbench_media::process_runs(pid) {
             let _ = std::fs::remove_file(lock);
             return;
         }
