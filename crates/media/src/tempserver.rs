@@ -107,6 +107,11 @@ impl Registration {
         self.write()
     }
 
+    /// Whether this process made the data directory ([`Registration::set_data_made`]).
+    pub fn made_data(&self) -> bool {
+        self.rec.data_id.is_some()
+    }
+
     /// Written whole or not at all (a temporary file, then renamed).
     fn write(&self) -> Result<(), MediaError> {
         let d = dir();

@@ -228,8 +228,12 @@ pub(super) fn restore(g: &Global, a: RestoreArgs, kind: Kind, from: &Path) -> Re
         Ok(x) => x,
         Err(e) => {
             // The server (if it started) is stopped by now: its guard was
-            // dropped on the way out. A copy no server opened is removed.
-            remove(&to);
+            // dropped on the way out. A copy no server opened is removed
+            // (only one this restore made: `--to` may have appeared since
+            // it was checked).
+            if reg.made_data() {
+                remove(&to);
+            }
             drop(run);
             drop(reg);
             if crate::interrupt::requested() {
@@ -317,7 +321,10 @@ fn open_copy(
         .mode(0o700)
         .create(to)
         .map_err(|e| target_failed(format!("creating {}: {e}", to.display())))?;
-    reg.set_data_made().map_err(media)?;
+    if let Err(e) = reg.set_data_made() {
+        let _ = std::fs::remove_dir(to);
+        return Err(media(e));
+    }
     let mut used = Usage::default();
     match tools {
         Tools::Maria { backup, cp, .. } => {
