@@ -9,8 +9,7 @@
 //! directories recorded with it. It never signals a process whose command
 //! line does not name the recorded program and data directory, and touches
 //! the data directory only while it is the one the restore made (same
-//! device and inode). Nothing
-//! here prints.
+//! device and inode). Nothing here prints.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -253,18 +252,19 @@ mod tests {
         gone.wait().unwrap();
         let records = t.path().join("restore");
         std::fs::create_dir(&records).unwrap();
-        let case = |name: &str, id: Option<(u64, u64)>| {
+        // Each case: a record of a data directory and a work directory,
+        // with the identity `id_of` gives for that data directory.
+        let case = |name: &str, id_of: &dyn Fn(&Path) -> Option<(u64, u64)>| {
             let data = t.path().join(name);
             let work = t.path().join(format!(".{name}.work"));
             for d in [&data, &work] {
                 std::fs::create_dir(d).unwrap();
             }
-            let id = id.or_else(|| identity(&data));
             let rec = Record {
                 owner,
                 program: "postgres".into(),
                 data: data.clone(),
-                data_id: if name == "never-made" { None } else { id },
+                data_id: id_of(&data),
                 dirs: vec![work.clone()],
                 ..Record::default()
             };
@@ -272,10 +272,10 @@ mod tests {
                 .unwrap();
             (data, work)
         };
-        let (made, made_work) = case("made", None);
         let other = identity(t.path()).unwrap();
-        let (remade, remade_work) = case("remade", Some(other));
-        let (never, never_work) = case("never-made", None);
+        let (made, made_work) = case("made", &identity);
+        let (remade, remade_work) = case("remade", &|_| Some(other));
+        let (never, never_work) = case("never-made", &|_| None);
         assert_eq!(sweep_in(&records).len(), 3);
         assert!(!made.exists() && !made_work.exists(), "the restore's own copy stays");
         assert!(remade.exists(), "a directory made again at the path was removed");

@@ -325,9 +325,9 @@ fn remove(p: &Path) {
 /// `db.bytes`: the logical size of what the backup holds, as the engine
 /// counts it. A dump holds the URL's database; a basebackup (`whole`) the
 /// whole server: every database (PostgreSQL: `pg_database_size` of each,
-/// templates too, that the role may connect to; MariaDB: `data_length + index_length` of every schema's
-/// tables, `mysql` and `sys` included, but not `information_schema` and
-/// `performance_schema`, which have no files).
+/// templates too, that the role may connect to; MariaDB: `data_length +
+/// index_length` of every schema's tables, `mysql` and `sys` included, but
+/// not `information_schema` and `performance_schema`, which have no files).
 fn db_bytes(db: &Db, conn: &mut dyn Connection, whole: bool) -> Option<f64> {
     let sql = match conn.dialect() {
         // pg_database_size refuses a database the role may not connect to
