@@ -14,5 +14,21 @@ pub mod policy;
 pub mod synth;
 pub mod trace;
 
+/// The smallest cache line, bytes: one page.
+pub const LINE_MIN: u64 = 4096;
+/// The largest cache line, bytes.
+pub const LINE_MAX: u64 = 16 << 20;
+
+/// The one rule for a cache line, for the emulator's tier (`media create
+/// --cache-line`) and the offline what-if (`cache mrc --line`) alike: a
+/// power of two from 4k to 16M. The error says what is allowed.
+pub fn check_line(bytes: u64) -> Result<u64, String> {
+    if bytes.is_power_of_two() && (LINE_MIN..=LINE_MAX).contains(&bytes) {
+        Ok(bytes)
+    } else {
+        Err("give a power of two from 4k to 16M (default 64k)".into())
+    }
+}
+
 pub use policy::{Cache, Evicted, Outcome, Policy, PolicyKind, WriteMode};
 pub use trace::{Format, LineAccess, Lines, Op, Record, TraceError, TraceWriter};

@@ -91,9 +91,12 @@ pub enum TraceError {
         /// What failed.
         source: io::Error,
     },
-    /// A record or line is malformed; `at` is its 1-based line or record number.
-    #[error("{what} {at}: {msg}")]
+    /// A record or line is malformed; `at` is its 1-based line or record
+    /// number, `path` the trace file (empty until [`open`] names it).
+    #[error("{}{what} {at}: {msg}", if path.is_empty() { String::new() } else { format!("{path}: ") })]
     Bad {
+        /// The trace file.
+        path: String,
         /// `line` or `record`.
         what: &'static str,
         /// Its 1-based number.
@@ -112,6 +115,9 @@ impl TraceError {
         match self {
             TraceError::Io { path, source } if path.is_empty() => {
                 TraceError::Io { path: p.display().to_string(), source }
+            }
+            TraceError::Bad { path, what, at, msg } if path.is_empty() => {
+                TraceError::Bad { path: p.display().to_string(), what, at, msg }
             }
             e => e,
         }
@@ -290,7 +296,7 @@ impl<R: Read> Iterator for SbTraceReader<R> {
 }
 
 fn bad(what: &'static str, at: u64, msg: String) -> TraceError {
-    TraceError::Bad { what, at, msg }
+    TraceError::Bad { path: String::new(), what, at, msg }
 }
 
 /// Reads lines of a text trace, reusing one buffer.

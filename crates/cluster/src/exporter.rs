@@ -2,24 +2,58 @@
 //! second's TPM/NOPM/TPS/IOPS, latency quantiles of the last interval and the
 //! monitor's CPU/device figures, labelled by run, step and shard, served in
 //! the text exposition format (OpenMetrics, which Prometheus scrapes) by the
-//! official `prometheus-client` crate, over a small HTTP thread on a std
-//! `TcpListener` (one GET per connection is all a scraper sends).
+//! official `prometheus-client` crate.
+//!
+//! The HTTP side is hyper's HTTP/1 server on a one-thread tokio runtime of
+//! its own, never a hand-written loop: a peer is hostile until proven
+//! otherwise (issue 24: a 512 MiB request line grew the process by 500 MB, a
+//! client sending a byte a second blocked every scrape, 130 idle connections
+//! filled the queue). The bounds, each enforced by hyper or tokio:
+//! - a request's head is at most [`MAX_HEAD`] bytes (hyper's read buffer
+//!   limit; past it the connection is answered 431 and closed), so memory
+//!   per connection is bounded;
+//! - the head must arrive within [`HEAD_TIMEOUT`] (hyper's header read
+//!   timeout), and a whole connection lives at most [`CONN_TIMEOUT`], so a
+//!   slow client only holds its own task;
+//! - connections are served concurrently, at most [`MAX_CONNECTIONS`] at
+//!   once (a connection past it is closed at once), so idle peers cannot
+//!   queue a scrape behind them and cannot exhaust file descriptors;
+//! - one request per connection (no keep-alive): a scraper sends one GET.
 //!
 //! Whoever sees the per-second ticks calls [`Exporter::update`]; the values
 //! stay until the next update, and a step change ([`Exporter::step`]) drops
 //! the previous step's series so a dashboard never shows a stale step.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::convert::Infallible;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::sync::{oneshot, Semaphore};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+
+/// The largest request head (request line and headers) read, in bytes:
+/// hyper's read buffer limit (its floor is 8 KiB). A scraper's GET is a few
+/// hundred bytes.
+pub const MAX_HEAD: usize = 16 * 1024;
+/// How long a client may take to send its request head.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one connection may live, answer included.
+pub const CONN_TIMEOUT: Duration = Duration::from_secs(15);
+/// Connections served at once; one past it is closed on accept. Well under
+/// the default 1024 open files, well over what a few scrapers need.
+pub const MAX_CONNECTIONS: usize = 256;
 
 /// Errors from the exporter.
 #[derive(Debug, thiserror::Error)]
@@ -94,7 +128,7 @@ struct Shared {
 pub struct Exporter {
     shared: Arc<Shared>,
     addr: SocketAddr,
-    stop: Arc<AtomicBool>,
+    stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -136,15 +170,21 @@ impl Exporter {
             gauges,
             labels: Mutex::new(Labels { run: run.into(), step: String::new(), shard: shard.into() }),
         });
-        let stop = Arc::new(AtomicBool::new(false));
+        listener.set_nonblocking(true).map_err(bind_err)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(bind_err)?;
+        let (stop, stopped) = oneshot::channel();
         let thread = {
-            let (shared, stop) = (shared.clone(), stop.clone());
+            let shared = shared.clone();
             std::thread::Builder::new()
                 .name("metrics-http".into())
-                .spawn(move || serve(listener, &shared, &stop))
+                .spawn(move || runtime.block_on(serve(listener, shared, stopped)))
                 .map_err(bind_err)?
         };
-        Ok(Exporter { shared, addr: local, stop, thread: Some(thread) })
+        Ok(Exporter { shared, addr: local, stop: Some(stop), thread: Some(thread) })
     }
 
     /// The address served.
@@ -203,9 +243,9 @@ impl Exporter {
 
 impl Drop for Exporter {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        // Wake the blocking accept so the thread sees the flag.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -219,47 +259,64 @@ fn render(shared: &Shared) -> String {
     out
 }
 
-fn serve(listener: TcpListener, shared: &Shared, stop: &AtomicBool) {
-    for conn in listener.incoming() {
-        if stop.load(Ordering::Relaxed) {
-            return;
-        }
-        let Ok(conn) = conn else { continue };
-        // A slow or broken client must not hold the exporter up.
-        let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
-        let _ = conn.set_write_timeout(Some(Duration::from_secs(2)));
-        let _ = answer(conn, shared);
+/// Accepts until `stopped` fires; each connection is a task of its own
+/// under the bounds in the module's header. Leaving drops the runtime's
+/// tasks, so no connection outlives the exporter.
+async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stopped: oneshot::Receiver<()>) {
+    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let conn = tokio::select! {
+            _ = &mut stopped => return,
+            conn = listener.accept() => conn,
+        };
+        let stream = match conn {
+            Ok((stream, _)) => stream,
+            // Out of file descriptors or the like: let some close first
+            // rather than spin.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        // Full: closing this one keeps the ones being served going.
+        let Ok(slot) = slots.clone().try_acquire_owned() else { continue };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let shared = shared.clone();
+                async move { Ok::<_, Infallible>(answer(&req, &shared)) }
+            });
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEAD_TIMEOUT)
+                .max_buf_size(MAX_HEAD)
+                .keep_alive(false)
+                .serve_connection(TokioIo::new(stream), service);
+            let _ = tokio::time::timeout(CONN_TIMEOUT, conn).await;
+            drop(slot);
+        });
     }
 }
 
-fn answer(conn: TcpStream, shared: &Shared) -> std::io::Result<()> {
-    let mut reader = BufReader::new(conn);
-    let mut request = String::new();
-    reader.read_line(&mut request)?;
-    // Skip the headers: nothing in them changes the answer.
-    let mut line = String::new();
-    while reader.read_line(&mut line)? > 2 {
-        line.clear();
-    }
-    let path = request.split_whitespace().nth(1).unwrap_or("");
-    let (status, ctype, body) = if request.starts_with("GET ") && (path == "/metrics" || path == "/") {
-        ("200 OK", "application/openmetrics-text; version=1.0.0; charset=utf-8", render(shared))
+fn answer(req: &Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>> {
+    let path = req.uri().path();
+    let (status, ctype, body) = if req.method() == Method::GET && (path == "/metrics" || path == "/") {
+        (StatusCode::OK, "application/openmetrics-text; version=1.0.0; charset=utf-8", render(shared))
     } else {
-        ("404 Not Found", "text/plain", "storbench serves GET /metrics\n".to_string())
+        (StatusCode::NOT_FOUND, "text/plain", "storbench serves GET /metrics\n".to_string())
     };
-    let mut conn = reader.into_inner();
-    write!(
-        conn,
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )?;
-    conn.flush()
+    let mut resp = Response::new(Full::new(Bytes::from(body)));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(ctype));
+    resp
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Read;
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
 
     fn scrape(addr: SocketAddr, path: &str) -> (String, String) {
         let mut c = TcpStream::connect(addr).unwrap();

@@ -13,6 +13,12 @@
 //!   node (the node's own storage is what is measured); a relative one lives
 //!   on a ReadWriteMany claim of its own; a `media` target needs loop devices
 //!   and mounts, so the pod is privileged;
+//! - database passwords never in the ConfigMap: the plan shipped there has
+//!   them taken out (the binary does it, `DbUrl::split_password`), and they
+//!   go into a Secret rendered apart ([`Rendered::secret`], written to a
+//!   0600 file, never to stdout); each shard pod reads them from it as
+//!   `PGPASSWORD`/`MYSQL_PWD` through `secretKeyRef`, which the database
+//!   drivers take for a URL without a password;
 //! - a collector Job, created suspended, that runs `storbench merge` over
 //!   every `shard-*.db` into `merged.db` once it is resumed (docs/cluster.md).
 
@@ -22,11 +28,12 @@ use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, EnvVar, EnvVarSource, HostPathVolumeSource,
     ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource,
-    PodSpec, PodTemplateSpec, ResourceRequirements, SecurityContext, Volume, VolumeMount,
-    VolumeResourceRequirements,
+    PodSpec, PodTemplateSpec, ResourceRequirements, Secret, SecretKeySelector, SecurityContext, Volume,
+    VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::ByteString;
 
 /// Errors from rendering.
 #[derive(Debug, thiserror::Error)]
@@ -55,8 +62,13 @@ pub enum Placement {
 pub struct RenderSpec {
     /// The plan's name (made a DNS label for object names).
     pub plan_name: String,
-    /// The plan file's text, put in the ConfigMap as is.
+    /// The plan file's text, put in the ConfigMap as is: passwords already
+    /// taken out (see `secret_env`).
     pub plan_text: String,
+    /// The passwords the plan's URLs carried, by the environment variable
+    /// the pods read them from (`PGPASSWORD`, `MYSQL_PWD`): rendered as a
+    /// Secret of their own, never into the ConfigMap.
+    pub secret_env: BTreeMap<String, String>,
     /// How many shards.
     pub shards: u32,
     /// Container image.
@@ -140,8 +152,21 @@ fn mount(name: &str, path: &str) -> VolumeMount {
     VolumeMount { name: name.into(), mount_path: path.into(), ..Default::default() }
 }
 
-/// Renders the manifests as one multi-document YAML text.
-pub fn render(spec: &RenderSpec) -> Result<String, RenderError> {
+/// What [`render`] makes.
+#[derive(Clone, Debug)]
+pub struct Rendered {
+    /// Every manifest but the Secret, one multi-document YAML text: safe to
+    /// print, to log and to keep in a repository.
+    pub manifests: String,
+    /// The Secret holding the passwords (when the plan had any), apart so
+    /// that it is written only where the caller means it to be.
+    pub secret: Option<String>,
+    /// The Secret's name, as the pods refer to it.
+    pub secret_name: String,
+}
+
+/// Renders the manifests.
+pub fn render(spec: &RenderSpec) -> Result<Rendered, RenderError> {
     if spec.shards == 0 || spec.shards > 1000 {
         return Err(RenderError::Shards(spec.shards));
     }
@@ -157,6 +182,19 @@ pub fn render(spec: &RenderSpec) -> Result<String, RenderError> {
         ..Default::default()
     };
     docs.push(yaml(&config)?);
+    let secret_name = format!("storbench-{plan}-db");
+    let secret = if spec.secret_env.is_empty() {
+        None
+    } else {
+        Some(yaml(&Secret {
+            metadata: meta(&secret_name, ns, &plan),
+            type_: Some("Opaque".into()),
+            data: Some(
+                spec.secret_env.iter().map(|(k, v)| (k.clone(), ByteString(v.as_bytes().to_vec()))).collect(),
+            ),
+            ..Default::default()
+        })?)
+    };
     docs.push(yaml(&claim(&results_claim, ns, &plan, &spec.storage))?);
 
     let mut volumes = vec![
@@ -216,22 +254,39 @@ pub fn render(spec: &RenderSpec) -> Result<String, RenderError> {
             // the string a container argument must be.
             format!("--start-at={}", spec.start_at),
         ]),
-        env: Some(vec![
-            // Set from the annotation as Kubernetes' own example does, so
-            // the variables below may refer to it.
-            EnvVar {
-                name: "JOB_COMPLETION_INDEX".into(),
-                value_from: Some(EnvVarSource {
-                    field_ref: Some(ObjectFieldSelector {
-                        field_path: "metadata.annotations['batch.kubernetes.io/job-completion-index']".into(),
+        env: Some(
+            vec![
+                // Set from the annotation as Kubernetes' own example does, so
+                // the variables below may refer to it.
+                EnvVar {
+                    name: "JOB_COMPLETION_INDEX".into(),
+                    value_from: Some(EnvVarSource {
+                        field_ref: Some(ObjectFieldSelector {
+                            field_path: "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+                                .into(),
+                            ..Default::default()
+                        }),
                         ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+                env("STORBENCH_RESULTS", "/results/shard-$(JOB_COMPLETION_INDEX).db"),
+            ]
+            .into_iter()
+            .chain(spec.secret_env.keys().map(|k| EnvVar {
+                name: k.clone(),
+                value_from: Some(EnvVarSource {
+                    secret_key_ref: Some(SecretKeySelector {
+                        name: secret_name.clone(),
+                        key: k.clone(),
+                        optional: Some(false),
                     }),
                     ..Default::default()
                 }),
                 ..Default::default()
-            },
-            env("STORBENCH_RESULTS", "/results/shard-$(JOB_COMPLETION_INDEX).db"),
-        ]),
+            }))
+            .collect(),
+        ),
         volume_mounts: Some(mounts.clone()),
         resources: Some(resources),
         security_context: privileged
@@ -292,7 +347,7 @@ pub fn render(spec: &RenderSpec) -> Result<String, RenderError> {
             ..Default::default()
         },
     ))?);
-    Ok(docs.join("---\n"))
+    Ok(Rendered { manifests: docs.join("---\n"), secret, secret_name })
 }
 
 fn yaml<T: serde::Serialize>(v: &T) -> Result<String, RenderError> {
@@ -302,6 +357,35 @@ fn yaml<T: serde::Serialize>(v: &T) -> Result<String, RenderError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn spec(secret_env: BTreeMap<String, String>) -> RenderSpec {
+        RenderSpec {
+            plan_name: "p".into(),
+            plan_text: "name = \"p\"\n".into(),
+            secret_env,
+            shards: 2,
+            image: "i".into(),
+            namespace: "ns".into(),
+            targets: vec![],
+            start_at: "2999-01-01T00:00:00Z".into(),
+            cpu: "1".into(),
+            memory: "1Gi".into(),
+            storage: "1Gi".into(),
+        }
+    }
+
+    #[test]
+    fn passwords_go_into_the_secret_only_and_the_pods_read_them_from_it() {
+        let r = render(&spec(BTreeMap::from([("PGPASSWORD".to_string(), "hunter2".to_string())]))).unwrap();
+        assert!(!r.manifests.contains("hunter2"));
+        // base64 of "hunter2"
+        assert!(!r.manifests.contains("aHVudGVyMg"), "{}", r.manifests);
+        let secret = r.secret.unwrap();
+        assert!(secret.contains("kind: Secret") && secret.contains("PGPASSWORD: aHVudGVyMg=="), "{secret}");
+        assert!(r.manifests.contains("secretKeyRef:") && r.manifests.contains("name: storbench-p-db"));
+        let r = render(&spec(BTreeMap::new())).unwrap();
+        assert!(r.secret.is_none() && !r.manifests.contains("secretKeyRef"));
+    }
 
     #[test]
     fn names_are_dns_labels() {

@@ -76,6 +76,12 @@ pub enum MergeError {
         /// Its shard.
         sb: String,
     },
+    /// A run that was never a shard: merging it would record a "merged"
+    /// run of whole runs, counted as parts of one.
+    #[error(
+        "merge: run {0} was not run as a shard (no config.shard i/N): only runs made with --shard i/N merge"
+    )]
+    NotSharded(String),
     /// A stored histogram could not be read.
     #[error("merge: run {run} step {step}: histogram {name}: {message}")]
     Histogram {
@@ -245,11 +251,7 @@ fn check_identities(shards: &[ShardRun]) -> Result<(Vec<String>, bool), MergeErr
     let mut count: Option<(u32, &ShardRun)> = None;
     for s in shards {
         let Some(id) = s.shard() else {
-            warnings.push(format!(
-                "run {} has no shard identity (config.shard i/N): cannot tell whether shards are missing",
-                s.name()
-            ));
-            continue;
+            return Err(MergeError::NotSharded(s.name()));
         };
         let clash = |o: &ShardRun| MergeError::ShardClash {
             a: o.name(),

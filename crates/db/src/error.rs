@@ -25,6 +25,9 @@ pub enum ErrorKind {
     Workload,
     /// Anything else the server said.
     Other,
+    /// The URL or a setting in it is invalid (a bad `sslmode`, a missing
+    /// `sslrootcert` file): bad input, not an outage.
+    BadUrl,
 }
 
 /// A database error.

@@ -56,6 +56,11 @@ pub struct Caps {
     pub concurrent_writers: bool,
     /// The server counts commits and rollbacks itself.
     pub server_counters: bool,
+    /// A COMMIT that fails has ended the transaction (PostgreSQL, where a
+    /// ROLLBACK then draws warning 25P01). Where false the transaction may
+    /// still be open (SQLite on SQLITE_BUSY or a deferred constraint) and
+    /// the caller rolls it back.
+    pub failed_commit_ends_transaction: bool,
 }
 
 /// Server-side counters, read before and after a measured window.

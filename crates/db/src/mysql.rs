@@ -151,11 +151,19 @@ impl MyConn {
             .map_err(|e| DbError::new(ErrorKind::Other, format!("mysql: cannot start runtime: {e}")))?;
         let raw = url.expose().replacen("mariadb://", "mysql://", 1);
         let opts = Opts::from_url(&raw).map_err(|e| {
-            DbError::new(ErrorKind::Connect, format!("mysql: bad URL {}: {e}", url.redacted()))
+            DbError::new(ErrorKind::BadUrl, format!("mysql: bad URL {}: {e}", url.redacted()))
         })?;
         // mysql_async closes prepared statements it evicts from its cache
         // (32 by default) while our per-connection cache still holds them:
         // keep every statement a workload uses unless the URL says otherwise.
+        // A URL without a password takes the mysql client's MYSQL_PWD, as a
+        // pod reads it from a Kubernetes Secret (`k8s render`).
+        let opts = match std::env::var("MYSQL_PWD").ok().filter(|p| !p.is_empty()) {
+            Some(pw) if opts.pass().is_none() => {
+                mysql_async::OptsBuilder::from_opts(opts).pass(Some(pw)).into()
+            }
+            _ => opts,
+        };
         let opts = if raw.contains("stmt_cache_size") {
             opts
         } else {
@@ -220,7 +228,13 @@ impl Connection for MyConn {
     }
 
     fn caps(&self) -> Caps {
-        Caps { procedures: true, copy: false, concurrent_writers: true, server_counters: true }
+        Caps {
+            procedures: true,
+            copy: false,
+            concurrent_writers: true,
+            server_counters: true,
+            failed_commit_ends_transaction: false,
+        }
     }
 
     fn execute(&mut self, stmt: &Stmt, params: &[Value]) -> Result<u64, DbError> {

@@ -82,6 +82,11 @@ fn bad(msg: String) -> DbError {
     DbError::new(ErrorKind::Connect, format!("postgres: {msg}"))
 }
 
+/// A setting in the URL that cannot be used as given (bad input).
+fn bad_url(msg: String) -> DbError {
+    DbError::new(ErrorKind::BadUrl, format!("postgres: {msg}"))
+}
+
 /// Takes the TLS parameters out of a `postgres://` URL's query string and
 /// returns the URL without them (for `tokio_postgres::Config`, which knows
 /// neither `verify-*` nor `sslrootcert`) and the settings. A bad value is
@@ -105,7 +110,7 @@ pub(crate) fn split_url(raw: &str) -> Result<(String, TlsParams), DbError> {
                     "verify-ca" => SslMode::VerifyCa,
                     "verify-full" => SslMode::VerifyFull,
                     other => {
-                        return Err(bad(format!(
+                        return Err(bad_url(format!(
                             "sslmode={other} is not supported: use disable, prefer, require, verify-ca or verify-full"
                         )))
                     }
@@ -113,10 +118,10 @@ pub(crate) fn split_url(raw: &str) -> Result<(String, TlsParams), DbError> {
             }
             "sslrootcert" => rootcert = Some(value()),
             "sslcert" | "sslkey" | "sslpassword" | "sslcrl" | "sslcrldir" => {
-                return Err(bad(format!("{k} is not supported: storbench does not send client certificates")))
+                return Err(bad_url(format!("{k} is not supported: storbench does not send client certificates")))
             }
             "sslnegotiation" if value() != "postgres" => {
-                return Err(bad(format!(
+                return Err(bad_url(format!(
                     "sslnegotiation={} is not supported: storbench negotiates TLS by SSLRequest (postgres)",
                     value()
                 )))
@@ -148,10 +153,10 @@ fn load_roots(roots: &Roots) -> Result<(RootCertStore, String), DbError> {
     if let Some(path) = file {
         let certs = CertificateDer::pem_file_iter(&path)
             .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| bad(format!("sslrootcert {}: cannot read certificates: {e}", path.display())))?;
+            .map_err(|e| bad_url(format!("sslrootcert {}: cannot read certificates: {e}", path.display())))?;
         let (added, _) = store.add_parsable_certificates(certs);
         if added == 0 {
-            return Err(bad(format!("sslrootcert {}: no certificate in it", path.display())));
+            return Err(bad_url(format!("sslrootcert {}: no certificate in it", path.display())));
         }
         return Ok((store, format!("sslrootcert {}", path.display())));
     }

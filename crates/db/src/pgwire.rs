@@ -314,7 +314,7 @@ impl Wire {
         }
         let hosts = config.get_hosts();
         if hosts.is_empty() {
-            return Err(DbError::new(ErrorKind::Connect, "postgres: the URL names no host"));
+            return Err(DbError::new(ErrorKind::BadUrl, "postgres: the URL names no host"));
         }
         let tls_config = match tls.mode {
             SslMode::Disable => None,
@@ -408,9 +408,17 @@ impl Wire {
         }
         self.encode(|b| frontend::startup_message(params.iter().copied(), b))?;
         self.send()?;
-        let password = config.get_password();
-        let need_password =
-            || DbError::new(ErrorKind::Auth, "postgres: the server asks for a password and the URL has none");
+        // A URL without a password takes libpq's PGPASSWORD, as a pod reads
+        // it from a Kubernetes Secret (`k8s render` keeps passwords out of
+        // the plan it ships).
+        let env_password = std::env::var("PGPASSWORD").ok().filter(|p| !p.is_empty());
+        let password = config.get_password().or(env_password.as_deref().map(str::as_bytes));
+        let need_password = || {
+            DbError::new(
+                ErrorKind::Auth,
+                "postgres: the server asks for a password and neither the URL nor PGPASSWORD has one",
+            )
+        };
         let mut scram: Option<sasl::ScramSha256> = None;
         loop {
             match self.recv()? {

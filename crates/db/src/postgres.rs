@@ -95,9 +95,9 @@ impl PgConn {
         // tokio_postgres::Config parses the rest of the URL; it knows
         // neither verify-ca/verify-full nor sslrootcert.
         let (rest, tls) = crate::pgtls::split_url(url.expose())
-            .map_err(|e| DbError::new(ErrorKind::Connect, format!("{}: {e}", url.redacted())))?;
+            .map_err(|e| DbError::new(e.kind(), format!("{}: {e}", url.redacted())))?;
         let mut config: tokio_postgres::Config = rest.parse().map_err(|e| {
-            DbError::new(ErrorKind::Connect, format!("postgres: bad URL {}: {e}", url.redacted()))
+            DbError::new(ErrorKind::BadUrl, format!("postgres: bad URL {}: {e}", url.redacted()))
         })?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(10));
@@ -131,7 +131,13 @@ impl Connection for PgConn {
     }
 
     fn caps(&self) -> Caps {
-        Caps { procedures: true, copy: true, concurrent_writers: true, server_counters: true }
+        Caps {
+            procedures: true,
+            copy: true,
+            concurrent_writers: true,
+            server_counters: true,
+            failed_commit_ends_transaction: true,
+        }
     }
 
     fn execute(&mut self, stmt: &Stmt, params: &[Value]) -> Result<u64, DbError> {

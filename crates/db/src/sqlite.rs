@@ -76,7 +76,7 @@ impl SqliteConn {
                     let v = v.to_ascii_uppercase();
                     if !["OFF", "NORMAL", "FULL", "EXTRA"].contains(&v.as_str()) {
                         return Err(DbError::new(
-                            ErrorKind::Connect,
+                            ErrorKind::BadUrl,
                             format!("sqlite: synchronous='{v}' is not one of off, normal, full, extra"),
                         ));
                     }
@@ -84,7 +84,7 @@ impl SqliteConn {
                 }
                 _ => {
                     return Err(DbError::new(
-                        ErrorKind::Connect,
+                        ErrorKind::BadUrl,
                         format!(
                             "sqlite: unknown URL option '{kv}' (allowed: synchronous=off|normal|full|extra)"
                         ),
@@ -131,7 +131,13 @@ impl Connection for SqliteConn {
     }
 
     fn caps(&self) -> Caps {
-        Caps { procedures: false, copy: false, concurrent_writers: false, server_counters: false }
+        Caps {
+            procedures: false,
+            copy: false,
+            concurrent_writers: false,
+            server_counters: false,
+            failed_commit_ends_transaction: false,
+        }
     }
 
     fn execute(&mut self, stmt: &Stmt, params: &[Value]) -> Result<u64, DbError> {

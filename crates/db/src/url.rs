@@ -89,6 +89,51 @@ impl DbUrl {
         }
     }
 
+    /// The URL without its password, and the password (percent-decoded),
+    /// for whoever must ship the URL where a password may not go (a
+    /// Kubernetes ConfigMap) and the password apart (a Secret, read back as
+    /// `PGPASSWORD`/`MYSQL_PWD`). Both the `user:password@` form and a
+    /// `password=` query pair are taken out; a URL with neither comes back
+    /// as it is, with `None`.
+    pub fn split_password(&self) -> (String, Option<String>) {
+        if !matches!(self.engine, Engine::Postgres | Engine::Mysql) {
+            return (self.raw.clone(), None);
+        }
+        let decode = |p: &str| percent_encoding::percent_decode_str(p).decode_utf8_lossy().into_owned();
+        let (scheme, rest) = self.raw.split_once("://").unwrap_or(("", &self.raw));
+        let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(authority_end);
+        let mut password = None;
+        let authority = match authority.rsplit_once('@') {
+            Some((userinfo, host)) => match userinfo.split_once(':') {
+                Some((user, pw)) => {
+                    password = Some(decode(pw));
+                    format!("{user}@{host}")
+                }
+                None => authority.to_string(),
+            },
+            None => authority.to_string(),
+        };
+        let tail = match tail.split_once('?') {
+            Some((path, query)) => {
+                let mut kept = Vec::new();
+                for pair in query.split('&') {
+                    match pair.strip_prefix("password=") {
+                        Some(pw) => password = Some(decode(pw)),
+                        None => kept.push(pair),
+                    }
+                }
+                if kept.iter().all(|p| p.is_empty()) {
+                    path.to_string()
+                } else {
+                    format!("{path}?{}", kept.join("&"))
+                }
+            }
+            None => tail.to_string(),
+        };
+        (format!("{scheme}://{authority}{tail}"), password)
+    }
+
     /// The database name of a server URL (path segment before any `?`).
     pub fn database(&self) -> Option<&str> {
         if !matches!(self.engine, Engine::Postgres | Engine::Mysql) {
@@ -164,6 +209,22 @@ mod tests {
         assert!(!e.contains("tiger"));
         assert!(e.contains("sqlite:PATH"));
         assert!(DbUrl::parse("sqlite:").is_err());
+    }
+
+    #[test]
+    fn split_password_takes_the_password_out_decoded() {
+        let split = |s: &str| DbUrl::parse(s).unwrap().split_password();
+        assert_eq!(
+            split("postgres://bob:s3%40cret@db:5432/x?sslmode=require"),
+            ("postgres://bob@db:5432/x?sslmode=require".into(), Some("s3@cret".into()))
+        );
+        assert_eq!(
+            split("mysql://root:pw@h/test?password=other&a=1"),
+            ("mysql://root@h/test?a=1".into(), Some("other".into()))
+        );
+        assert_eq!(split("postgres://h/x?password=p"), ("postgres://h/x".into(), Some("p".into())));
+        assert_eq!(split("postgres://bob@h/x"), ("postgres://bob@h/x".into(), None));
+        assert_eq!(split("sqlite:{target}/b.db"), ("sqlite:{target}/b.db".into(), None));
     }
 
     #[test]

@@ -61,6 +61,9 @@ pub struct Line {
     /// The cache tier's second, on a medium with one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<TierSnapshot>,
+    /// The array's second (state, per-member counts), on an array.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<crate::model::ArraySnapshot>,
 }
 
 pub(crate) fn unix_ms() -> u64 {
@@ -100,6 +103,7 @@ pub(crate) fn line<C: Completion>(s: &Sched<C>, last_ns: &mut u64) -> Line {
         errors: st.errors,
         ops,
         cache: s.model().tier().map(|t| t.take(now)),
+        array: s.model().array().map(|a| a.take(now)),
     };
     *last_ns = now;
     l
@@ -178,6 +182,11 @@ pub fn step_report(
             r.sample(t, format!("{p}.destage.mbps"), (c.counts.destaged * c.line) as f64 / 1e6 / secs);
         }
     }
+    for l in lines.iter().filter(in_step) {
+        if let Some(a) = &l.array {
+            array_samples(&mut r, medium, l.t_ms - step_start_ms, l.interval_ms, a);
+        }
+    }
     let step_lines: Vec<&Line> = lines.iter().filter(in_step).collect();
     let window: Vec<&Line> =
         lines.iter().filter(|l| l.t_ms > measure_from_ms + 500 && l.t_ms <= end_ms + 500).collect();
@@ -206,7 +215,77 @@ pub fn step_report(
         r.figure(format!("{p}.lat.p99max"), ops.iter().map(|o| o.lat_p99_us).fold(0.0, f64::max), Unit::Us);
     }
     cache_figures(&mut r, medium, &step_lines, &window, step_start_ms, secs);
+    array_figures(&mut r, medium, &window, secs);
     r
+}
+
+/// One member's second: reads and writes per second, busy (the share of
+/// its units' time in service, 0 to 1) and queue (mean requests at it,
+/// waiting or in service: Little's law over the second).
+fn member_rates(m: &crate::model::MemberCounts, interval_ms: u64) -> [(&'static str, f64); 4] {
+    let ns = (interval_ms.max(1) * 1_000_000) as f64;
+    [
+        ("reads", m.reads as f64 * 1e9 / ns),
+        ("writes", m.writes as f64 * 1e9 / ns),
+        ("busy", m.busy_ns as f64 / ns / m.units.max(1) as f64),
+        ("queue", (m.busy_ns + m.wait_ns) as f64 / ns),
+    ]
+}
+
+/// An array's per-second samples: `emu.M.member.N.{reads,writes,busy,queue}`,
+/// `emu.M.array.failed` (members down) and `emu.M.array.rebuild.progress`.
+fn array_samples(
+    r: &mut storbench_metrics::StepReport,
+    medium: &str,
+    t: u64,
+    interval_ms: u64,
+    a: &crate::model::ArraySnapshot,
+) {
+    for (i, m) in a.members.iter().enumerate() {
+        for (k, v) in member_rates(m, interval_ms) {
+            r.sample(t, format!("emu.{medium}.member.{i}.{k}"), v);
+        }
+    }
+    r.sample(t, format!("emu.{medium}.array.failed"), a.status.failed.len() as f64);
+    if a.status.rebuild_rate > 0 {
+        r.sample(t, format!("emu.{medium}.array.rebuild.progress"), a.status.progress());
+    }
+}
+
+/// An array's figures over the window: per member reads/s, writes/s, busy
+/// and queue, and the busiest member's busy (`emu.M.member.busy.max`) beside
+/// the mean (`.busy.mean`): a hot member or a parity bottleneck shows as
+/// their gap.
+fn array_figures(r: &mut storbench_metrics::StepReport, medium: &str, window: &[&Line], secs: f64) {
+    use storbench_metrics::Unit;
+    let arrays: Vec<&crate::model::ArraySnapshot> = window.iter().filter_map(|l| l.array.as_ref()).collect();
+    let Some(first) = arrays.first() else { return };
+    let n = first.members.len();
+    let mut busy = Vec::with_capacity(n);
+    for i in 0..n {
+        let get = |f: fn(&crate::model::MemberCounts) -> u64| {
+            arrays.iter().filter_map(|a| a.members.get(i)).map(f).sum::<u64>() as f64
+        };
+        let units = first.members[i].units.max(1) as f64;
+        let p = format!("emu.{medium}.member.{i}");
+        r.figure(format!("{p}.reads"), get(|m| m.reads) / secs, Unit::PerS);
+        r.figure(format!("{p}.writes"), get(|m| m.writes) / secs, Unit::PerS);
+        let b = get(|m| m.busy_ns) / (secs * 1e9) / units;
+        r.figure(format!("{p}.busy"), b, Unit::Ratio);
+        r.figure(format!("{p}.queue"), (get(|m| m.busy_ns) + get(|m| m.wait_ns)) / (secs * 1e9), Unit::Count);
+        busy.push(b);
+    }
+    if n > 0 {
+        r.figure(
+            format!("emu.{medium}.member.busy.max"),
+            busy.iter().copied().fold(0.0, f64::max),
+            Unit::Ratio,
+        );
+        r.figure(format!("emu.{medium}.member.busy.mean"), busy.iter().sum::<f64>() / n as f64, Unit::Ratio);
+    }
+    if let Some(last) = arrays.last() {
+        r.figure(format!("emu.{medium}.array.failed"), last.status.failed.len() as f64, Unit::Count);
+    }
 }
 
 /// A cache tier's figures over the window: hit ratios (line accesses, as
@@ -309,7 +388,17 @@ mod tests {
                 ..OpLine::default()
             },
         );
-        Line { t_ms, interval_ms: 1000, qd_avg: 1.0, qd_max: 1, late: 0, errors: 0, ops, cache: None }
+        Line {
+            t_ms,
+            interval_ms: 1000,
+            qd_avg: 1.0,
+            qd_max: 1,
+            late: 0,
+            errors: 0,
+            ops,
+            cache: None,
+            array: None,
+        }
     }
 
     #[test]
@@ -325,6 +414,34 @@ mod tests {
         assert_eq!(fig("emu.d.read.lat.p99max"), 28.0);
         // Samples from the step's start: seconds ending at 11 to 14 s.
         assert_eq!(r.samples.iter().filter(|s| s.name == "emu.d.qd").count(), 4);
+    }
+
+    #[test]
+    fn an_arrays_seconds_give_per_member_figures() {
+        let mut lines: Vec<Line> = (10..=14).map(|s| line(s * 1000, 100, 1.0)).collect();
+        for l in lines.iter_mut() {
+            let m = |reads, busy_ns| crate::model::MemberCounts {
+                reads,
+                writes: 10,
+                busy_ns,
+                wait_ns: 500_000_000,
+                units: 1,
+                ..Default::default()
+            };
+            l.array = Some(crate::model::ArraySnapshot {
+                members: vec![m(100, 900_000_000), m(50, 300_000_000)],
+                ..Default::default()
+            });
+        }
+        let r = step_report("a", &lines, 10_000, 10_000, 14_000);
+        let fig = |n: &str| r.figures.iter().find(|f| f.name == n).unwrap_or_else(|| panic!("{n}")).value;
+        assert_eq!(fig("emu.a.member.0.reads"), 100.0);
+        assert_eq!(fig("emu.a.member.1.writes"), 10.0);
+        assert!((fig("emu.a.member.0.busy") - 0.9).abs() < 1e-9);
+        assert!((fig("emu.a.member.0.queue") - 1.4).abs() < 1e-9);
+        assert!((fig("emu.a.member.busy.max") - 0.9).abs() < 1e-9);
+        assert!((fig("emu.a.member.busy.mean") - 0.6).abs() < 1e-9);
+        assert_eq!(r.samples.iter().filter(|s| s.name == "emu.a.member.1.reads").count(), 4);
     }
 
     #[test]

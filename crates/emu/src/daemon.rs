@@ -6,7 +6,11 @@
 //! volatile write cache of a model that has one holds written blocks in
 //! memory until a flush drains them to the image, so a power cut
 //! (SIGUSR1) loses exactly what was not yet durable; later I/O fails.
-//! SIGUSR2 empties a cache tier (`media cache reset`).
+//! SIGUSR2 empties a cache tier (`media cache reset`). On an array,
+//! [`control_signal`] makes it read a command (`media fail`, `media
+//! rebuild`) from [`array_files`]' control file; it keeps the array's state
+//! in the status file there (written when it changes, read at start, so a
+//! restarted daemon's array is as degraded as it was).
 //!
 //! It must never do I/O on the filesystem above the loop device it serves
 //! (that would deadlock): it touches only the backing image, its counters,
@@ -68,6 +72,11 @@ pub struct DaemonConfig {
     pub pid_file: PathBuf,
     /// The I/O trace to write, if any.
     pub trace: Option<PathBuf>,
+    /// The round trip the loop device, FUSE and the daemon add (ns),
+    /// measured when the medium was made: absorbed into every reply
+    /// ([`Sched::set_floor`]). 0: not absorbed.
+    #[serde(default)]
+    pub floor_ns: u64,
 }
 
 impl DaemonConfig {
@@ -1059,7 +1068,7 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
     let set = unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2] {
+        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2, control_signal()] {
             libc::sigaddset(&mut set, s);
         }
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
@@ -1101,6 +1110,13 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
         file.try_clone().map_err(|e| EmuError::Failed(format!("opening the image twice: {e}")))?;
     let exit_cache = cache.clone();
     let sched = Arc::new(Sched::new(model, trace));
+    sched.set_floor(Duration::from_nanos(cfg.floor_ns));
+    if cfg.floor_ns > 0 {
+        eprintln!(
+            "storbench: info: absorbing the emulator's floor of {:.1} µs: replies leave at arrival + model time − floor, never before arrival",
+            cfg.floor_ns as f64 / 1e3
+        );
+    }
     let image = Image::map(&file, cfg.size);
     let fs = Arc::new(Fs {
         file,
@@ -1167,6 +1183,57 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
             }
         }
     };
+    // An array: its saved state back, then a thread that writes it when it
+    // changes (a rebuild's progress), and the control command's handler.
+    let (status_file, ctl_file) = array_files(&cfg.pid_file);
+    if let (Some(a), Ok(text)) = (sched.model().array(), std::fs::read_to_string(&status_file)) {
+        if let Ok(saved) = serde_json::from_str(&text) {
+            a.restore(&saved);
+        }
+    }
+    if sched.model().array().is_some() {
+        let (s, st, path) = (sched.clone(), stop.clone(), status_file.clone());
+        std::thread::Builder::new()
+            .name("emu-array".into())
+            .spawn(move || {
+                let mut last = None;
+                while !st.load(Ordering::Relaxed) {
+                    let now = s.model().array().expect("an array").status(s.now_ns());
+                    if last.as_ref() != Some(&now) {
+                        write_status(&path, &now);
+                        last = Some(now);
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            })
+            .map_err(|e| EmuError::Failed(format!("starting the array thread: {e}")))?;
+    }
+    let controller = {
+        let s = sched.clone();
+        move || {
+            let Some(a) = s.model().array() else { return };
+            let Ok(text) = std::fs::read_to_string(&ctl_file) else { return };
+            let Ok(cmd) = serde_json::from_str::<crate::model::ArrayCommand>(&text) else {
+                eprintln!("storbench: note: ignored an unreadable array command in {}", ctl_file.display());
+                return;
+            };
+            let st = match a.control(&cmd, s.now_ns()) {
+                Ok(st) => st,
+                Err(e) => {
+                    let mut st = a.status(s.now_ns());
+                    st.applied = match cmd {
+                        crate::model::ArrayCommand::Fail { seq, .. }
+                        | crate::model::ArrayCommand::Rebuild { seq, .. }
+                        | crate::model::ArrayCommand::Pause { seq } => seq,
+                    };
+                    st.error = e.0;
+                    st
+                }
+            };
+            eprintln!("storbench: info: array command {text}: now {}", st.state);
+            write_status(&status_file, &st);
+        }
+    };
     // Power cut: refuse new I/O and fail what is queued, then lose the cache.
     let cutter = {
         let s = sched.clone();
@@ -1191,6 +1258,10 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
                 }
                 if sig == libc::SIGUSR2 {
                     resetter();
+                    continue;
+                }
+                if sig == control_signal() {
+                    controller();
                     continue;
                 }
                 stop.store(true, Ordering::Relaxed);
@@ -1296,6 +1367,27 @@ fn uring_switch() -> Result<(), &'static str> {
             eprintln!("storbench: info: turned FUSE over io_uring on ({SWITCH} = Y)");
             Ok(())
         }
+    }
+}
+
+/// The signal that makes the daemon read its array command file (the
+/// second real-time signal after the C library's own).
+pub fn control_signal() -> libc::c_int {
+    libc::SIGRTMIN() + 1
+}
+
+/// An array's status file (the daemon writes it) and command file (`media
+/// fail`/`rebuild` write it), beside the daemon's pid file.
+pub fn array_files(pid_file: &Path) -> (PathBuf, PathBuf) {
+    (pid_file.with_extension("array"), pid_file.with_extension("ctl"))
+}
+
+/// Writes the status whole (a temporary file renamed over it), so a reader
+/// never sees half of it.
+fn write_status(path: &Path, st: &crate::model::ArrayStatus) {
+    let tmp = path.with_extension("array.tmp");
+    if std::fs::write(&tmp, serde_json::to_string(st).expect("serialises")).is_ok() {
+        let _ = std::fs::rename(&tmp, path);
     }
 }
 

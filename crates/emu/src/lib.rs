@@ -12,11 +12,16 @@
 
 pub mod counters;
 pub mod daemon;
+pub mod fit;
 pub mod model;
 mod ring;
 pub mod sched;
+pub mod table;
 
-pub use model::{Model, ModelError, Op, Req, Spec, TierOptions, TierSpec};
+pub use model::{
+    ArrayCommand, ArrayOptions, ArraySpec, ArrayStatus, Model, ModelError, Op, Req, Spec, TierOptions,
+    TierSpec,
+};
 
 /// An emulator error: bad input or a missing facility (exit 2), or a failure.
 #[derive(Debug, thiserror::Error)]

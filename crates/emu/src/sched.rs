@@ -13,7 +13,7 @@
 
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::{BinaryHeap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -48,10 +48,13 @@ struct Entry<C> {
     done: C,
 }
 
-/// A request in service: its unit started it at `start_ns`.
+/// A request in service: its unit started it at `start_ns`; the model
+/// completes it at `model_ns` (its reply may leave earlier by the
+/// daemon's floor, [`Sched::set_floor`]).
 struct Job<C> {
     entry: Entry<C>,
     start_ns: u64,
+    model_ns: u64,
 }
 
 /// An event on the deadline heap: a reply due (`job`), or a unit that
@@ -187,6 +190,9 @@ pub struct Sched<C> {
     /// Power cut. Set under the lock (so a submit that holds the lock sees
     /// it or is failed by the cut), read without it by [`Sched::is_dead`].
     dead: AtomicBool,
+    /// The daemon's own round trip (ns), absorbed: a reply leaves this
+    /// much before the model's completion, never before its arrival.
+    floor_ns: AtomicU64,
 }
 
 impl<C: Completion> Sched<C> {
@@ -216,7 +222,23 @@ impl<C: Completion> Sched<C> {
             clock: Instant::now(),
             stop: AtomicBool::new(false),
             dead: AtomicBool::new(false),
+            floor_ns: AtomicU64::new(0),
         }
+    }
+
+    /// Absorbs the daemon's floor: the round trip the loop device, FUSE and
+    /// the daemon add to every request (measured when the medium is made).
+    /// A reply then leaves at arrival + model time − floor, never before
+    /// the request arrived, so an application sees the model's time where
+    /// that is above the floor. The model's own timeline (units, queueing,
+    /// the counters' service and queue times) is unchanged.
+    pub fn set_floor(&self, floor: Duration) {
+        self.floor_ns.store(floor.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// The floor being absorbed.
+    pub fn floor(&self) -> Duration {
+        Duration::from_nanos(self.floor_ns.load(Ordering::Relaxed))
     }
 
     /// Nanoseconds on the scheduler's clock.
@@ -290,15 +312,19 @@ impl<C: Completion> Sched<C> {
             let free = start + svc.as_nanos() as u64;
             g.units[u] = free;
             let back = self.model.back(&e.req).as_nanos() as u64;
-            if back > 0 {
-                // The unit is free before the reply is due: wake then.
+            let model_ns = free + back;
+            let at_ns = model_ns.saturating_sub(self.floor_ns.load(Ordering::Relaxed)).max(e.arrival_ns);
+            if at_ns != free {
+                // The unit frees at another time than the reply leaves (a
+                // network's way back after it, the absorbed floor before
+                // it): wake then, to start what is queued for it.
                 g.seq += 1;
                 let seq = g.seq;
                 g.heap.push(Timed { at_ns: free, seq, job: None });
             }
             g.seq += 1;
             let seq = g.seq;
-            g.heap.push(Timed { at_ns: free + back, seq, job: Some(Job { entry: e, start_ns: start }) });
+            g.heap.push(Timed { at_ns, seq, job: Some(Job { entry: e, start_ns: start, model_ns }) });
         }
     }
 
@@ -313,11 +339,13 @@ impl<C: Completion> Sched<C> {
             any = true;
             let Some(j) = t.job else { continue };
             g.account(now, -1);
-            let (r, arrival, deadline) = (j.entry.req, j.entry.arrival_ns, t.at_ns);
-            if now > deadline + LATE.as_nanos() as u64 {
+            let (r, arrival, deadline) = (j.entry.req, j.entry.arrival_ns, j.model_ns);
+            if now > t.at_ns + LATE.as_nanos() as u64 {
                 g.stats.late += 1;
             }
-            let lat = now - arrival.min(now);
+            // As the application sees it: the daemon's time plus the floor
+            // the request spent outside it.
+            let lat = now - arrival.min(now) + self.floor_ns.load(Ordering::Relaxed);
             // Queue: waiting for a unit once at the device; service: the
             // rest of the model's time (a network's trips and the device's).
             let queue = j.start_ns.saturating_sub(j.entry.ready_ns);
@@ -516,6 +544,47 @@ mod tests {
         assert!(q.quantile_us(0.5) < 1.0, "{}", q.quantile_us(0.5));
         assert!((st.ops[Op::Read.index()].service.mean_us() - 5000.0).abs() < 10.0);
         s.stop();
+    }
+
+    #[test]
+    fn the_floor_is_absorbed_but_never_before_arrival() {
+        let s = sched(&["read=100ms", "units=1"]);
+        s.set_floor(Duration::from_millis(50));
+        let (tx, rx) = mpsc::channel();
+        let t0 = s.now_ns();
+        s.submit(Req { op: Op::Read, offset: 0, len: 4096 }, t0, Tx(tx.clone(), s.clone()));
+        let d = rx.recv().unwrap().0 - t0;
+        // Replied at 100 − 50 ms (late by at most what the host adds).
+        assert!((50_000_000..100_000_000).contains(&d), "answered after {d} ns");
+        // The model's timeline is unchanged: the service time is 100 ms,
+        // and the latency recorded is the application's (floor included).
+        let (st, _) = s.take_stats();
+        let o = &st.ops[Op::Read.index()];
+        assert!((o.service.mean_us() - 100_000.0).abs() < 100.0, "{}", o.service.mean_us());
+        assert!(o.latency.mean_us() >= 99_000.0, "{}", o.latency.mean_us());
+        // Queued requests still start when the unit frees, though each
+        // reply leaves before that (the floor): three on one unit.
+        let q = sched(&["read=20ms", "units=1"]);
+        q.set_floor(Duration::from_millis(10));
+        let t0 = q.now_ns();
+        for i in 0..3 {
+            q.submit(Req { op: Op::Read, offset: i * 4096, len: 4096 }, t0, Tx(tx.clone(), q.clone()));
+        }
+        let mut done: Vec<u64> =
+            (0..3).map(|_| rx.recv_timeout(Duration::from_secs(5)).expect("answered").0 - t0).collect();
+        done.sort();
+        for (i, d) in done.iter().enumerate() {
+            let want = 10_000_000 + i as u64 * 20_000_000;
+            assert!(*d >= want && *d < want + 100_000_000, "request {i} done at {d} ns, want {want}");
+        }
+        q.stop();
+        // A model faster than the floor: answered at once, by the submitter.
+        let f = sched(&["read=1ms"]);
+        f.set_floor(Duration::from_millis(50));
+        let pending = f.submit(Req { op: Op::Read, offset: 0, len: 4096 }, f.now_ns(), Tx(tx, f.clone()));
+        assert!(!pending);
+        s.stop();
+        f.stop();
     }
 
     #[test]

@@ -21,6 +21,7 @@ use storbench_metrics::{LatencyHistogram, ProcessCpu, StepReport, Unit};
 
 use crate::dist::Offsets;
 use crate::engines::{Completion, IoEngine, Op, Queue};
+use crate::error::IoError;
 use crate::profile::{Pattern, Profile};
 use crate::target::Target;
 use crate::verify::{self, Ledger};
@@ -190,21 +191,21 @@ pub fn run_profile(
     opts: &RunOptions,
     stop: &AtomicBool,
     tick: &mut dyn FnMut(&Tick),
-) -> Result<ProfileResult, String> {
+) -> Result<ProfileResult, IoError> {
     let threads = p.threads as usize;
     let engine = opts.engine.as_ref();
     // Without asynchronous submission a queue holds one I/O.
     let depth = if engine.caps().asynchronous { p.qd as usize } else { 1 };
-    let ledger = if opts.verify { Some(Ledger::open(target, p)?) } else { None };
+    let ledger = if opts.verify { Some(Ledger::open(target, p).map_err(IoError::Ledger)?) } else { None };
     let lives: Vec<Arc<Live>> = (0..threads)
         .map(|_| Arc::new(Live { interval: Mutex::new(Some(LatencyHistogram::new())), ..Live::default() }))
         .collect();
     let loop_error: Mutex<Option<String>> = Mutex::new(None);
     let plan =
         StepPlan { workers: threads, rampup: p.rampup, duration: p.duration, name: "io", stack_size: None };
-    let setup = |t: usize| -> Result<Ready, String> {
+    let setup = |t: usize| -> Result<Ready, IoError> {
         let mut queue = engine.open(target, p, depth)?;
-        let offsets = Offsets::new(p, target.size, t, opts.verify)?;
+        let offsets = Offsets::new(p, target.size, t, opts.verify).map_err(IoError::Setup)?;
         let seed = seed_of(t);
         for slot in 0..depth {
             filler(queue.buf(slot), seed ^ slot as u64);
@@ -239,10 +240,10 @@ pub fn run_profile(
         IoSampler { lives: &lives, prev: vec![(0, 0, 0); threads], report: StepReport::default(), tick };
     let ran = runner::run_step(&plan, stop, &setup, &work, &mut sampler).map_err(|f| f.error)?;
     if let Some(e) = loop_error.into_inner().expect("loop error") {
-        return Err(e);
+        return Err(IoError::Engine(e));
     }
     if let Some(l) = &ledger {
-        l.save()?;
+        l.save().map_err(IoError::Ledger)?;
     }
     Ok(assemble(ran.outs, sampler.report, ran.window, ran.cpu, ran.stopped, ran.clock))
 }

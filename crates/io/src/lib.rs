@@ -10,6 +10,7 @@
 pub mod dist;
 pub mod engine;
 pub mod engines;
+pub mod error;
 pub mod profile;
 pub mod session;
 pub mod target;
@@ -17,6 +18,7 @@ pub mod verify;
 
 pub use engine::{run_profile, IoFailure, ProfileResult, RunOptions, Tick};
 pub use engines::{Caps, IoEngine, Queue};
+pub use error::IoError;
 pub use profile::{Distribution, Pattern, Profile};
 pub use session::{prepare, Overrides, PrepareError, Prepared, Verdict};
 pub use target::{Target, TargetError};

@@ -160,6 +160,14 @@ pub fn prepare(
     })?;
     for p in profiles {
         p.validate(target.logical_block).map_err(PrepareError::Refused)?;
+        if let Some(span) = p.span.filter(|s| *s > target.size) {
+            return Err(PrepareError::Refused(format!(
+                "--span {}: larger than the target {} ({}); give at most its size",
+                storbench_metrics::units::format_size(span),
+                path.display(),
+                storbench_metrics::units::format_size(target.size)
+            )));
+        }
     }
     let mut notes: Vec<String> = fallback.into_iter().collect();
     if !engine.caps().asynchronous && profiles.iter().any(|p| p.qd > 1) {
@@ -169,6 +177,31 @@ pub fn prepare(
         ));
     }
     Ok(Prepared { target, plan, engine, notes })
+}
+
+/// Refuses `--verify` where it would check nothing: every profile only
+/// reads, and no verifying run has written the target (a file keeps the
+/// record of what such runs wrote beside it, `PATH.sbverify`; a block
+/// device keeps none across runs). A read never judges a block that no
+/// verifying run wrote.
+pub fn check_verify(target: &Target, profiles: &[Profile]) -> Result<(), PrepareError> {
+    if profiles.iter().any(Profile::writes) {
+        return Ok(());
+    }
+    let ledger = {
+        let mut s = target.path.clone().into_os_string();
+        s.push(".sbverify");
+        std::path::PathBuf::from(s)
+    };
+    if !target.is_block && ledger.exists() {
+        return Ok(());
+    }
+    let names: Vec<&str> = profiles.iter().map(|p| p.name.as_str()).collect();
+    Err(PrepareError::Refused(format!(
+        "--verify with read-only profile(s) {}: {} holds no blocks a verifying run wrote, so nothing would be checked; add a writing profile (e.g. --rw randrw) or run one with --verify first",
+        names.join(", "),
+        target.path.display()
+    )))
 }
 
 /// How a profile ended.
@@ -275,6 +308,7 @@ mod tests {
     fn prepare_refuses_bad_input_before_anything_is_written() {
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("x/t.dat");
+        std::fs::create_dir(d.path().join("x")).unwrap();
         let bad = |ps: &[Profile], engine: &str| match prepare(&f, 1 << 20, ps, false, engine) {
             Err(PrepareError::Refused(m)) => m,
             other => panic!("{:?}", other.map(|p| p.notes)),
@@ -292,6 +326,9 @@ mod tests {
             ["psync keeps one I/O in flight per thread: queue depths above 1 are not reached"]
         );
         assert_eq!(ok.plan, Plan::Fill { size: 1 << 20 });
-        assert!(!d.path().join("x").exists(), "nothing was created");
+        assert!(!f.exists(), "nothing was created");
+        let mut wide = Profile::new("w");
+        wide.span = Some(2 << 20);
+        assert!(bad(&[wide], "psync").starts_with("--span 2m: larger than the target"));
     }
 }

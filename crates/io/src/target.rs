@@ -109,14 +109,21 @@ pub fn inspect(path: &Path, size: u64, writes: bool, force: bool) -> Result<(Tar
     let current = meta.as_ref().map(|m| m.len()).unwrap_or(0);
     let plan = if current == size { Plan::Ready } else { Plan::Fill { size } };
     if plan != Plan::Ready {
-        // The directory is created when the run starts; check what exists.
-        let mut existing = dir.to_path_buf();
-        while !existing.exists() {
-            if !existing.pop() {
-                break;
-            }
-        }
-        let probe = if existing.as_os_str().is_empty() { PathBuf::from(".") } else { existing };
+        // The parent directory must exist: a mistyped path must not grow a
+        // tree of directories (issue 24: `/nonexistent/dir/x.dat` made both
+        // and wrote 1 GiB). The default's own directory is the one made,
+        // one level, in a directory that exists.
+        let probe = if dir.exists() {
+            dir.to_path_buf()
+        } else if is_default_dir(dir) {
+            dir.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf()
+        } else {
+            return Err(TargetError::Refused(format!(
+                "{}: the directory {} does not exist; create it first (only {DEFAULT_DIR} is made)",
+                path.display(),
+                dir.display()
+            )));
+        };
         let md = std::fs::metadata(&probe).map_err(io_err("checking", &probe))?;
         if !md.is_dir() {
             return Err(TargetError::Refused(format!(
@@ -146,6 +153,13 @@ pub fn inspect(path: &Path, size: u64, writes: bool, force: bool) -> Result<(Tar
     }
     let lb = 512;
     Ok((Target { path: path.to_path_buf(), size, is_block: false, logical_block: lb }, plan))
+}
+
+/// The directory of the default target, the only one a run creates.
+pub const DEFAULT_DIR: &str = "./storbench-data";
+
+fn is_default_dir(dir: &Path) -> bool {
+    dir == Path::new(DEFAULT_DIR) || dir == Path::new("storbench-data")
 }
 
 fn free_bytes(dir: &Path) -> Option<u64> {
@@ -199,8 +213,9 @@ fn in_use(dev: &Path, name: &str) -> Option<String> {
 /// Creates (or resizes) and fills the file with incompressible data in 1 MiB
 /// direct writes, calling `progress(bytes_done)`; removes it if that fails.
 pub fn fill(path: &Path, size: u64, progress: &mut dyn FnMut(u64)) -> Result<(), TargetError> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(io_err("creating", dir))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+        // `inspect` allowed only the default's directory; one level.
+        std::fs::create_dir(dir).map_err(io_err("creating", dir))?;
     }
     let res = (|| {
         let f = OpenOptions::new()

@@ -54,7 +54,7 @@ impl IoEngine for SlowOpen {
     fn caps(&self) -> Caps {
         Null.caps()
     }
-    fn open(&self, t: &Target, p: &Profile, depth: usize) -> Result<Box<dyn Queue>, String> {
+    fn open(&self, t: &Target, p: &Profile, depth: usize) -> Result<Box<dyn Queue>, storbench_io::IoError> {
         let n = self.1.lock().unwrap().len() as u32;
         std::thread::sleep(self.0 * (n + 1));
         let q = Null.open(t, p, depth);
@@ -140,5 +140,7 @@ fn a_thread_that_cannot_open_the_target_fails_the_profile_before_it_runs() {
     let opts = RunOptions { engine: Arc::new(Psync), verify: false };
     let e = run_profile(&profile(1, 2, 10_000), &target(), &opts, &AtomicBool::new(false), &mut |_| {})
         .unwrap_err();
-    assert!(e.starts_with("opening /nonexistent/null"), "{e}");
+    // Typed: the target's failure, with its errno.
+    assert!(e.is_target() && e.errno() == Some(libc::ENOENT), "{e:?}");
+    assert!(e.to_string().starts_with("opening /nonexistent/null"), "{e}");
 }

@@ -38,6 +38,10 @@ pub struct Daemon {
     /// Set by `media powercut`, cleared by `media recover`.
     #[serde(default)]
     pub cut: bool,
+    /// The emulator's floor on this machine, measured when the daemon was
+    /// started and absorbed by it ([`crate::floor`]); none if not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor: Option<crate::floor::Floor>,
 }
 
 /// Checks that FUSE is usable here (root and /dev/fuse).
@@ -69,13 +73,29 @@ fn exe() -> Result<PathBuf, MediaError> {
     std::env::current_exe().map_err(|e| MediaError::Failed(format!("finding the storbench executable: {e}")))
 }
 
-/// Starts a medium's daemon and waits until its file is served.
+/// Starts a medium's daemon and waits until its file is served, having
+/// measured the emulator's floor first (a probe daemon beside the image,
+/// [`crate::floor`]), which the daemon absorbs.
 pub(crate) fn start(
     name: &str,
     image: &Path,
     size: u64,
     spec: &Spec,
     trace: Option<&Path>,
+) -> Result<Daemon, MediaError> {
+    let probe_dir = image.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let floor = crate::floor::measure(name, probe_dir)?;
+    start_daemon(name, image, size, spec, trace, floor)
+}
+
+/// Starts a daemon that absorbs `floor` (none: nothing absorbed).
+pub(crate) fn start_daemon(
+    name: &str,
+    image: &Path,
+    size: u64,
+    spec: &Spec,
+    trace: Option<&Path>,
+    floor: Option<crate::floor::Floor>,
 ) -> Result<Daemon, MediaError> {
     let d = dir();
     std::fs::create_dir_all(&d).map_err(|e| MediaError::Failed(format!("creating {}: {e}", d.display())))?;
@@ -85,6 +105,15 @@ pub(crate) fn start(
         let _ = abort_and_unmount(&mountpoint);
     }
     let trace = trace.map(|t| std::path::absolute(t).unwrap_or_else(|_| t.to_path_buf()));
+    if let Some(t) = &trace {
+        // The trace shows where the medium's data is written: its owner's
+        // only (0600); the daemon truncates it and keeps the mode.
+        use std::os::unix::fs::PermissionsExt;
+        let made = storbench_proc::private_file(t)
+            .map(|_| ())
+            .or_else(|_| std::fs::set_permissions(t, std::fs::Permissions::from_mode(0o600)));
+        made.map_err(|e| MediaError::Failed(format!("creating the trace {}: {e}", t.display())))?;
+    }
     let cfg = DaemonConfig {
         name: name.to_string(),
         image: std::path::absolute(image).unwrap_or_else(|_| image.to_path_buf()),
@@ -94,6 +123,7 @@ pub(crate) fn start(
         counters: d.join(format!("{name}.counters")),
         pid_file: d.join(format!("{name}.pid")),
         trace: trace.clone(),
+        floor_ns: floor.as_ref().map(|f| f.absorbed().as_nanos() as u64).unwrap_or(0),
     };
     let config = d.join(format!("{name}.json"));
     let log = d.join(format!("{name}.log"));
@@ -127,6 +157,7 @@ pub(crate) fn start(
         served: cfg.served(),
         trace,
         cut: false,
+        floor,
     };
     let t0 = Instant::now();
     loop {
@@ -160,7 +191,7 @@ pub(crate) fn start(
 
 /// Whether the daemon's process is alive (and is the daemon, not a reused pid).
 pub fn alive(d: &Daemon) -> bool {
-    if !crate::sys::process_runs(d.pid) {
+    if !storbench_proc::alive(d.pid) {
         return false;
     }
     let cmdline = std::fs::read(format!("/proc/{}/cmdline", d.pid)).unwrap_or_default();
@@ -232,11 +263,8 @@ fn signal(pid: u32, sig: i32) {
 /// The FUSE connection behind a mount point (its device minor number,
 /// which names /sys/fs/fuse/connections/N).
 fn fuse_connection(mountpoint: &Path) -> Option<String> {
-    let want = mountpoint.to_string_lossy();
-    std::fs::read_to_string("/proc/self/mountinfo").ok()?.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.len() > 4 && f[4] == want).then(|| f[2].split(':').nth(1).unwrap_or("").to_string())
-    })
+    let m = storbench_proc::mounts().into_iter().find(|m| m.point == mountpoint)?;
+    Some(m.dev.split(':').nth(1).unwrap_or("").to_string())
 }
 
 /// Aborts the FUSE connection (so nothing can wait on it) and unmounts.
@@ -254,19 +282,14 @@ fn abort_and_unmount(mountpoint: &Path) -> Result<(), MediaError> {
 /// Stops a daemon (SIGTERM, then SIGKILL), unmounts its filesystem even if
 /// it died, and removes its files (the trace stays: it is the user's).
 pub(crate) fn stop(d: &Daemon) -> Result<(), MediaError> {
-    if alive(d) {
-        signal(d.pid, libc::SIGTERM);
-        let t0 = Instant::now();
-        while alive(d) && t0.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        if alive(d) {
-            signal(d.pid, libc::SIGKILL);
-            let t0 = Instant::now();
-            while alive(d) && t0.elapsed() < Duration::from_secs(5) {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        }
+    if let Some(who) = storbench_proc::Identity::of(d.pid).filter(|_| alive(d)) {
+        use storbench_proc::{Sig, Step};
+        let steps = [
+            Step::new(Sig::SIGTERM, Duration::from_secs(5)),
+            Step::new(Sig::SIGKILL, Duration::from_secs(5)),
+        ];
+        // Survival is checked below, after the unmount.
+        let _ = storbench_proc::stop(who, "model daemon", &steps);
     }
     if sys::is_mounted(&d.mountpoint) {
         abort_and_unmount(&d.mountpoint)?;
@@ -343,7 +366,8 @@ pub fn recover(name: &str) -> Result<Medium, MediaError> {
     let m = find_modelled(&mut all, name)?;
     if let Some(mp) = &m.mount_point {
         if sys::is_mounted(mp) {
-            sys::umount(mp)?;
+            // The device is dead since the cut: nothing can use it again.
+            sys::umount_lazily(mp)?;
         }
     }
     let d = m.daemon.clone().expect("modelled");
@@ -383,6 +407,125 @@ pub fn recover(name: &str) -> Result<Medium, MediaError> {
     Ok(out)
 }
 
+/// Removes an array's status and command files (at destroy: a recovered
+/// daemon keeps them, so its array stays as degraded as it was).
+pub fn forget_array(d: &Daemon) {
+    let (status, ctl) = storbench_emu::daemon::array_files(&d.config.with_extension("pid"));
+    let _ = std::fs::remove_file(status);
+    let _ = std::fs::remove_file(ctl);
+}
+
+/// A medium that is an array, with its daemon alive: its spec and daemon.
+fn array_medium(name: &str) -> Result<(storbench_emu::ArraySpec, Daemon), MediaError> {
+    let mut all = registry::load()?;
+    let m = all
+        .iter_mut()
+        .find(|m| m.name == name)
+        .ok_or_else(|| MediaError::Usage(format!("no medium named '{name}' (storbench media list)")))?;
+    let Some(a) = m.model.as_ref().and_then(|s| s.array.clone()) else {
+        return Err(MediaError::Usage(format!(
+            "medium '{name}' is not an array (media create … --array raid5 --disks N makes one)"
+        )));
+    };
+    let d = m.daemon.clone().expect("an array is modelled");
+    if !alive(&d) {
+        return Err(MediaError::Failed(format!(
+            "medium '{name}': its model daemon is not running (storbench media recover {name} restarts it)"
+        )));
+    }
+    Ok((a, d))
+}
+
+/// An array's state as its daemon last wrote it (healthy when it has not
+/// written one yet); `None` for a medium that is not an array.
+pub fn array_status(m: &Medium) -> Option<storbench_emu::ArrayStatus> {
+    let a = m.model.as_ref()?.array.as_ref()?;
+    let d = m.daemon.as_ref()?;
+    let (status, _) = storbench_emu::daemon::array_files(&d.config.with_extension("pid"));
+    let read = std::fs::read_to_string(status).ok().and_then(|t| serde_json::from_str(&t).ok());
+    Some(read.unwrap_or_else(|| storbench_emu::ArrayStatus {
+        state: "healthy".into(),
+        label: a.label(),
+        ..Default::default()
+    }))
+}
+
+/// What `media fail`/`rebuild` send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArrayVerb {
+    /// Fail a disk.
+    Fail(usize),
+    /// Rebuild at bytes per second.
+    Rebuild(u64),
+    /// Pause the rebuild.
+    Pause,
+}
+
+/// Sends a command to an array's daemon and waits (up to 5 s) until it
+/// says it applied it; returns the state then. A command the array refuses
+/// (a second disk of a raid5, a disk that does not exist, a raid0) is bad
+/// input: checked here first, against the state the daemon wrote.
+pub fn array_command(name: &str, verb: ArrayVerb) -> Result<storbench_emu::ArrayStatus, MediaError> {
+    use storbench_emu::ArrayCommand;
+    let _lock = registry::lock()?;
+    let (spec, d) = array_medium(name)?;
+    let all = registry::load()?;
+    let m = all.iter().find(|m| m.name == name).expect("found above");
+    let now = array_status(m).expect("an array");
+    match verb {
+        ArrayVerb::Fail(disk) => {
+            spec.check_fail(&now, disk).map_err(|e| MediaError::Usage(format!("media fail {name}: {e}")))?
+        }
+        ArrayVerb::Rebuild(_) if now.failed.is_empty() => {
+            return Err(MediaError::Usage(format!(
+                "media rebuild {name}: the array is healthy; nothing to rebuild (media fail {name} --disk N fails one)"
+            )))
+        }
+        _ => {}
+    }
+    let seq = now.applied + 1;
+    let cmd = match verb {
+        ArrayVerb::Fail(disk) => ArrayCommand::Fail { disk, seq },
+        ArrayVerb::Rebuild(rate) => ArrayCommand::Rebuild { rate, seq },
+        ArrayVerb::Pause => ArrayCommand::Pause { seq },
+    };
+    let (status, ctl) = storbench_emu::daemon::array_files(&d.config.with_extension("pid"));
+    let tmp = ctl.with_extension("ctl.tmp");
+    std::fs::write(&tmp, serde_json::to_string(&cmd).expect("serialises"))
+        .and_then(|_| std::fs::rename(&tmp, &ctl))
+        .map_err(|e| MediaError::Failed(format!("writing {}: {e}", ctl.display())))?;
+    signal(d.pid, storbench_emu::daemon::control_signal());
+    let t0 = Instant::now();
+    loop {
+        let st: Option<storbench_emu::ArrayStatus> =
+            std::fs::read_to_string(&status).ok().and_then(|t| serde_json::from_str(&t).ok());
+        if let Some(st) = st.filter(|s| s.applied >= seq) {
+            if !st.error.is_empty() {
+                return Err(MediaError::Usage(format!("{name}: {}", st.error)));
+            }
+            return Ok(st);
+        }
+        if t0.elapsed() > Duration::from_secs(5) {
+            return Err(MediaError::Failed(format!(
+                "the model daemon for '{name}' did not take the command within 5 s (log: {})",
+                d.log.display()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The array's state now, for `media rebuild`'s progress (re-read from
+/// the registry so it names the current daemon).
+pub fn array_state(name: &str) -> Result<storbench_emu::ArrayStatus, MediaError> {
+    let all = registry::load()?;
+    let m = all
+        .iter()
+        .find(|m| m.name == name)
+        .ok_or_else(|| MediaError::Usage(format!("no medium named '{name}' (storbench media list)")))?;
+    array_status(m).ok_or_else(|| MediaError::Usage(format!("medium '{name}' is not an array")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -405,6 +548,7 @@ mod tests {
                 served: dir.join(format!("{name}.mnt/image")),
                 trace: None,
                 cut: false,
+                floor: None,
             }),
             backing_file: dir.join(format!("{name}.img")),
             device: format!("/dev/loop-test-{name}"),

@@ -1,8 +1,8 @@
 //! Storage targets on one machine: a sparse backing file, a loop device with
 //! direct I/O, a filesystem with a chosen block size (allocation unit),
 //! mounted under the storbench state directory, optionally capped to an
-//! emulated media class by the blkio throttle; their registry; and managed
-//! PostgreSQL instances placed on them ([`pg`]). A modelled medium
+//! emulated media class by the blkio throttle; and their registry. Managed
+//! servers placed on them are `storbench-instances`'. A modelled medium
 //! (`--model`) puts a supervised device-model daemon ([`emu`]) between the
 //! loop device and the backing file. Every step of a creation is undone if
 //! a later one fails. Nothing here prints.
@@ -11,12 +11,10 @@
 
 pub mod class;
 pub mod emu;
-pub mod pg;
-pub mod proxy;
+pub mod floor;
 mod registry;
 mod sys;
-pub mod tempserver;
-pub use sys::MemoryGroup;
+pub use storbench_proc::MemoryGroup;
 
 use std::path::{Path, PathBuf};
 
@@ -24,7 +22,8 @@ use serde::{Deserialize, Serialize};
 
 pub use class::Caps;
 pub use registry::state_dir;
-pub use sys::{chown, has_throttle, is_root, process_runs, process_start, reachable};
+pub use storbench_proc::{chown, reachable};
+pub use sys::{has_throttle, is_root};
 
 /// A medium storbench made.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -94,6 +93,15 @@ pub enum MediaError {
     /// A step failed (its undo has been done).
     #[error("{0}")]
     Failed(String),
+}
+
+impl From<storbench_proc::ProcError> for MediaError {
+    fn from(e: storbench_proc::ProcError) -> MediaError {
+        match e {
+            storbench_proc::ProcError::Refused(m) => MediaError::Usage(m),
+            other => MediaError::Failed(other.to_string()),
+        }
+    }
 }
 
 /// What to create.
@@ -170,6 +178,14 @@ pub fn validate(name: &str, o: &CreateOptions) -> Result<Option<Caps>, MediaErro
     if let Some(spec) = &o.model {
         spec.build(o.size).map_err(|e| MediaError::Usage(e.to_string()))?;
     }
+    // mkfs.xfs refuses a file system under 300 MB with a message of its
+    // own (xfsprogs 5.19 on); say it first, as the flag's rule.
+    if o.fs == "xfs" && o.size < XFS_MIN {
+        return Err(MediaError::Usage(format!(
+            "--size {}: --fs xfs needs at least 300m (mkfs.xfs refuses smaller); give --size 300m or more, or --fs ext4",
+            storbench_metrics::units::format_size(o.size)
+        )));
+    }
     sys::check_fs(&o.fs, o.block_size).map_err(MediaError::Usage)?;
     check_support(caps.is_some())?;
     if o.model.is_some() {
@@ -179,6 +195,15 @@ pub fn validate(name: &str, o: &CreateOptions) -> Result<Option<Caps>, MediaErro
         return Err(MediaError::Usage(format!(
             "medium '{name}' exists already (storbench media destroy {name} first)"
         )));
+    }
+    if let Some(b) = &o.backing {
+        if !b.is_dir() {
+            let what = if b.exists() { "not a directory" } else { "no such directory" };
+            return Err(MediaError::Usage(format!(
+                "--backing {}: {what} (give an existing directory for the backing file)",
+                b.display()
+            )));
+        }
     }
     let dir = o.backing.clone().unwrap_or_else(|| state_dir().join("backing"));
     let mut probe = dir.clone();
@@ -201,6 +226,10 @@ pub fn validate(name: &str, o: &CreateOptions) -> Result<Option<Caps>, MediaErro
     Ok(caps)
 }
 
+/// The smallest file system mkfs.xfs makes: 300 MB (xfsprogs 5.19 and
+/// later refuse less).
+const XFS_MIN: u64 = 300_000_000;
+
 /// Creates a medium; on failure every completed step is undone.
 pub fn create(name: &str, o: &CreateOptions) -> Result<Medium, MediaError> {
     let caps = validate(name, o)?;
@@ -214,14 +243,19 @@ pub fn create(name: &str, o: &CreateOptions) -> Result<Medium, MediaError> {
         if backing.exists() {
             return Err(MediaError::Usage(format!("{} exists already", backing.display())));
         }
-        std::fs::File::create(&backing)
+        // 0600: the image holds whatever is stored on the medium (a
+        // database's files, whose own directory is 0700).
+        storbench_proc::private_file(&backing)
             .and_then(|f| f.set_len(o.size))
             .map_err(|e| MediaError::Failed(format!("creating {}: {e}", backing.display())))?;
         undo.remove_file(&backing);
         let daemon = match &o.model {
             Some(spec) => {
                 let d = emu::start(name, &backing, o.size, spec, o.trace.as_deref())?;
-                undo.stop_daemon(&d);
+                let stop = d.clone();
+                undo.call(move || {
+                    let _ = emu::stop(&stop);
+                });
                 Some(d)
             }
             None => None,
@@ -306,9 +340,7 @@ fn state(m: &Medium) -> State {
             return State::DaemonGone;
         }
     }
-    let dev = m.device.trim_start_matches("/dev/");
-    let backing = std::fs::read_to_string(format!("/sys/block/{dev}/loop/backing_file")).unwrap_or_default();
-    if backing.trim() != loop_file(m).to_string_lossy() {
+    if !attached(m) {
         return State::LoopGone;
     }
     match &m.mount_point {
@@ -319,7 +351,10 @@ fn state(m: &Medium) -> State {
 
 /// Destroys a medium: unmounts, removes its throttle rules, detaches the
 /// loop device, deletes the backing file and forgets it. Pieces already gone
-/// are skipped, so a stale entry is cleaned too.
+/// are skipped, so a stale entry is cleaned too. A medium a process still
+/// uses (a server with its data on it, a shell inside) is refused with
+/// nothing touched: stop that first. Each step is checked, and the medium
+/// is forgotten only when every one was done.
 pub fn destroy(name: &str) -> Result<(), MediaError> {
     let _lock = registry::lock()?;
     let mut all = registry::load()?;
@@ -327,6 +362,11 @@ pub fn destroy(name: &str) -> Result<(), MediaError> {
         return Err(MediaError::Usage(format!("no medium named '{name}' (storbench media list)")));
     };
     let m = all[i].clone();
+    if let Some(why) = m.mount_point.as_deref().filter(|mp| sys::is_mounted(mp)).and_then(sys::in_use) {
+        return Err(MediaError::Usage(format!(
+            "medium '{name}' is {why}: stop it first (a managed server: storbench pg down NAME); nothing was destroyed"
+        )));
+    }
     let mut errors = Vec::new();
     if let Some(mp) = &m.mount_point {
         if sys::is_mounted(mp) {
@@ -334,12 +374,11 @@ pub fn destroy(name: &str) -> Result<(), MediaError> {
                 errors.push(e.to_string());
             }
         }
-        let _ = std::fs::remove_dir(mp);
+        if !sys::is_mounted(mp) {
+            let _ = std::fs::remove_dir(mp);
+        }
     }
-    let dev = m.device.trim_start_matches("/dev/");
-    let backing = std::fs::read_to_string(format!("/sys/block/{dev}/loop/backing_file")).unwrap_or_default();
-    let attached = backing.trim() == loop_file(&m).to_string_lossy();
-    if attached {
+    if errors.is_empty() && attached(&m) {
         if m.caps.is_some() {
             if let Err(e) = sys::throttle(&m.device, None) {
                 errors.push(e.to_string());
@@ -348,13 +387,19 @@ pub fn destroy(name: &str) -> Result<(), MediaError> {
         if let Err(e) = sys::detach(&m.device) {
             errors.push(e.to_string());
         }
+        // `losetup -d` of a busy device succeeds and only marks it to go
+        // when released: see that it went.
+        if !storbench_proc::wait_until(std::time::Duration::from_secs(5), || !attached(&m)) {
+            errors.push(format!("{} is still attached to {} (in use)", m.device, loop_file(&m).display()));
+        }
     }
-    if let Some(d) = &m.daemon {
+    if let Some(d) = m.daemon.as_ref().filter(|_| errors.is_empty()) {
         if let Err(e) = emu::stop(d) {
             errors.push(e.to_string());
         }
+        emu::forget_array(d);
     }
-    if m.backing_file.exists() {
+    if errors.is_empty() && m.backing_file.exists() {
         if let Err(e) = std::fs::remove_file(&m.backing_file) {
             errors.push(format!("removing {}: {e}", m.backing_file.display()));
         }
@@ -364,6 +409,13 @@ pub fn destroy(name: &str) -> Result<(), MediaError> {
     }
     all.remove(i);
     registry::save(&all)
+}
+
+/// Whether the medium's loop device is attached to its file.
+fn attached(m: &Medium) -> bool {
+    let dev = m.device.trim_start_matches("/dev/");
+    let backing = std::fs::read_to_string(format!("/sys/block/{dev}/loop/backing_file")).unwrap_or_default();
+    backing.trim() == loop_file(m).to_string_lossy()
 }
 
 /// The medium a path lives on (its mount point prefixes the path, or the
@@ -391,11 +443,15 @@ pub fn describe_path(path: &Path) -> Option<serde_json::Value> {
         "name": m.name, "fs": m.fs, "block_size": m.block_size, "device": m.device,
         "emulate": m.emulate, "caps": m.caps, "size": m.size,
         "model": m.model, "counters": m.daemon.as_ref().map(|d| &d.counters),
+        "emu_floor": m.daemon.as_ref().and_then(|d| d.floor.as_ref()),
         "note": note,
     }))
 }
 
-/// The directory a TARGET names: a medium's mount point, or a path as given.
+/// The directory a TARGET names: a medium's mount point, or a path. A
+/// name without `/` that is neither a medium nor an existing path is bad
+/// input (a mistyped medium must not become a directory under the current
+/// one), and so is a path whose parent directory does not exist.
 pub fn target_dir(target: &str) -> Result<PathBuf, MediaError> {
     if !target.contains('/') {
         if let Some(m) = get(target)? {
@@ -405,6 +461,43 @@ pub fn target_dir(target: &str) -> Result<PathBuf, MediaError> {
                 ))
             });
         }
+        if !Path::new(target).exists() {
+            return Err(MediaError::Usage(format!(
+                "'{target}' is neither a medium (storbench media list) nor an existing path; give a medium's name or a path such as ./{target}"
+            )));
+        }
+        return Ok(PathBuf::from(target));
     }
-    Ok(PathBuf::from(target))
+    let p = PathBuf::from(target);
+    let parent = match p.parent() {
+        Some(d) if d.as_os_str().is_empty() => Path::new("."),
+        Some(d) => d,
+        None => Path::new("/"),
+    };
+    if !parent.is_dir() {
+        return Err(MediaError::Usage(format!(
+            "{target}: its parent directory {} does not exist",
+            parent.display()
+        )));
+    }
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_is_a_medium_an_existing_path_or_a_path_whose_parent_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        std::env::set_var("STORBENCH_STATE", dir.path().join("state"));
+        let inside = dir.path().join("new");
+        assert_eq!(target_dir(inside.to_str().unwrap()).unwrap(), inside);
+        let deep = dir.path().join("no/such/dir");
+        let e = target_dir(deep.to_str().unwrap()).unwrap_err().to_string();
+        assert!(e.contains("parent directory") && e.contains("no/such"), "{e}");
+        let e = target_dir("nosuchmedium").unwrap_err().to_string();
+        assert!(e.contains("'nosuchmedium' is neither a medium"), "{e}");
+        assert!(matches!(target_dir("nosuchmedium"), Err(MediaError::Usage(_))));
+    }
 }

@@ -9,55 +9,7 @@ use crate::{Caps, MediaError};
 /// Whether storbench runs as root (and so can give files to a server's
 /// user and run commands as it).
 pub fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// `/proc/PID/stat`'s fields after the command name (state, ppid, …), or
-/// None when no such process is.
-fn proc_stat(pid: u32) -> Option<Vec<String>> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    Some(text.rsplit_once(')')?.1.split_whitespace().map(str::to_string).collect())
-}
-
-/// Whether process `pid` runs: it exists and has not ended (a zombie, or
-/// one being reaped, only waits for its parent).
-pub fn process_runs(pid: u32) -> bool {
-    proc_stat(pid).is_some_and(|f| f.first().is_some_and(|s| s != "Z" && s != "X"))
-}
-
-/// When process `pid` started, in clock ticks after boot (field 22): with
-/// the pid, it names one process even after the pid is reused.
-pub fn process_start(pid: u32) -> Option<u64> {
-    proc_stat(pid)?.get(19)?.parse().ok()
-}
-
-/// Gives `p` and everything under it to `user` and its login group
-/// (`chown -R user:`), when run as root and `user` is not root; else
-/// nothing to do.
-pub fn chown(p: &Path, user: &str) -> Result<(), MediaError> {
-    if is_root() && user != "root" {
-        run(
-            Command::new("chown").args(["-R", &format!("{user}:")]).arg(p),
-            &format!("giving {} to {user}", p.display()),
-        )?;
-    }
-    Ok(())
-}
-
-/// Can `user` reach (traverse to) `dir`: can it enter `dir`'s parent? Run
-/// as another user only as root; otherwise true.
-pub fn reachable(dir: &Path, user: &str) -> bool {
-    if !is_root() || user == "root" {
-        return true;
-    }
-    let parent = dir.parent().unwrap_or(dir);
-    Command::new("runuser")
-        .args(["-u", user, "--", "test", "-x"])
-        .arg(parent)
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    storbench_proc::is_root()
 }
 
 pub(crate) fn now() -> String {
@@ -181,22 +133,43 @@ pub(crate) fn mount(fs: &str, bs: u64, dev: &str, at: &Path) -> Result<(), Media
     .map(|_| ())
 }
 
+/// Unmounts `at`; a busy filesystem is an error naming what holds it, never
+/// a lazy unmount that would leave it alive under a process.
 pub(crate) fn umount(at: &Path) -> Result<(), MediaError> {
     let r = run(Command::new("umount").arg(at), &format!("unmounting {}", at.display()));
     if r.is_err() {
-        // Busy (a shell or a server inside): detach lazily.
+        if let Some(why) = in_use(at) {
+            return Err(MediaError::Failed(format!("unmounting {}: {why}", at.display())));
+        }
+    }
+    r.map(|_| ())
+}
+
+/// Unmounts `at`, lazily when it is busy: only for a medium whose device is
+/// gone anyway (after a power cut), where no process can use it again.
+pub(crate) fn umount_lazily(at: &Path) -> Result<(), MediaError> {
+    if umount(at).is_err() {
         run(Command::new("umount").arg("-l").arg(at), &format!("unmounting {}", at.display()))?;
     }
     Ok(())
 }
 
+/// What holds the filesystem mounted at `at` (`in use by pid 123 (postgres
+/// -D …)`), or None when nothing does.
+pub(crate) fn in_use(at: &Path) -> Option<String> {
+    let h = storbench_proc::holders(at);
+    let first = h.first()?;
+    let mut cmd = first.command.clone();
+    if cmd.len() > 80 {
+        cmd.truncate(cmd.char_indices().nth(77).map(|(i, _)| i).unwrap_or(cmd.len()));
+        cmd.push_str("...");
+    }
+    let more = if h.len() > 1 { format!(" and {} more", h.len() - 1) } else { String::new() };
+    Some(format!("in use by pid {} ({cmd}){more}", first.pid))
+}
+
 pub(crate) fn is_mounted(at: &Path) -> bool {
-    let want = std::fs::canonicalize(at).unwrap_or_else(|_| at.to_path_buf());
-    std::fs::read_to_string("/proc/mounts")
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(1))
-        .any(|m| Path::new(&m.replace("\\040", " ")) == want)
+    storbench_proc::is_mounted(at)
 }
 
 const V1: &str = "/sys/fs/cgroup/blkio";
@@ -251,7 +224,9 @@ enum Step {
     Rmdir(PathBuf),
     Umount(PathBuf),
     Unthrottle(String),
-    StopDaemon(Box<crate::emu::Daemon>),
+    /// Anything else the caller knows how to undo (stopping a model's
+    /// daemon: `emu` uses this module, so this module does not name it).
+    Call(Box<dyn FnOnce()>),
 }
 
 /// What to reverse if creation fails, newest first.
@@ -274,8 +249,8 @@ impl Undo {
     pub(crate) fn unthrottle(&mut self, d: &str) {
         self.0.push(Step::Unthrottle(d.to_string()));
     }
-    pub(crate) fn stop_daemon(&mut self, d: &crate::emu::Daemon) {
-        self.0.push(Step::StopDaemon(Box::new(d.clone())));
+    pub(crate) fn call(&mut self, f: impl FnOnce() + 'static) {
+        self.0.push(Step::Call(Box::new(f)));
     }
     pub(crate) fn forget(&mut self) {
         self.0.clear();
@@ -288,7 +263,10 @@ impl Undo {
                 Step::Rmdir(p) => std::fs::remove_dir(p).map_err(|e| MediaError::Failed(e.to_string())),
                 Step::Umount(p) => umount(&p),
                 Step::Unthrottle(d) => throttle(&d, None),
-                Step::StopDaemon(d) => crate::emu::stop(&d),
+                Step::Call(f) => {
+                    f();
+                    Ok(())
+                }
             };
         }
     }
@@ -297,94 +275,5 @@ impl Undo {
 impl Drop for Undo {
     fn drop(&mut self) {
         self.run();
-    }
-}
-
-/// A cgroup-v1 memory group (`/sys/fs/cgroup/memory/NAME`): a limit on the
-/// memory, page cache included, of the processes in it. Processes a member
-/// starts are members too, so joining before spawning a server puts the
-/// server in it. `--memory-limit` (a command in a group for its life) and
-/// managed PostgreSQL (a server in a group for the instance's life) use it.
-pub struct MemoryGroup {
-    dir: PathBuf,
-}
-
-/// Where the memory controller is mounted.
-const MEMORY_ROOT: &str = "/sys/fs/cgroup/memory";
-
-impl MemoryGroup {
-    /// Creates (or takes over) group `name` with a limit of `bytes`.
-    pub fn create(name: &str, bytes: u64) -> Result<MemoryGroup, MediaError> {
-        let root = Path::new(MEMORY_ROOT);
-        if !root.join("memory.limit_in_bytes").exists() {
-            return Err(MediaError::Usage(format!(
-                "--memory-limit: this machine has no cgroup-v1 memory controller at {MEMORY_ROOT}"
-            )));
-        }
-        if bytes < 64 << 20 {
-            return Err(MediaError::Usage(format!(
-                "--memory-limit {}: give at least 64M (the command itself needs tens of MB)",
-                storbench_metrics::units::format_size(bytes)
-            )));
-        }
-        let dir = root.join(name);
-        let fail = |what: &str, e: std::io::Error| {
-            MediaError::Usage(format!("--memory-limit: {what} {}: {e} (it needs root)", dir.display()))
-        };
-        std::fs::create_dir_all(&dir).map_err(|e| fail("creating", e))?;
-        std::fs::write(dir.join("memory.limit_in_bytes"), bytes.to_string())
-            .map_err(|e| fail("limiting", e))?;
-        Ok(MemoryGroup { dir })
-    }
-
-    /// The group `name` if it exists.
-    pub fn existing(name: &str) -> Option<MemoryGroup> {
-        let dir = Path::new(MEMORY_ROOT).join(name);
-        dir.is_dir().then_some(MemoryGroup { dir })
-    }
-
-    /// Moves this process (every thread) into the group; what it starts
-    /// from now on is in it too. Drops the host's clean page cache first
-    /// (pages cached before are charged to no limit and would answer the
-    /// reads the limit is there to send to the storage).
-    pub fn join(&self) -> Result<(), MediaError> {
-        // SAFETY: sync(2) takes no arguments and cannot fail.
-        unsafe { libc::sync() };
-        let _ = std::fs::write("/proc/sys/vm/drop_caches", "1");
-        std::fs::write(self.dir.join("cgroup.procs"), std::process::id().to_string()).map_err(|e| {
-            MediaError::Usage(format!("--memory-limit: joining {}: {e} (it needs root)", self.dir.display()))
-        })
-    }
-
-    /// Moves this process back to the root group (members it started stay).
-    pub fn leave(&self) {
-        let _ = std::fs::write(Path::new(MEMORY_ROOT).join("cgroup.procs"), std::process::id().to_string());
-    }
-
-    /// Removes the groups named `PREFIX-PID` whose process is gone (left by
-    /// a command killed before it could remove its own; a group that still
-    /// holds processes is not removed by the kernel, so nothing live is
-    /// touched).
-    pub fn sweep(prefix: &str) {
-        let Ok(dir) = std::fs::read_dir(MEMORY_ROOT) else { return };
-        for e in dir.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let Some(pid) = name.strip_prefix(prefix).and_then(|p| p.strip_prefix('-')) else { continue };
-            if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
-                let _ = std::fs::remove_dir(e.path());
-            }
-        }
-    }
-
-    /// Removes the group once it is empty (retrying briefly while the
-    /// last members exit); false if members remain.
-    pub fn remove(&self) -> bool {
-        for _ in 0..20 {
-            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
-                return true;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        false
     }
 }

@@ -7,10 +7,13 @@
 //! value may use `{target}` (the path of the cell's target), `{db}` (the URL
 //! of the cell's database) and `{AXIS}` for any other axis. The matrix is
 //! axes × workloads × repeats; each cell becomes one `storbench` command
-//! line. This crate parses, validates and expands; the binary executes.
+//! line. This crate parses, validates and expands, and [`exec`] runs the
+//! cells through a runner the binary hands in (which does the work).
 //! Errors name the file, the line and the key.
 
 #![deny(missing_docs)]
+
+pub mod exec;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -89,6 +92,38 @@ pub struct MediaDef {
     /// the directory the plan runs in; `{plan}` is the plan's name).
     #[serde(default)]
     pub trace: Option<String>,
+    /// An array of modelled members (`--array`: raid0, raid1, raid10,
+    /// raid5, raid6, raid50, raid60); exclusive with `model` and `emulate`.
+    #[serde(default)]
+    pub array: Option<String>,
+    /// Members (`--disks`).
+    #[serde(default)]
+    pub disks: Option<usize>,
+    /// Stripe unit (`--chunk`, default 64k).
+    #[serde(default)]
+    pub chunk: Option<String>,
+    /// Parity groups of raid50/raid60 (`--groups`, default 2).
+    #[serde(default)]
+    pub groups: Option<usize>,
+    /// The members' model (`--member`): a built-in or a TOML file (relative
+    /// to the directory the plan runs in).
+    #[serde(default)]
+    pub member: Option<String>,
+    /// Member parameter overrides (`--member-set KEY=VALUE`).
+    #[serde(default)]
+    pub member_set: std::collections::BTreeMap<String, String>,
+    /// A link before each member (`--member-link up=…,down=…,bw=…`).
+    #[serde(default)]
+    pub member_link: Option<String>,
+    /// A controller write cache (`--controller-cache SIZE`).
+    #[serde(default)]
+    pub controller_cache: Option<String>,
+    /// Its battery, on or off (`--cache-battery`).
+    #[serde(default)]
+    pub cache_battery: Option<String>,
+    /// Its destage policy, idle or full (`--controller-destage`).
+    #[serde(default)]
+    pub controller_destage: Option<String>,
 }
 
 impl MediaDef {
@@ -111,6 +146,33 @@ impl MediaDef {
         if let Some(t) = &self.trace {
             v.push("--trace".into());
             v.push(t.replace("{plan}", plan));
+        }
+        v
+    }
+
+    /// The `media create` flags of an array, in order (none without `array`).
+    pub fn array_flags(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        let Some(layout) = &self.array else { return v };
+        v.extend(["--array".to_string(), layout.clone()]);
+        let disks = self.disks.map(|d| d.to_string());
+        let groups = self.groups.map(|g| g.to_string());
+        for (flag, val) in [
+            ("--disks", &disks),
+            ("--chunk", &self.chunk),
+            ("--groups", &groups),
+            ("--member", &self.member),
+            ("--member-link", &self.member_link),
+            ("--controller-cache", &self.controller_cache),
+            ("--cache-battery", &self.cache_battery),
+            ("--controller-destage", &self.controller_destage),
+        ] {
+            if let Some(x) = val {
+                v.extend([flag.to_string(), x.clone()]);
+            }
+        }
+        for (k, x) in &self.member_set {
+            v.extend(["--member-set".to_string(), format!("{k}={x}")]);
         }
         v
     }
@@ -434,7 +496,10 @@ pub fn parse(file: &str, text: &str, quick: bool) -> Result<(PlanDef, Vec<Cell>)
     let mut def: PlanDef = toml::from_str(text).map_err(|e| PlanError {
         file: file.to_string(),
         line: e.span().map(|s| src.line_of(s.start)),
-        msg: e.message().trim().to_string(),
+        msg: match e.span().and_then(|s| key_before(text, s.start)) {
+            Some(key) => format!("{key}: {}", e.message().trim()),
+            None => e.message().trim().to_string(),
+        },
     })?;
     if def.name.trim().is_empty() || !def.name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
     {
@@ -444,32 +509,7 @@ pub fn parse(file: &str, text: &str, quick: bool) -> Result<(PlanDef, Vec<Cell>)
         );
     }
     if quick {
-        let Some(q) = def.quick.clone() else {
-            return src.err_at(None, "this plan has no [quick] form");
-        };
-        if let Some(r) = q.repeats {
-            def.repeats = r;
-        }
-        for (k, v) in q.axes {
-            def.axes.insert(k, v);
-        }
-        for w in &mut def.workloads {
-            for (k, v) in &q.init {
-                if let Some(old) = w.init.get_mut(k) {
-                    *old = Spanned::new(old.span(), v.clone());
-                }
-            }
-            for (k, v) in &q.set {
-                // `tpch run` and `backup` have no ramp-up or duration (they
-                // run to their end): a quick form only shortens the flags
-                // such a workload names itself.
-                if matches!(w.kind.get_ref().as_str(), "tpch" | "backup") && !w.run.contains_key(k) {
-                    continue;
-                }
-                let span = w.run.get(k).map(|o| o.span()).unwrap_or_else(|| w.kind.span());
-                w.run.insert(k.clone(), Spanned::new(span, v.clone()));
-            }
-        }
+        apply_quick(&src, &mut def)?;
     }
     if def.repeats == 0 {
         return src.err_at(
@@ -483,6 +523,46 @@ pub fn parse(file: &str, text: &str, quick: bool) -> Result<(PlanDef, Vec<Cell>)
             "no [[workload]]: a plan runs at least one (kind = \"io\", \"tpcb\", \"tpcc\" or \"tpch\")",
         );
     }
+    check_targets_and_dbs(&src, &def)?;
+    check_axes_and_workloads(&src, &def)?;
+    let cells = expand(&def);
+    Ok((def, cells))
+}
+
+/// Puts a plan's quick form (its [quick] table) over the plan.
+fn apply_quick(src: &Src<'_>, def: &mut PlanDef) -> Result<(), PlanError> {
+    let Some(q) = def.quick.clone() else {
+        return src.err_at(None, "this plan has no [quick] form");
+    };
+    if let Some(r) = q.repeats {
+        def.repeats = r;
+    }
+    for (k, v) in q.axes {
+        def.axes.insert(k, v);
+    }
+    for w in &mut def.workloads {
+        for (k, v) in &q.init {
+            if let Some(old) = w.init.get_mut(k) {
+                *old = Spanned::new(old.span(), v.clone());
+            }
+        }
+        for (k, v) in &q.set {
+            // `tpch run` and `backup` have no ramp-up or duration (they
+            // run to their end): a quick form only shortens the flags
+            // such a workload names itself.
+            if matches!(w.kind.get_ref().as_str(), "tpch" | "backup") && !w.run.contains_key(k) {
+                continue;
+            }
+            let span = w.run.get(k).map(|o| o.span()).unwrap_or_else(|| w.kind.span());
+            w.run.insert(k.clone(), Spanned::new(span, v.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Each target is a path or a medium; each db a URL or a managed instance
+/// placed on targets of the plan, its replication keys on standbys.
+fn check_targets_and_dbs(src: &Src<'_>, def: &PlanDef) -> Result<(), PlanError> {
     for (name, t) in &def.targets {
         let d = t.get_ref();
         if d.path.is_some() == d.media.is_some() {
@@ -535,7 +615,7 @@ pub fn parse(file: &str, text: &str, quick: bool) -> Result<(PlanDef, Vec<Cell>)
             if m.standbys.unwrap_or(0) == 0 && key != "sync" {
                 return src.err_at(Some(v.span()), format!("db '{name}': {key} needs standbys = N"));
             }
-            check_value(&src, &def, key, v)?;
+            check_value(src, def, key, v)?;
             // A placement without placeholders names a target of the plan;
             // one with them is checked when the cell fills it.
             if let (true, Some(t)) = (key.starts_with("standby_"), v.get_ref().as_str()) {
@@ -548,6 +628,12 @@ pub fn parse(file: &str, text: &str, quick: bool) -> Result<(PlanDef, Vec<Cell>)
             }
         }
     }
+    Ok(())
+}
+
+/// Axes name defined values; workloads are known kinds, grouped sensibly,
+/// with flag values that hold.
+fn check_axes_and_workloads(src: &Src<'_>, def: &PlanDef) -> Result<(), PlanError> {
     for (axis, values) in &def.axes {
         if values.get_ref().is_empty() {
             return src.err_at(Some(values.span()), format!("axis '{axis}' has no values"));
@@ -607,11 +693,10 @@ pub fn parse(file: &str, text: &str, quick: bool) -> Result<(PlanDef, Vec<Cell>)
             }
         }
         for (k, v) in w.run.iter().chain(w.init.iter()) {
-            check_value(&src, &def, k, v)?;
+            check_value(src, def, k, v)?;
         }
     }
-    let cells = expand(&def);
-    Ok((def, cells))
+    Ok(())
 }
 
 fn list_or_none(v: &[String]) -> String {
@@ -627,8 +712,64 @@ fn line_span(text: &str, line: usize) -> std::ops::Range<usize> {
     start..start
 }
 
+/// The key whose value starts at `offset`: the name before the last `=`
+/// on that line before it (`repeats = "three"`, `run = { duration = x }`),
+/// so a type error names the key, not only the line.
+fn key_before(text: &str, offset: usize) -> Option<String> {
+    let before = text.get(..offset)?;
+    let line = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
+    let lhs = line[..line.rfind('=')?].trim_end();
+    let start =
+        lhs.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).map_or(0, |i| i + 1);
+    Some(&lhs[start..]).filter(|k| !k.is_empty()).map(str::to_string)
+}
+
+/// Flags whose value is a duration. In a plan it is a string with its unit:
+/// a bare number (`duration = 5`) is refused, not read as seconds, since
+/// TOML gives no unit to read and 5 may have meant minutes.
+/// Every flag a plan may give whose value is a duration (and their
+/// aliases): a bare number there is refused, never read as seconds. Keep in
+/// step with the commands' duration flags (io, tpcc/tpcb/tpch, durability,
+/// pg, media calibrate/validate). `latency_limit` is not here: a bare number
+/// is milliseconds there, as in pgbench.
+const DURATION_KEYS: &[&str] = &[
+    "duration",
+    "runtime",
+    "rampup",
+    "ramp_time",
+    "reconnect_for",
+    "timeout",
+    "idle",
+    "burst",
+    "progress",
+    "cut_after",
+    "kill_after",
+    "wait",
+    "cell_time",
+    "db_time",
+];
+
+/// A duration flag's value: a string that reads as a duration (or holds a
+/// placeholder, checked once the cell's axes fill it).
+fn check_duration(src: &Src<'_>, key: &str, v: &Spanned<toml::Value>) -> Result<(), PlanError> {
+    match v.get_ref() {
+        toml::Value::String(s) if !placeholders(s).is_empty() => Ok(()),
+        toml::Value::String(s) => match parse_duration(s) {
+            Ok(_) => Ok(()),
+            Err(e) => src.err_at(Some(v.span()), format!("{key} = \"{s}\": {e}")),
+        },
+        other => src.err_at(
+            Some(v.span()),
+            format!("{key} = {other}: a duration is a string with its unit, e.g. \"30s\", \"500ms\", \"2m\""),
+        ),
+    }
+}
+
 /// Checks a flag value's placeholders refer to axes that exist.
 fn check_value(src: &Src<'_>, def: &PlanDef, key: &str, v: &Spanned<toml::Value>) -> Result<(), PlanError> {
+    if DURATION_KEYS.contains(&key.replace('-', "_").as_str()) {
+        check_duration(src, key, v)?;
+    }
     match v.get_ref() {
         toml::Value::String(s) => {
             for ph in placeholders(s) {
@@ -1143,5 +1284,29 @@ run = { db = "{db}", to = "{target}/bk-{cell}" }
         .unwrap_err()
         .to_string();
         assert!(e.contains("no [quick] form"), "{e}");
+    }
+
+    /// Regression (issue 24): `duration = 5` ran a 5 s cell, and
+    /// `repeats = "three"` named the line but not the key.
+    #[test]
+    fn a_number_for_a_duration_and_a_word_for_repeats_name_their_key_and_line() {
+        let e = err(&PLAN.replace("duration = \"10s\"", "duration = 5"));
+        assert!(
+            e.starts_with("p.toml:19:") && e.contains("duration = 5: a duration is a string with its unit"),
+            "{e}"
+        );
+        let e = err(&PLAN.replace("duration = \"10s\"", "duration = \"ten\""));
+        assert!(e.contains("p.toml:19:") && e.contains("duration = \"ten\": 'ten' is not a duration"), "{e}");
+        let e = err(&PLAN.replace("repeats = 2", "repeats = \"three\""));
+        assert!(e.starts_with("p.toml:3:") && e.contains("repeats: invalid type: string \"three\""), "{e}");
+        let quick = PLAN.replace("set = { duration = \"1s\" }", "set = { rampup = 1 }");
+        let e = parse("p.toml", &quick, true).unwrap_err().to_string();
+        assert!(e.contains("rampup = 1: a duration is a string"), "{e}");
+        // Every duration flag, not only the step's own (the review's list).
+        for key in ["cut_after", "idle", "kill_after", "cell_time", "progress"] {
+            let quick = PLAN.replace("set = { duration = \"1s\" }", &format!("set = {{ {key} = 5 }}"));
+            let e = parse("p.toml", &quick, true).unwrap_err().to_string();
+            assert!(e.contains(&format!("{key} = 5: a duration is a string")), "{key}: {e}");
+        }
     }
 }

@@ -2,14 +2,19 @@
 //! step label), with the ratio B/A and a noise verdict. A side is one run or
 //! the repeats of a plan cell (`PLAN:LABEL`); the verdict says "within noise"
 //! when the repeats' min–max ranges overlap, and says no spread is known when
-//! neither side has repeats.
+//! neither side has repeats. It opens with the headline figures (the kind's
+//! main figures, as the report leads with them) and names the settings and
+//! environment keys in which the two sides differ, so a ratio between runs
+//! of different sizes or durations is never shown without a word. A
+//! [`Filter`] keeps the headline figures only, or the figures whose names
+//! match a pattern. A side compared with itself is refused.
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
 use storbench_results::{RunFilter, Store};
 
-use crate::model::{emulation_note, select, RunData, Stat};
+use crate::model::{emulation_note, flatten, select, RunData, Stat};
 use crate::tables::Table;
 use crate::ReportError;
 
@@ -152,6 +157,20 @@ impl Comparison {
                 a.name, a.kind, b.name, b.kind
             )));
         }
+        let same: Vec<String> = a
+            .runs
+            .iter()
+            .filter(|r| b.runs.iter().any(|x| x.run.id == r.run.id))
+            .map(|r| format!("#{}", r.run.id))
+            .collect();
+        if !same.is_empty() {
+            return Err(ReportError::Incomparable(format!(
+                "'{}' and '{}' both hold run {}: a run compared with itself differs in nothing; give two different runs or cells",
+                a.name,
+                b.name,
+                same.join(", ")
+            )));
+        }
         let mut steps: Vec<String> = Vec::new();
         for s in a.runs.iter().flat_map(|r| &r.steps) {
             if !steps.contains(&s.label) && b.runs.iter().any(|r| r.step(&s.label).is_some()) {
@@ -186,6 +205,121 @@ impl Comparison {
             )));
         }
         Ok(Comparison { a, b, rows })
+    }
+
+    /// Keeps the rows `filter` selects. A filter that keeps nothing is bad
+    /// input (it names the figures there are).
+    pub fn retain(&mut self, filter: &Filter) -> Result<(), ReportError> {
+        if filter.is_empty() {
+            return Ok(());
+        }
+        let heads = self.headline_metrics();
+        let before: Vec<String> = {
+            let mut v: Vec<String> = self.rows.iter().map(|r| r.metric.clone()).collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        self.rows.retain(|r| {
+            (!filter.headline || heads.iter().any(|h| h.0 == r.metric))
+                && (filter.metrics.is_empty() || filter.metrics.iter().any(|p| metric_matches(p, &r.metric)))
+        });
+        if self.rows.is_empty() {
+            let what = match (filter.headline, filter.metrics.is_empty()) {
+                (true, true) => "--headline".to_string(),
+                (false, _) => format!("--metric {}", filter.metrics.join(",")),
+                (true, false) => format!("--headline with --metric {}", filter.metrics.join(",")),
+            };
+            let mut shown: Vec<&str> = before.iter().map(String::as_str).take(12).collect();
+            if before.len() > 12 {
+                shown.push("…");
+            }
+            return Err(ReportError::Incomparable(format!(
+                "{what} keeps none of the figures the two sides share ({}); a pattern is part of a name, or a glob with *",
+                shown.join(", ")
+            )));
+        }
+        Ok(())
+    }
+
+    /// The headline metric of each main figure of the kind among the rows.
+    fn headline_metrics(&self) -> Vec<(String, &'static str)> {
+        let mut names: Vec<String> = self.rows.iter().map(|r| r.metric.clone()).collect();
+        names.sort();
+        names.dedup();
+        crate::kinds::headline_metrics(&self.a.kind, &names)
+    }
+
+    /// What the comparison opens with: each headline figure, step by step,
+    /// A → B with the ratio and the verdict.
+    pub fn headline(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (metric, label) in self.headline_metrics() {
+            let rows: Vec<&CompareRow> = self.rows.iter().filter(|r| r.metric == metric).collect();
+            if rows.is_empty() {
+                continue;
+            }
+            let clauses: Vec<String> = rows
+                .iter()
+                .take(8)
+                .map(|r| {
+                    let (a, b) = (r.a.median(), r.b.median());
+                    let ratio = r
+                        .ratio
+                        .map(|x| format!("{}×", crate::findings::ratio(x)))
+                        .unwrap_or_else(|| "–".into());
+                    let verdict = match r.noise {
+                        Noise::Unknown => String::new(),
+                        n => format!(", {}", n.as_str()),
+                    };
+                    format!(
+                        "{} {} → {} ({ratio}{verdict})",
+                        r.step,
+                        crate::kinds::with_unit(a, &r.metric, &r.unit),
+                        crate::kinds::with_unit(b, &r.metric, &r.unit)
+                    )
+                })
+                .collect();
+            let more =
+                if rows.len() > 8 { format!("; {} more steps below", rows.len() - 8) } else { String::new() };
+            out.push(format!("{label}: {}{more}.", clauses.join("; ")));
+        }
+        out
+    }
+
+    /// The settings (`config`) and environment keys whose values differ
+    /// between the sides: `duration: A 12s, B 3s`. Keys whose values differ
+    /// among one side's repeats show each.
+    pub fn differences(&self) -> (Vec<String>, Vec<String>) {
+        let side_values = |s: &Side, env: bool| -> Vec<std::collections::BTreeMap<String, String>> {
+            s.runs
+                .iter()
+                .map(|r| {
+                    let mut v = Vec::new();
+                    flatten("", if env { &r.run.env } else { &r.run.config }, &mut v);
+                    v.into_iter().collect()
+                })
+                .collect()
+        };
+        let differ = |env: bool| -> Vec<String> {
+            let (va, vb) = (side_values(&self.a, env), side_values(&self.b, env));
+            let mut keys: Vec<&String> = va.iter().chain(&vb).flat_map(|m| m.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            let vals = |maps: &[std::collections::BTreeMap<String, String>], k: &str| {
+                let mut v: Vec<String> =
+                    maps.iter().map(|m| m.get(k).cloned().unwrap_or_else(|| "(none)".into())).collect();
+                v.dedup();
+                v.join(" | ")
+            };
+            keys.into_iter()
+                .filter_map(|k| {
+                    let (x, y) = (vals(&va, k), vals(&vb, k));
+                    (x != y).then(|| format!("{k}: A {x}, B {y}"))
+                })
+                .collect()
+        };
+        (differ(false), differ(true))
     }
 
     fn table(&self) -> Table {
@@ -227,6 +361,36 @@ impl Comparison {
         }
     }
 
+    /// Lines above the table: the headline, then what differs between the
+    /// sides besides what is measured.
+    fn preamble(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let head = self.headline();
+        if !head.is_empty() {
+            out.push(format!("Headline, B against A — {}", head.join(" ")));
+        }
+        let (config, env) = self.differences();
+        if config.is_empty() {
+            out.push("Settings: the same on both sides.".into());
+        } else {
+            out.push(format!(
+                "Settings differ ({}): {}. Ratios below compare runs made with different settings.",
+                config.len(),
+                config.join("; ")
+            ));
+        }
+        if !env.is_empty() {
+            let shown: Vec<&str> = env.iter().map(String::as_str).take(8).collect();
+            let more = if env.len() > 8 {
+                format!("; and {} more (storbench results show RUN)", env.len() - 8)
+            } else {
+                String::new()
+            };
+            out.push(format!("Environment differs ({}): {}{more}.", env.len(), shown.join("; ")));
+        }
+        out
+    }
+
     fn notes(&self) -> Vec<String> {
         let mut n = Vec::new();
         if self.a.runs.len() < 2 && self.b.runs.len() < 2 {
@@ -260,15 +424,25 @@ impl Comparison {
         let beyond = self.rows.iter().filter(|r| r.noise == Noise::Beyond).count();
         let within = self.rows.iter().filter(|r| r.noise == Noise::WithinNoise).count();
         n.push(format!(
-            "{} figures compared: {beyond} beyond noise, {within} within noise.",
-            self.rows.len()
+            "{} figures compared: {beyond} beyond noise, {within} within noise{}.",
+            self.rows.len(),
+            if self.rows.len() > 20 {
+                " (--headline: the main figures alone; --metric PATTERN: figures by name)"
+            } else {
+                ""
+            }
         ));
         n
     }
 
     /// The comparison for a terminal.
     pub fn to_text(&self) -> String {
-        let mut out = self.table().to_text();
+        let mut out = String::new();
+        for l in self.preamble() {
+            let _ = writeln!(out, "{l}");
+        }
+        out.push('\n');
+        out.push_str(&self.table().to_text());
         for l in self.notes() {
             let _ = writeln!(out, "{l}");
         }
@@ -277,7 +451,11 @@ impl Comparison {
 
     /// The comparison as Markdown.
     pub fn to_markdown(&self) -> String {
-        let mut out = self.table().to_markdown();
+        let mut out = String::new();
+        for l in self.preamble() {
+            let _ = writeln!(out, "{l}\n");
+        }
+        out.push_str(&self.table().to_markdown());
         for l in self.notes() {
             let _ = writeln!(out, "> {l}\n");
         }
@@ -293,9 +471,13 @@ impl Comparison {
                 "runs": s.runs.iter().map(|r| r.run.id).collect::<Vec<_>>(),
             })
         };
+        let (config, env) = self.differences();
         serde_json::json!({
             "a": side(&self.a),
             "b": side(&self.b),
+            "headline": self.headline(),
+            "settings_differ": config,
+            "environment_differs": env,
             "rows": self.rows.iter().map(|r| serde_json::json!({
                 "step": r.step,
                 "metric": r.metric,
@@ -307,6 +489,43 @@ impl Comparison {
             })).collect::<Vec<_>>(),
         })
     }
+}
+
+/// Which rows of a comparison to keep.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    /// Patterns of metric names (any matching keeps a row): a part of the
+    /// name, or a glob where `*` stands for any characters.
+    pub metrics: Vec<String>,
+    /// Keep only the kind's headline figures.
+    pub headline: bool,
+}
+
+impl Filter {
+    fn is_empty(&self) -> bool {
+        self.metrics.is_empty() && !self.headline
+    }
+}
+
+/// Whether metric `name` matches `pattern`: a glob when it holds `*` (the
+/// whole name must match), else a part of the name.
+pub fn metric_matches(pattern: &str, name: &str) -> bool {
+    if !pattern.contains('*') {
+        return name.contains(pattern);
+    }
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !name.starts_with(first) || name.len() < first.len() + last.len() || !name.ends_with(last) {
+        return false;
+    }
+    let mut rest = &name[first.len()..name.len() - last.len()];
+    for p in &parts[1..parts.len() - 1] {
+        match rest.find(p) {
+            Some(i) => rest = &rest[i + p.len()..],
+            None => return false,
+        }
+    }
+    true
 }
 
 #[cfg(test)]
@@ -321,5 +540,17 @@ mod tests {
         assert_eq!(Noise::judge(&s(&[10.0, 12.0]), &s(&[13.0, 14.0])), Noise::Beyond);
         assert_eq!(Noise::judge(&s(&[10.0, 12.0]), &s(&[11.0])), Noise::WithinNoise);
         assert_eq!(Noise::judge(&s(&[10.0, 12.0]), &s(&[20.0])), Noise::Beyond);
+    }
+
+    #[test]
+    fn metric_patterns_are_parts_or_globs() {
+        assert!(metric_matches("p99", "lat.p99.9"));
+        assert!(metric_matches("lat.*", "lat.p99"));
+        assert!(!metric_matches("lat.*", "io.lat.p99"));
+        assert!(metric_matches("*.p99", "io.lat.p99"));
+        assert!(!metric_matches("*.p99", "io.lat.p99.9"));
+        assert!(metric_matches("dev.*.w_await", "dev.loop0.w_await"));
+        assert!(!metric_matches("dev.*.w_await", "dev.loop0.r_await"));
+        assert!(metric_matches("*", "tps"));
     }
 }

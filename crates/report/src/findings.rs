@@ -22,6 +22,13 @@ pub struct Finding {
     pub text: String,
     /// Warnings and flags recorded by the section's runs, each naming where.
     pub warnings: Vec<String>,
+    /// What the section measured on (`storage.rs`): one line, or one per
+    /// configuration; on the first finding of a section only.
+    pub storage: Vec<String>,
+    /// What the section's latency tells that its headline does not
+    /// (stalls, a tail that jumps between load levels): a sentence each;
+    /// on the first finding of a section only.
+    pub latency: Vec<String>,
 }
 
 /// How a load level reads: `1 client`, `4 users`; a profile as its name.
@@ -252,13 +259,108 @@ pub(crate) fn findings(report: &Report) -> Vec<Finding> {
         // A cache tier (S1): hit ratio, warm-up, against the uncached disk.
         texts.extend(crate::cache::sentences(report, &s));
         let mut warnings = section_warnings(&s);
+        let mut storage = crate::storage::section_lines(&s);
+        // Where the tail tells what the percentiles do not: stalls, jumps.
+        let mut latency = latency_story(&s);
         for text in texts.into_iter().filter(|t| !t.is_empty()) {
             out.push(Finding {
                 plan: s.plan.map(str::to_string),
                 section: s.title(),
                 text,
                 warnings: std::mem::take(&mut warnings),
+                storage: std::mem::take(&mut storage),
+                latency: std::mem::take(&mut latency),
             });
+        }
+    }
+    out
+}
+
+/// A latency in µs as people read it: `272 µs`, `7.10 ms`, `4.64 s`.
+fn lat_text(us: f64) -> String {
+    if us >= 1e6 {
+        format!("{} s", crate::model::fmt_num(us / 1e6))
+    } else {
+        with_unit(us, "lat", "us")
+    }
+}
+
+/// The latency figures that tell what the headline does not, one sentence
+/// each (said of the section, so without its name): stalls (a mean above p99, or a maximum of at least 100 ms and 50×
+/// p99: a few operations far longer than the rest, which percentiles up to
+/// p99 hide), and a tail that jumps between load levels (p99.9 growing 5×
+/// or more, to at least 1 ms, from one level to the next). Medians over
+/// repeats, as the latency table shows them.
+pub(crate) fn latency_story(s: &Section<'_>) -> Vec<String> {
+    let p = s.spec().latency_prefix;
+    let levels = s.load_levels();
+    let numeric = levels.iter().all(|l| l.1.is_some());
+    let axis = s.row_axis();
+    let many = s.groups.len() > 1;
+    let mut out = Vec::new();
+    for g in &s.groups {
+        let who = if many { format!(" ({})", s.short_label(g)) } else { String::new() };
+        let fig = |step: &str, w: &str| g.stat(step, &format!("{p}.{w}")).median();
+        let at = |label: &str, level: Option<f64>| {
+            if numeric {
+                level_words(axis, label, level)
+            } else {
+                label.to_string()
+            }
+        };
+        // Stalls: the step where the maximum stands furthest above p99.
+        let mut worst: Option<(&str, Option<f64>, f64, f64, f64)> = None;
+        for (label, level) in &levels {
+            let (mean, p99, max) = (fig(label, "mean"), fig(label, "p99"), fig(label, "max"));
+            if !(p99 > 0.0 && max.is_finite() && mean.is_finite()) {
+                continue;
+            }
+            let stalls = mean > p99 || (max >= 100_000.0 && max >= 50.0 * p99);
+            if stalls && worst.is_none_or(|w| max / p99 > w.4 / w.3) {
+                worst = Some((label, *level, mean, p99, max));
+            }
+        }
+        if let Some((label, level, mean, p99, max)) = worst {
+            let lead = if mean > p99 {
+                format!("mean {} above p99 {}", lat_text(mean), lat_text(p99))
+            } else {
+                format!("p99 {}", lat_text(p99))
+            };
+            let what = if max >= 1e6 { "multi-second stalls" } else { "stalls far longer than the rest" };
+            out.push(format!(
+                "Latency at {}{who}: {lead}, max {} — a few {what}.",
+                at(label, level),
+                lat_text(max)
+            ));
+        }
+        // A tail that jumps from one load level to the next.
+        if numeric {
+            let pts: Vec<(&str, Option<f64>, f64, f64)> = levels
+                .iter()
+                .map(|(l, lv)| (l.as_str(), *lv, fig(l, "p99.9"), fig(l, "p99")))
+                .filter(|x| x.2.is_finite() && x.2 > 0.0)
+                .collect();
+            let jump = pts
+                .windows(2)
+                .map(|w| (w[1].2 / w[0].2, w))
+                .filter(|(r, w)| *r >= 5.0 && w[1].2 >= 1000.0)
+                .max_by(|a, b| a.0.total_cmp(&b.0));
+            if let Some((r, w)) = jump {
+                let (a, b) = (&w[0], &w[1]);
+                let p99 = if a.3.is_finite() && b.3.is_finite() {
+                    format!("; p99 {} → {}", lat_text(a.3), lat_text(b.3))
+                } else {
+                    String::new()
+                };
+                out.push(format!(
+                    "p99.9 latency{who} jumps from {} at {} to {} at {} ({}×{p99}).",
+                    lat_text(a.2),
+                    at(a.0, a.1),
+                    lat_text(b.2),
+                    at(b.0, b.1),
+                    ratio(r)
+                ));
+            }
         }
     }
     out

@@ -16,8 +16,74 @@ use crate::tables::{
 };
 use crate::ReportError;
 
-const W: u32 = 860;
-const H: u32 = 380;
+/// A chart's canvas. Every chart is drawn twice: for a desktop, and for a
+/// phone at about the width a phone shows it (~370 CSS px), so its text
+/// keeps its size instead of shrinking with the picture (an 860 px chart
+/// scaled to a phone's width took its labels from 10 px to 4 px); CSS
+/// shows the one that fits.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Canvas {
+    /// Width and height in px.
+    pub w: u32,
+    /// Height in px (of one panel, for stacked time panels: scaled).
+    pub h: u32,
+    /// Font size of labels, axis names and legends (plotters writes an
+    /// SVG font size of this / 1.24: 15 is 12.1 px).
+    pub text: u32,
+    /// Font size of the chart's title.
+    pub caption: u32,
+    /// Room left of the plot for the y labels.
+    pub y_area: u32,
+    /// Drawn for a phone.
+    pub narrow: bool,
+}
+
+/// A desktop's chart.
+pub(crate) const WIDE: Canvas = Canvas { w: 860, h: 380, text: 14, caption: 18, y_area: 70, narrow: false };
+/// A phone's chart: drawn at the width it is shown at.
+pub(crate) const NARROW: Canvas = Canvas { w: 380, h: 340, text: 15, caption: 15, y_area: 62, narrow: true };
+
+impl Canvas {
+    /// The font of labels.
+    pub(crate) fn font(&self) -> (&'static str, u32) {
+        ("sans-serif", self.text)
+    }
+    /// Room under the plot for these category labels: turned on a phone
+    /// when there are more than fit side by side, then as long as the
+    /// longest (at most 150 px).
+    pub(crate) fn x_area(&self, labels: &[String]) -> u32 {
+        if self.rotate(labels.len()) {
+            let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) as f64;
+            (16.0 + longest * f64::from(self.text) * 0.62).min(150.0) as u32
+        } else {
+            40
+        }
+    }
+    /// A category label as drawn: turned labels are centred on their tick
+    /// by plotters, so half of each would run up into the plot; padded
+    /// before with as much blank (no-break spaces, which SVG keeps, about
+    /// half a letter wide each) as the label is long, the visible half
+    /// starts at the tick and runs down.
+    pub(crate) fn x_label(&self, n: usize, label: &str) -> String {
+        if self.rotate(n) {
+            format!("{}{label}", "\u{a0}".repeat(2 * label.chars().count() + 2))
+        } else {
+            label.to_string()
+        }
+    }
+    fn rotate(&self, n: usize) -> bool {
+        self.narrow && n > 3
+    }
+    /// The style of `n` category labels under the plot.
+    pub(crate) fn x_label_style(&self, n: usize) -> TextStyle<'static> {
+        let f: TextStyle<'static> = ("sans-serif", f64::from(self.text)).into_font().into();
+        if self.rotate(n) {
+            f.transform(FontTransform::Rotate90)
+        } else {
+            f
+        }
+    }
+}
 /// Time-series charts drawn at most (one per group, first repeat).
 const MAX_SERIES_CHARTS: usize = 24;
 /// Series in one percentile chart at most (the rest are in the table).
@@ -29,12 +95,14 @@ h3{font-size:1.05em;margin-top:1.5em}.sub{color:#555;margin-top:0}\
 .findings{background:#f3f7ff;border:1px solid #c9d8f2;border-radius:6px;padding:4px 18px 10px}\
 .findings h2{border:none;margin-top:.6em}.findings li{margin:.35em 0;font-size:1.08em}\
 .findings .warn{color:#8a4b00;font-size:.92em;list-style:none;padding-left:.5em}\
+.findings .storage{color:#444;font-size:.88em}.findings .lat{color:#6b2f8a;font-size:.92em}p.storage{color:#333;background:#f4f4f4;padding:4px 8px;border-radius:4px}\
 table.t{border-collapse:collapse;font-size:.85em;margin:.5em 0}\
 table.t th,table.t td{border:1px solid #ccc;padding:3px 8px;text-align:right;white-space:nowrap}\
 table.t thead th{background:#eef;text-align:center}table.t tbody th{text-align:left;background:#f7f7f7}\
 .note{background:#fff6d5;border-left:4px solid #e0b000;padding:6px 10px}p.flag{color:#8a4b00;margin:.2em 0}\
 figure.chart{margin:1em 0}figure.chart figcaption{font-size:.85em;color:#555}\
-figure.chart svg{max-width:100%;height:auto}details{margin:.8em 0}summary{cursor:pointer;font-weight:bold}\
+figure.chart svg{max-width:100%;height:auto}figure.chart .narrow{display:none}\
+@media (max-width:600px){figure.chart .wide{display:none}figure.chart .narrow{display:block}}details{margin:.8em 0}summary{cursor:pointer;font-weight:bold}\
 .scroll{overflow-x:auto}@media (max-width:600px){body{margin:8px auto;padding:0 8px}h1{font-size:1.25em}}";
 
 type Point = (f64, f64);
@@ -51,10 +119,12 @@ fn chart_err(title: &str) -> impl Fn(String) -> ReportError + '_ {
 pub(crate) fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
     chart: &mut ChartContext<'a, DB, CT>,
     pos: SeriesLabelPosition,
+    size: u32,
     e: &dyn Fn(String) -> ReportError,
 ) -> Result<(), ReportError> {
     chart
         .configure_series_labels()
+        .label_font(("sans-serif", size))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .position(pos)
@@ -91,6 +161,7 @@ struct Series {
 /// values: 1, 10, 100 clients (S2) or 1, 2, 3, 5, … 89 users (S4) would
 /// crowd the low levels together on a linear axis.
 fn line_chart(
+    cv: Canvas,
     title: &str,
     x_desc: &str,
     levels: &[String],
@@ -114,17 +185,19 @@ fn line_chart(
     };
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (cv.w, cv.h)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
+            .caption(title, ("sans-serif", cv.caption))
             .margin(12)
             .x_label_area_size(40)
-            .y_label_area_size(70)
+            .y_label_area_size(cv.y_area)
             .build_cartesian_2d(x0..x1, y0..y1)
             .map_err(|x| e(x.to_string()))?;
         chart
             .configure_mesh()
+            .label_style(cv.font())
+            .axis_desc_style(cv.font())
             .disable_x_mesh()
             .x_labels(n)
             .x_label_formatter(&fmt)
@@ -151,7 +224,7 @@ fn line_chart(
                 )
                 .map_err(|x| e(x.to_string()))?;
         }
-        legend(&mut chart, SeriesLabelPosition::UpperLeft, &e)?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft, cv.text, &e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
     Ok(svg)
@@ -160,6 +233,7 @@ fn line_chart(
 /// Latency against percentile (named on x), log y: tails differ by orders
 /// of magnitude between media.
 fn percentile_lines(
+    cv: Canvas,
     title: &str,
     names: &[String],
     y_desc: &str,
@@ -172,13 +246,13 @@ fn percentile_lines(
     let n = names.len().max(1);
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (cv.w, cv.h)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
+            .caption(title, ("sans-serif", cv.caption))
             .margin(12)
             .x_label_area_size(40)
-            .y_label_area_size(70)
+            .y_label_area_size(cv.y_area)
             .build_cartesian_2d(-0.2f64..(n as f64 - 0.8), (lo..hi).log_scale())
             .map_err(|x| e(x.to_string()))?;
         let cats = names.to_vec();
@@ -192,6 +266,8 @@ fn percentile_lines(
         };
         chart
             .configure_mesh()
+            .label_style(cv.font())
+            .axis_desc_style(cv.font())
             .x_labels(n)
             .x_label_formatter(&fmt)
             .y_label_formatter(&|v| fmt_num(*v))
@@ -211,7 +287,7 @@ fn percentile_lines(
                 .draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))
                 .map_err(|x| e(x.to_string()))?;
         }
-        legend(&mut chart, SeriesLabelPosition::LowerRight, &e)?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight, cv.text, &e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
     Ok(svg)
@@ -219,6 +295,7 @@ fn percentile_lines(
 
 /// Grouped bars: one cluster per category, one bar per group, min–max whiskers.
 fn bar_chart(
+    cv: Canvas,
     title: &str,
     y_desc: &str,
     categories: &[String],
@@ -230,26 +307,31 @@ fn bar_chart(
     let (y0, y1) = pad_range(0.0, y1, true);
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        // Turned labels take their room below, not from the plot.
+        let h = cv.h + cv.x_area(categories) - 40;
+        let root = SVGBackend::with_string(&mut svg, (cv.w, h)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
+            .caption(title, ("sans-serif", cv.caption))
             .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
+            .x_label_area_size(cv.x_area(categories))
+            .y_label_area_size(cv.y_area)
             .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), y0..y1)
             .map_err(|x| e(x.to_string()))?;
         let cats = categories.to_vec();
         let fmt = move |x: &f64| {
             let i = x.round();
             if (x - i).abs() < 1e-6 && i >= 0.0 {
-                cats.get(i as usize).cloned().unwrap_or_default()
+                cats.get(i as usize).map(|c| cv.x_label(n, c)).unwrap_or_default()
             } else {
                 String::new()
             }
         };
         chart
             .configure_mesh()
+            .label_style(cv.font())
+            .x_label_style(cv.x_label_style(n))
+            .axis_desc_style(cv.font())
             .disable_x_mesh()
             .x_labels(n)
             .x_label_formatter(&fmt)
@@ -279,21 +361,27 @@ fn bar_chart(
                 }))
                 .map_err(|x| e(x.to_string()))?;
         }
-        legend(&mut chart, SeriesLabelPosition::UpperRight, &e)?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight, cv.text, &e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
     Ok(svg)
 }
 
 /// Stacked panels sharing a time axis: each panel (title, y unit, series).
-fn time_panels(title: &str, panels: &[Panel], steps: &[(f64, String)]) -> Result<String, ReportError> {
+fn time_panels(
+    cv: Canvas,
+    title: &str,
+    panels: &[Panel],
+    steps: &[(f64, String)],
+) -> Result<String, ReportError> {
     let e = chart_err(title);
-    let ph = 230u32;
+    let ph = if cv.narrow { 200u32 } else { 230u32 };
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (W, ph * panels.len() as u32 + 30)).into_drawing_area();
+        let root =
+            SVGBackend::with_string(&mut svg, (cv.w, ph * panels.len() as u32 + 30)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
-        let root = root.titled(title, ("sans-serif", 18)).map_err(|x| e(x.to_string()))?;
+        let root = root.titled(title, ("sans-serif", cv.caption)).map_err(|x| e(x.to_string()))?;
         let areas = root.split_evenly((panels.len(), 1));
         let t1 =
             panels.iter().flat_map(|p| p.1.iter().flat_map(|s| s.1.iter().map(|x| x.0))).fold(1.0, f64::max);
@@ -302,12 +390,14 @@ fn time_panels(title: &str, panels: &[Panel], steps: &[(f64, String)]) -> Result
             let (y0, y1) = pad_range(0.0, y1, true);
             let mut chart = ChartBuilder::on(area)
                 .margin(8)
-                .x_label_area_size(30)
-                .y_label_area_size(70)
+                .x_label_area_size(if cv.narrow { 44 } else { 36 })
+                .y_label_area_size(cv.y_area)
                 .build_cartesian_2d(0.0..t1, y0..y1)
                 .map_err(|x| e(x.to_string()))?;
             chart
                 .configure_mesh()
+                .label_style(cv.font())
+                .axis_desc_style(cv.font())
                 .x_desc("seconds")
                 .y_desc(ptitle.as_str())
                 .y_label_formatter(&|v| fmt_num(*v))
@@ -322,7 +412,9 @@ fn time_panels(title: &str, panels: &[Panel], steps: &[(f64, String)]) -> Result
             if pi == 0 {
                 chart
                     .draw_series(
-                        steps.iter().map(|(x, l)| Text::new(format!(" {l}"), (*x, y1), ("sans-serif", 12))),
+                        steps
+                            .iter()
+                            .map(|(x, l)| Text::new(format!(" {l}"), (*x, y1), ("sans-serif", cv.text - 1))),
                     )
                     .map_err(|x| e(x.to_string()))?;
             }
@@ -334,16 +426,21 @@ fn time_panels(title: &str, panels: &[Panel], steps: &[(f64, String)]) -> Result
                     .label(name.clone())
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
             }
-            legend(&mut chart, SeriesLabelPosition::UpperRight, &e)?;
+            legend(&mut chart, SeriesLabelPosition::UpperRight, cv.text, &e)?;
         }
         root.present().map_err(|x| e(x.to_string()))?;
     }
     Ok(svg)
 }
 
-fn figure(out: &mut String, caption: &str, svg: &str) {
-    let _ =
-        writeln!(out, "<figure class=\"chart\">{svg}<figcaption>{}</figcaption></figure>", esc_html(caption));
+/// A chart in both its drawings (desktop and phone: CSS shows one), with
+/// its caption.
+pub(crate) fn figure(out: &mut String, caption: &str, wide: &str, narrow: &str) {
+    let _ = writeln!(
+        out,
+        "<figure class=\"chart\"><div class=\"wide\">{wide}</div><div class=\"narrow\">{narrow}</div><figcaption>{}</figcaption></figure>",
+        esc_html(caption)
+    );
 }
 
 /// Charts of a section's main figures (each by its headline source): against
@@ -388,7 +485,10 @@ fn main_charts(out: &mut String, s: &Section<'_>) -> Result<(), ReportError> {
                 .collect();
             let names: Vec<String> =
                 levels.iter().map(|(l, v)| v.map(fmt_num).unwrap_or_else(|| l.clone())).collect();
-            line_chart(&ctitle, s.row_axis(), &names, &y_desc, &series)?
+            (
+                line_chart(WIDE, &ctitle, s.row_axis(), &names, &y_desc, &series)?,
+                line_chart(NARROW, &ctitle, s.row_axis(), &names, &y_desc, &series)?,
+            )
         } else {
             let groups: Vec<_> = s
                 .groups
@@ -404,12 +504,16 @@ fn main_charts(out: &mut String, s: &Section<'_>) -> Result<(), ReportError> {
                     (g.label.clone(), vals)
                 })
                 .collect();
-            bar_chart(&ctitle, &y_desc, &steps, &groups)?
+            (
+                bar_chart(WIDE, &ctitle, &y_desc, &steps, &groups)?,
+                bar_chart(NARROW, &ctitle, &y_desc, &steps, &groups)?,
+            )
         };
         figure(
             out,
             &format!("{} (median{spread_note}) per {} and configuration", f.title(), s.row_axis()),
-            &svg,
+            &svg.0,
+            &svg.1,
         );
     }
     Ok(())
@@ -474,19 +578,21 @@ fn repl_chart(out: &mut String, s: &Section<'_>) -> Result<(), ReportError> {
     let (y0, y1) = pad_range(0.0, y1 * 1.3, true);
     let title = format!("{} — one client against the link's RTT, with the model", s.title());
     let e = chart_err(&title);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+    let draw = |cv: Canvas| -> Result<String, ReportError> {
+        let mut svg = String::new();
+        let root = SVGBackend::with_string(&mut svg, (cv.w, cv.h)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(&title, ("sans-serif", 18))
+            .caption(&title, ("sans-serif", cv.caption))
             .margin(12)
             .x_label_area_size(40)
-            .y_label_area_size(70)
+            .y_label_area_size(cv.y_area)
             .build_cartesian_2d(0.0..x1, y0..y1)
             .map_err(|x| e(x.to_string()))?;
         chart
             .configure_mesh()
+            .label_style(cv.font())
+            .axis_desc_style(cv.font())
             .x_desc("RTT, ms (asked of the delay proxy)")
             .y_desc("transactions/s, 1 client")
             .x_label_formatter(&|v| fmt_num(*v))
@@ -516,13 +622,18 @@ fn repl_chart(out: &mut String, s: &Section<'_>) -> Result<(), ReportError> {
                 .label(name)
                 .legend(move |(x, y)| Circle::new((x + 9, y), 5, c.filled()));
         }
-        legend(&mut chart, SeriesLabelPosition::UpperRight, &e)?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight, cv.text, &e)?;
         root.present().map_err(|x| e(x.to_string()))?;
-    }
+        drop(chart);
+        drop(root);
+        Ok(svg)
+    };
+    let (wide, narrow) = (draw(WIDE)?, draw(NARROW)?);
     figure(
         out,
         "Measured transactions per second of one client (median) per sync level and RTT; dashed: the model for one client, its terms from the local run (mean latency, standby lag less the RTT)",
-        &svg,
+        &wide,
+        &narrow,
     );
     Ok(())
 }
@@ -561,13 +672,20 @@ fn percentile_chart(out: &mut String, s: &Section<'_>) -> Result<(), ReportError
     let shown = series.len().min(MAX_PCT_SERIES);
     let title = format!("{} — latency percentiles (client side)", s.title());
     let names: Vec<String> = pcts.iter().map(|p| p.to_string()).collect();
-    let svg = percentile_lines(&title, &names, &format!("latency, {unit}, log scale"), &series[..shown])?;
+    let y_desc = format!("latency, {unit}, log scale");
+    let wide = percentile_lines(WIDE, &title, &names, &y_desc, &series[..shown])?;
+    let narrow = percentile_lines(NARROW, &title, &names, &y_desc, &series[..shown])?;
     let more = if series.len() > shown {
         format!(" (first {shown} of {}; all in the table)", series.len())
     } else {
         String::new()
     };
-    figure(out, &format!("Latency percentiles ({p}.*) per configuration and {}{more}", s.row_axis()), &svg);
+    figure(
+        out,
+        &format!("Latency percentiles ({p}.*) per configuration and {}{more}", s.row_axis()),
+        &wide,
+        &narrow,
+    );
     Ok(())
 }
 
@@ -642,7 +760,8 @@ fn time_series(out: &mut String, s: &Section<'_>, budget: &mut usize) -> Result<
         }
         let steps: Vec<&str> = run.steps.iter().map(|x| x.label.as_str()).collect();
         let title = format!("{} — run #{}, per second", g.label, run.run.id);
-        let svg = time_panels(&title, &panels, &starts)?;
+        let wide = time_panels(WIDE, &title, &panels, &starts)?;
+        let narrow = time_panels(NARROW, &title, &panels, &starts)?;
         figure(
             out,
             &format!(
@@ -651,7 +770,8 @@ fn time_series(out: &mut String, s: &Section<'_>, budget: &mut usize) -> Result<
                 g.label,
                 steps.join(", ")
             ),
-            &svg,
+            &wide,
+            &narrow,
         );
         *budget -= 1;
     }
@@ -676,11 +796,13 @@ fn hot_data_chart(out: &mut String, s: &Section<'_>) -> Result<(), ReportError> 
         })
         .collect();
     let title = format!("{} — hot data: share of accesses by the hottest lines", s.title());
-    let svg = bar_chart(&title, "% of line accesses", &cats, &groups)?;
+    let wide = bar_chart(WIDE, &title, "% of line accesses", &cats, &groups)?;
+    let narrow = bar_chart(NARROW, &title, "% of line accesses", &cats, &groups)?;
     figure(
         out,
         "Share of the cache tier's line accesses (since the cache was emptied) taken by the most-accessed 1, 5, 10 and 20 % of the lines accessed; a uniform load would give 1, 5, 10 and 20 %",
-        &svg,
+        &wide,
+        &narrow,
     );
     Ok(())
 }
@@ -728,44 +850,7 @@ impl Report {
         if let Some(n) = self.incomplete_note() {
             let _ = writeln!(out, "<p class=\"note\" id=\"incomplete-note\">{}</p>", esc_html(&n));
         }
-        let found = findings(self);
-        if !found.is_empty() {
-            out.push_str("<section class=\"findings\" id=\"findings\"><h2>What was found</h2>\n");
-            let mut plans: Vec<Option<&str>> = Vec::new();
-            for f in &found {
-                if !plans.contains(&f.plan.as_deref()) {
-                    plans.push(f.plan.as_deref());
-                }
-            }
-            for p in plans {
-                if plans_named(&found) {
-                    let _ = writeln!(
-                        out,
-                        "<h3>{}</h3>",
-                        esc_html(
-                            &p.map(|p| format!("plan {p}")).unwrap_or_else(|| "runs outside a plan".into())
-                        )
-                    );
-                }
-                out.push_str("<ul>\n");
-                for f in found.iter().filter(|f| f.plan.as_deref() == p) {
-                    let _ = write!(out, "<li>{}", esc_html(&f.text));
-                    if !f.warnings.is_empty() {
-                        out.push_str("<ul class=\"warn\">");
-                        for w in &f.warnings {
-                            let _ = write!(out, "<li>⚠ {}</li>", esc_html(w));
-                        }
-                        out.push_str("</ul>");
-                    }
-                    out.push_str("</li>\n");
-                }
-                out.push_str("</ul>\n");
-            }
-            if let Some(a) = axes_line(self) {
-                let _ = writeln!(out, "<p class=\"axes\">Configurations compared: {}.</p>", esc_html(&a));
-            }
-            out.push_str("</section>\n");
-        }
+        findings_html(&mut out, self);
         let sections = self.sections();
         let mut budget = MAX_SERIES_CHARTS;
         // A section whose runs finished no step (a cell that failed before
@@ -777,6 +862,10 @@ impl Report {
                 esc_html(s.kind),
                 esc_html(&s.title())
             );
+            // What the section measured on, before any figure of it.
+            for l in crate::storage::section_lines(s) {
+                let _ = writeln!(out, "<p class=\"storage\">Measured on {}</p>", esc_html(&l));
+            }
             // A replication study leads with its headline: the model chart
             // and the table of each sync level relative to `local`.
             repl_chart(&mut out, s)?;
@@ -827,6 +916,54 @@ impl Report {
         tables_html(&mut out, [runs]);
         out.push_str("</details>\n</section>\n</body></html>\n");
         Ok(out)
+    }
+}
+
+/// The findings first: one list per plan (headed by the plan's name when
+/// there are several), each finding with what it measured on, its latency
+/// story and its warnings, then the configurations compared.
+fn findings_html(out: &mut String, r: &Report) {
+    let found = findings(r);
+    if !found.is_empty() {
+        out.push_str("<section class=\"findings\" id=\"findings\"><h2>What was found</h2>\n");
+        let mut plans: Vec<Option<&str>> = Vec::new();
+        for f in &found {
+            if !plans.contains(&f.plan.as_deref()) {
+                plans.push(f.plan.as_deref());
+            }
+        }
+        for p in plans {
+            if plans_named(&found) {
+                let _ = writeln!(
+                    out,
+                    "<h3>{}</h3>",
+                    esc_html(&p.map(|p| format!("plan {p}")).unwrap_or_else(|| "runs outside a plan".into()))
+                );
+            }
+            out.push_str("<ul>\n");
+            for f in found.iter().filter(|f| f.plan.as_deref() == p) {
+                let _ = write!(out, "<li>{}", esc_html(&f.text));
+                for l in &f.storage {
+                    let _ = write!(out, "<div class=\"storage\">measured on {}</div>", esc_html(l));
+                }
+                for l in &f.latency {
+                    let _ = write!(out, "<div class=\"lat\">{}</div>", esc_html(l));
+                }
+                if !f.warnings.is_empty() {
+                    out.push_str("<ul class=\"warn\">");
+                    for w in &f.warnings {
+                        let _ = write!(out, "<li>⚠ {}</li>", esc_html(w));
+                    }
+                    out.push_str("</ul>");
+                }
+                out.push_str("</li>\n");
+            }
+            out.push_str("</ul>\n");
+        }
+        if let Some(a) = axes_line(r) {
+            let _ = writeln!(out, "<p class=\"axes\">Configurations compared: {}.</p>", esc_html(&a));
+        }
+        out.push_str("</section>\n");
     }
 }
 

@@ -16,19 +16,11 @@ use crate::tables::Table;
 use crate::ReportError;
 
 /// A main figure of a kind: its base name (sources are dotted suffixes of
-/// it) and what people call it.
-#[derive(Clone, Copy, Debug)]
-pub struct FigureSpec {
-    /// Base metric name (`tps`, `tpm`, `io.iops`).
-    pub base: &'static str,
-    /// What people call it (`TPS`, `NOPM`, `IOPS`, `p99 latency`).
-    pub label: &'static str,
-    /// Who counted the figure stored under its bare name, when the run's
-    /// environment does not say (`<base>_source` does): DESIGN.md's
-    /// definitions (TPS as pgbench counts it, TPM from the server's
-    /// counters, NOPM from the districts).
-    pub source: &'static str,
-}
+/// it), what people call it, and who counted the bare-named figure. The
+/// database workloads' lists are their own (`storbench_workloads`'s
+/// `FIGURES`); only kinds that are not a workload (I/O, backup) are listed
+/// here.
+pub use storbench_workloads::FigureSpec;
 
 /// A kind's own charts: HTML (`<figure>`s with inline SVG) for a section.
 pub type ChartsFn = fn(&Section<'_>) -> Result<String, ReportError>;
@@ -80,15 +72,8 @@ const fn spec(kind: &'static str, name: &'static str, figures: &'static [FigureS
 /// Every kind the report knows; an unknown kind is reported with the
 /// generic figures of [`OTHER`].
 const KINDS: &[KindSpec] = &[
-    KindSpec { series: &["tps"], ..spec("tpcb", "TPC-B", &[f("tps", "TPS", "client count, as pgbench")]) },
-    KindSpec {
-        series: &["tpm", "nopm"],
-        ..spec(
-            "tpcc",
-            "TPC-C",
-            &[f("nopm", "NOPM", "districts' order ids"), f("tpm", "TPM", "server counters")],
-        )
-    },
+    KindSpec { series: &["tps"], ..spec("tpcb", "TPC-B", storbench_workloads::tpcb::FIGURES) },
+    KindSpec { series: &["tpm", "nopm"], ..spec("tpcc", "TPC-C", storbench_workloads::tpcc::FIGURES) },
     KindSpec {
         latency_prefix: "io.lat",
         series: &["io.iops"],
@@ -106,14 +91,7 @@ const KINDS: &[KindSpec] = &[
     KindSpec {
         extra: Some(crate::tpch::tables),
         extra_charts: Some(crate::tpch::charts),
-        ..spec(
-            "tpch",
-            "TPC-H",
-            &[
-                f("power.geomean", "geomean query time", "client clock"),
-                f("tpch.qphh", "QphH@Size", "client clock"),
-            ],
-        )
+        ..spec("tpch", "TPC-H", storbench_workloads::tpch::FIGURES)
     },
     // A backup run has one step: the tool's throughput, then its time.
     spec(
@@ -121,8 +99,8 @@ const KINDS: &[KindSpec] = &[
         "backup",
         &[f("backup.mb_per_s", "throughput", "tool's elapsed time"), f("backup.seconds", "backup time", "")],
     ),
-    KindSpec { setup: true, ..spec("tpcb-init", "TPC-B init", &[f("load.seconds", "load time", "")]) },
-    KindSpec { setup: true, ..spec("tpcc-build", "TPC-C build", &[f("build.seconds", "build time", "")]) },
+    KindSpec { setup: true, ..spec("tpcb-init", "TPC-B init", storbench_workloads::tpcb::INIT_FIGURES) },
+    KindSpec { setup: true, ..spec("tpcc-build", "TPC-C build", storbench_workloads::tpcc::BUILD_FIGURES) },
 ];
 
 /// A kind the report does not know: whichever of the common figures it has.
@@ -164,6 +142,22 @@ pub fn source_of<'a>(base: &str, name: &'a str) -> Option<&'a str> {
     let suffix = name.strip_prefix(base)?.strip_prefix('.')?;
     let word = suffix.starts_with(|c: char| c.is_ascii_alphabetic()) && !suffix.contains('.');
     (word && !is_qualifier(suffix)).then_some(suffix)
+}
+
+/// The headline metric of each main figure of `kind` among `names` (the
+/// source ranked first by [`source_rank`]), with what people call it.
+pub(crate) fn headline_metrics(kind: &str, names: &[String]) -> Vec<(String, &'static str)> {
+    spec_of(kind)
+        .figures
+        .iter()
+        .filter_map(|fs| {
+            names
+                .iter()
+                .filter_map(|n| source_of(fs.base, n).map(|s| (source_rank(s), n)))
+                .min()
+                .map(|(_, n)| (n.clone(), fs.label))
+        })
+        .collect()
 }
 
 /// How a source suffix reads (`server` → `server counters`).

@@ -23,10 +23,11 @@ mod model;
 pub mod mrc;
 mod neighbour;
 mod repl;
+mod storage;
 mod tables;
 mod tpch;
 
-pub use compare::{CompareRow, Comparison, Noise, Side};
+pub use compare::{metric_matches, CompareRow, Comparison, Filter, Noise, Side};
 pub use findings::Finding;
 pub use kinds::{ChartsFn, FigureSpec, KindSpec};
 pub use model::{FigureCol, Group, Report, RunData, Section, Stat, StepData};

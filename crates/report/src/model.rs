@@ -55,6 +55,10 @@ impl StepData {
     /// A flag as people read it: the figure it is about when the step has
     /// one (`flag.steal` → `cpu.steal 12.3 %`), else the flag's own value.
     pub fn flag_text(&self, name: &str, value: f64) -> String {
+        // A workload's own flag (the server's short window) in its words.
+        if let Some(words) = storbench_workloads::figures::flag_words(name, value) {
+            return words;
+        }
         let about = self.metrics.iter().find(|(k, _)| {
             !k.starts_with("flag.") && (k.as_str() == name || k.ends_with(&format!(".{name}")))
         });
@@ -426,7 +430,13 @@ impl Section<'_> {
                 })
                 .collect();
             v.sort();
-            out.extend(v.into_iter().map(|x| (x.1, x.2)));
+            // One series per label: a copy under another name (`tps` and
+            // `tps.client`, both the clients' count) would draw each point twice.
+            for (_, name, label) in v {
+                if !out.iter().any(|(_, l)| *l == label) {
+                    out.push((name, label));
+                }
+            }
         }
         out
     }

@@ -34,21 +34,28 @@ fn color(i: usize) -> RGBColor {
     RGBColor(c.0, c.1, c.2)
 }
 
-/// The chart as an SVG string.
+/// The chart as an SVG string, drawn for a desktop.
 pub fn svg(title: &str, series: &[Series]) -> Result<String, ReportError> {
+    svg_on(crate::html::WIDE, title, series)
+}
+
+/// The chart drawn on canvas `c` (a desktop's or a phone's, as the report's
+/// other charts: a phone's at the width it is shown at, so its text keeps
+/// its size).
+fn svg_on(c: crate::html::Canvas, title: &str, series: &[Series]) -> Result<String, ReportError> {
     let e = |x: String| ReportError::Chart(title.to_string(), x);
     let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0 as f64)).filter(|x| *x > 0.0);
     let (x0, x1) = xs.fold((f64::INFINITY, 0f64), |a, x| (a.0.min(x), a.1.max(x)));
     let (x0, x1) = if x0.is_finite() && x1 > x0 { (x0, x1) } else { (1.0, 2.0) };
     let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, (860, 420)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut out, (c.w, c.h + 40)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
+            .caption(title, ("sans-serif", c.caption))
             .margin(12)
             .x_label_area_size(40)
-            .y_label_area_size(60)
+            .y_label_area_size(c.y_area)
             .build_cartesian_2d((x0..x1).log_scale(), 0f64..1f64)
             .map_err(|x| e(x.to_string()))?;
         chart
@@ -56,25 +63,28 @@ pub fn svg(title: &str, series: &[Series]) -> Result<String, ReportError> {
             .x_desc("cache size")
             .y_desc("miss ratio")
             .x_label_formatter(&|v| bytes_label(*v))
+            .x_labels(if c.narrow { 5 } else { 10 })
+            .label_style(c.font())
+            .axis_desc_style(c.font())
             .draw()
             .map_err(|x| e(x.to_string()))?;
         for (i, s) in series.iter().enumerate() {
-            let c = color(i);
+            let col = color(i);
             let pts: Vec<(f64, f64)> =
                 s.points.iter().filter(|p| p.0 > 0).map(|&(x, y)| (x as f64, y)).collect();
             chart
-                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+                .draw_series(LineSeries::new(pts.clone(), col.stroke_width(2)))
                 .map_err(|x| e(x.to_string()))?
                 .label(s.label.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
             if let Some(k) = s.knee {
                 let y = pts.iter().find(|p| p.0 >= k as f64).map_or(0.0, |p| p.1);
                 chart
-                    .draw_series(std::iter::once(Circle::new((k as f64, y), 6, c.stroke_width(2))))
+                    .draw_series(std::iter::once(Circle::new((k as f64, y), 6, col.stroke_width(2))))
                     .map_err(|x| e(x.to_string()))?;
             }
         }
-        crate::html::legend(&mut chart, SeriesLabelPosition::UpperRight, &e)?;
+        crate::html::legend(&mut chart, SeriesLabelPosition::UpperRight, c.text, &e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
     Ok(out)
@@ -83,15 +93,18 @@ pub fn svg(title: &str, series: &[Series]) -> Result<String, ReportError> {
 /// A whole page: title, the chart, then `notes` as a list (method, knee,
 /// target size).
 pub fn html(title: &str, series: &[Series], notes: &[String]) -> Result<String, ReportError> {
-    let chart = svg(title, series)?;
+    let (wide, narrow) = (svg(title, series)?, svg_on(crate::html::NARROW, title, series)?);
     let mut page = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title>\
-<style>body{{font-family:sans-serif;margin:24px;color:#222}}</style></head><body>\n<h1>{t}</h1>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{t}</title>\
+<style>body{{font-family:sans-serif;margin:24px;color:#222}}\
+figure.chart svg{{max-width:100%;height:auto}}figure.chart .narrow{{display:none}}\
+@media (max-width:600px){{body{{margin:8px}}figure.chart .wide{{display:none}}figure.chart .narrow{{display:block}}}}\
+</style></head><body>\n<h1>{t}</h1>\n",
         t = esc_html(title)
     );
-    page.push_str("<figure>");
-    page.push_str(&chart);
-    page.push_str("<figcaption>Rings mark each curve's knee.</figcaption></figure>\n<ul>\n");
+    crate::html::figure(&mut page, "Rings mark each curve's knee.", &wide, &narrow);
+    page.push_str("<ul>\n");
     for n in notes {
         page.push_str(&format!("<li>{}</li>\n", esc_html(n)));
     }
@@ -111,7 +124,9 @@ mod tests {
             knee: Some(2 << 20),
         }];
         let page = html("curves <x>", &s, &["knee: lru at 2m".into()]).unwrap();
-        assert!(page.contains("<svg"));
+        assert_eq!(page.matches("<svg").count(), 2, "a desktop's drawing and a phone's");
+        assert!(page.contains("<div class=\"narrow\"><svg width=\"380\""), "the phone's at its width");
+        assert!(page.contains("@media (max-width:600px)"));
         assert!(page.contains("lru (stack-distance)"));
         assert!(page.contains("curves &lt;x&gt;"));
         assert!(page.contains("<li>knee: lru at 2m</li>"));

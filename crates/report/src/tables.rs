@@ -8,7 +8,7 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table as Com
 
 use crate::findings::{findings, section_warnings};
 use crate::kinds::scale_for;
-use crate::model::{flatten, Group, Report, RunData, Section};
+use crate::model::{flatten, FigureCol, Group, Report, RunData, Section};
 
 /// A table with a title, a header row and body rows of text cells.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -99,8 +99,30 @@ fn spread_note(section: &Section<'_>) -> &'static str {
 
 /// True when a run of the group recorded a warning, or a step `step` of one
 /// raised a flag: its cells carry a mark.
-fn flagged(g: &Group, step: &str) -> bool {
-    g.runs.iter().any(|r| !r.warnings().is_empty() || r.step(step).is_some_and(|s| !s.flags().is_empty()))
+fn flagged(g: &Group, step: &str, metric: &str) -> bool {
+    g.runs.iter().any(|r| {
+        !r.warnings().is_empty()
+            || r.step(step).is_some_and(|s| s.flags().iter().any(|(name, _)| flag_concerns(name, metric)))
+    })
+}
+
+/// Whether flag `name` (without `flag.`) concerns figure `metric`: a
+/// workload's flag names the figures it is about (the short server window
+/// only the server's count); any other concerns the whole step.
+fn flag_concerns(name: &str, metric: &str) -> bool {
+    storbench_workloads::figures::flag_concerns(name).is_none_or(|m| m.contains(&metric))
+}
+
+/// Whether some run of `g` flags its step `step` for figure `metric` alone
+/// (a flag with a scope that holds it: the server's short window).
+fn flagged_for(g: &Group, step: &str, metric: &str) -> bool {
+    g.runs.iter().any(|r| {
+        r.step(step).is_some_and(|s| {
+            s.flags().iter().any(|(name, _)| {
+                storbench_workloads::figures::flag_concerns(name).is_some_and(|m| m.contains(&metric))
+            })
+        })
+    })
 }
 
 /// The divisor and unit label for every value of `metric` in a section:
@@ -116,13 +138,17 @@ fn section_scale(section: &Section<'_>, metric: &str, steps: &[String]) -> (f64,
 }
 
 /// The summary tables of a section: rows = load level, columns = group,
-/// one table per main figure and source. Cells of flagged steps carry ⚠,
-/// and the flags are named under the first table.
+/// one table per main figure, by its headline source. The other sources of
+/// the figure (the server's count beside the clients') are a cross-check,
+/// said in a sentence under the table; a source equal to the headline in
+/// every cell (a copy under another name) is not repeated. Cells of flagged
+/// steps carry ⚠, and the flags are named under the first table.
 pub(crate) fn summary_tables(section: &Section<'_>) -> Vec<Table> {
     let steps = section.step_labels();
     let warnings = section_warnings(section);
+    let all = section.figures();
     section
-        .figures()
+        .headline_figures()
         .into_iter()
         .enumerate()
         .map(|(i, f)| {
@@ -135,25 +161,98 @@ pub(crate) fn summary_tables(section: &Section<'_>) -> Vec<Table> {
                     let mut row = vec![s.clone()];
                     row.extend(section.groups.iter().map(|g| {
                         let st = g.stat(s, &f.metric);
-                        let mark = if st.n() > 0 && flagged(g, s) { " ⚠" } else { "" };
+                        let mark = if st.n() > 0 && flagged(g, s, &f.metric) { " ⚠" } else { "" };
                         format!("{}{mark}", st.scaled(div).display())
                     }));
                     row
                 })
                 .collect();
             let unit = if unit.is_empty() || unit == f.label { String::new() } else { format!(", {unit}") };
+            let mut notes: Vec<String> =
+                if i == 0 { warnings.iter().map(|w| format!("⚠ {w}")).collect() } else { Vec::new() };
+            notes.extend(
+                all.iter()
+                    .filter(|o| o.base == f.base && o.metric != f.metric)
+                    .filter_map(|o| cross_check(section, &f, o)),
+            );
             Table {
                 title: format!("{} — {}{unit} · {}", section.title(), f.title(), spread_note(section)),
                 header,
                 rows,
-                notes: if i == 0 {
-                    warnings.iter().map(|w| format!("⚠ {w}")).collect()
-                } else {
-                    Vec::new()
-                },
+                notes,
             }
         })
         .collect()
+}
+
+/// How another source of a figure agrees with the headline, over every
+/// step and configuration both have: "Cross-check, server counters: the
+/// same TPS within 0.1 %." or the range of the differences. None
+/// when they have no cell in common, or when the headline is a bare name
+/// and the other equal to it in every cell (a copy of the headline under
+/// another name).
+pub(crate) fn cross_check(section: &Section<'_>, head: &FigureCol, other: &FigureCol) -> Option<String> {
+    let mut diffs = Vec::new();
+    // Cells whose step flags the other figure (the server's count over a
+    // window too short for it) are left out, and said to be.
+    let mut short = std::collections::BTreeSet::new();
+    for s in section.step_labels() {
+        for g in &section.groups {
+            let (h, o) = (g.stat(&s, &head.metric), g.stat(&s, &other.metric));
+            if h.n() > 0 && o.n() > 0 && h.median() != 0.0 {
+                if flagged_for(g, &s, &other.metric) || flagged_for(g, &s, &head.metric) {
+                    short.insert(s.clone());
+                } else {
+                    diffs.push(o.median() / h.median() - 1.0);
+                }
+            }
+        }
+    }
+    let who = if other.source.is_empty() { other.metric.clone() } else { other.source.clone() };
+    let left_out = match short.len() {
+        0 => String::new(),
+        1 => " One step is left out: its window was too short for the server's count.".to_string(),
+        n => format!(" {n} steps are left out: their windows were too short for the server's count."),
+    };
+    if diffs.is_empty() {
+        return (!short.is_empty()).then(|| {
+            format!(
+                "Cross-check, {who}: none — every step's window was too short for the server's count ({}).",
+                other.metric
+            )
+        });
+    }
+    cross_check_sentence(head, other, &who, &diffs).map(|t| t + &left_out)
+}
+
+fn cross_check_sentence(head: &FigureCol, other: &FigureCol, who: &str, diffs: &[f64]) -> Option<String> {
+    if diffs.iter().all(|d| d.abs() < 1e-12) {
+        // The bare name beside a source equal in every cell is one count
+        // stored twice (`tps` and `tps.client`); two named sources that
+        // agree exactly are two counts that agree.
+        return (head.metric != head.base)
+            .then(|| format!("Cross-check, {who}: the same {} exactly ({}).", head.label, other.metric));
+    }
+    let (lo, hi) = diffs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |a, d| (a.0.min(*d), a.1.max(*d)));
+    let against = if head.source.is_empty() { head.metric.clone() } else { head.source.clone() };
+    let pct = |d: f64| {
+        let v = d * 100.0;
+        let t = if v.abs() >= 10.0 { format!("{v:+.0}") } else { format!("{v:+.1}") };
+        t.replace('-', "−")
+    };
+    Some(if lo.abs().max(hi.abs()) <= 0.001 {
+        format!("Cross-check, {who}: the same {} within 0.1 % ({}).", head.label, other.metric)
+    } else if diffs.len() == 1 || (hi - lo).abs() < 0.0005 {
+        format!("Cross-check, {who}: {} {} % against {against} ({}).", head.label, pct(hi), other.metric)
+    } else {
+        format!(
+            "Cross-check, {who}: {} {} % to {} % against {against} ({}).",
+            head.label,
+            pct(lo),
+            pct(hi),
+            other.metric
+        )
+    })
 }
 
 /// Latency percentiles per step and group (medians over repeats), in µs or
@@ -189,7 +288,7 @@ pub(crate) fn latency_table(section: &Section<'_>) -> Option<Table> {
         title: format!("{} — latency percentiles ({p}.*), {unit}", section.title()),
         header,
         rows,
-        notes: Vec::new(),
+        notes: crate::findings::latency_story(section),
     })
 }
 
@@ -460,8 +559,17 @@ fn preamble(report: &Report) -> Vec<String> {
     if let Some(n) = report.incomplete_note() {
         lines.push(format!("Warning: {n}"));
     }
+    // Under each sentence, indented: what it measured on (split at its
+    // parts, so a long data directory keeps the line inside a terminal),
+    // what its latency tells, its warnings.
     for f in findings(report) {
         lines.push(f.text);
+        for l in f.storage {
+            let mut parts = l.split("; ");
+            lines.push(format!("  measured on {}", parts.next().unwrap_or_default()));
+            lines.extend(parts.map(|p| format!("    {p}")));
+        }
+        lines.extend(f.latency.into_iter().map(|l| format!("  {l}")));
         lines.extend(f.warnings.into_iter().map(|w| format!("  ⚠ {w}")));
     }
     lines
@@ -543,6 +651,8 @@ impl Report {
                 let _ = writeln!(out, "## {l}\n");
             } else if l.starts_with("Note:") || l.starts_with("Warning:") || l.starts_with("  ⚠") {
                 let _ = writeln!(out, "> {}\n", l.trim_start());
+            } else if l.starts_with("  ") {
+                let _ = writeln!(out, "  - {}\n", l.trim_start());
             } else {
                 let _ = writeln!(out, "- {l}\n");
             }

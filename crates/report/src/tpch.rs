@@ -8,12 +8,11 @@
 //! Reads only the steps `storbench tpch run` writes: `power qN`, `power rf1`,
 //! `power rf2` and `summary`.
 
-use std::fmt::Write as _;
-
 use plotters::prelude::*;
 
+use crate::html::{figure, Canvas, NARROW, WIDE};
 use crate::model::{fmt_num, Section};
-use crate::tables::{esc_html, Table};
+use crate::tables::Table;
 use crate::ReportError;
 
 /// Power-test items in query-number order, then the refresh functions.
@@ -136,7 +135,7 @@ pub(crate) fn tables(s: &Section<'_>) -> Vec<Table> {
 }
 
 /// Per-query bars (log scale), one bar per configuration.
-fn bars(s: &Section<'_>) -> Result<Option<String>, ReportError> {
+fn bars(s: &Section<'_>, cv: Canvas) -> Result<Option<String>, ReportError> {
     let title = format!("{} — seconds per query (log scale)", s.title());
     let e = |x: String| ReportError::Chart(title.clone(), x);
     let cats: Vec<(String, String)> = items()
@@ -156,26 +155,31 @@ fn bars(s: &Section<'_>) -> Result<Option<String>, ReportError> {
     let n = cats.len();
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (960, 380)).into_drawing_area();
+        let w = if cv.narrow { cv.w } else { 960 };
+        let names: Vec<String> = cats.iter().map(|c| c.1.clone()).collect();
+        let root = SVGBackend::with_string(&mut svg, (w, cv.h + cv.x_area(&names) - 40)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(&title, ("sans-serif", 18))
+            .caption(&title, ("sans-serif", cv.caption))
             .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
+            .x_label_area_size(cv.x_area(&names))
+            .y_label_area_size(cv.y_area)
             .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), (y0..y1).log_scale())
             .map_err(|x| e(x.to_string()))?;
         let labels: Vec<String> = cats.iter().map(|c| c.1.clone()).collect();
         let fmt = move |x: &f64| {
             let i = x.round();
             if (x - i).abs() < 1e-6 && i >= 0.0 {
-                labels.get(i as usize).cloned().unwrap_or_default()
+                labels.get(i as usize).map(|l| cv.x_label(n, l)).unwrap_or_default()
             } else {
                 String::new()
             }
         };
         chart
             .configure_mesh()
+            .label_style(cv.font())
+            .x_label_style(cv.x_label_style(n))
+            .axis_desc_style(cv.font())
             .disable_x_mesh()
             .x_labels(n)
             .x_label_formatter(&fmt)
@@ -196,7 +200,7 @@ fn bars(s: &Section<'_>) -> Result<Option<String>, ReportError> {
                 .label(g.label.clone())
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
         }
-        crate::html::legend(&mut chart, SeriesLabelPosition::UpperRight, &e)?;
+        crate::html::legend(&mut chart, SeriesLabelPosition::UpperRight, cv.text, &e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
     Ok(Some(svg))
@@ -206,11 +210,12 @@ fn bars(s: &Section<'_>) -> Result<Option<String>, ReportError> {
 /// report's `extra_charts` hook for the kind; its tables come through `extra`).
 pub(crate) fn charts(s: &Section<'_>) -> Result<String, ReportError> {
     let mut out = String::new();
-    if let Some(svg) = bars(s)? {
-        let _ = writeln!(
-            out,
-            "<figure class=\"chart\">{svg}<figcaption>{}</figcaption></figure>",
-            esc_html("Seconds per query and refresh function, power test, median over repeats; log scale")
+    if let (Some(wide), Some(narrow)) = (bars(s, WIDE)?, bars(s, NARROW)?) {
+        figure(
+            &mut out,
+            "Seconds per query and refresh function, power test, median over repeats; log scale",
+            &wide,
+            &narrow,
         );
     }
     Ok(out)

@@ -198,3 +198,20 @@ fn the_terminal_summary_names_the_axes_not_the_environment() {
     let r = Report::load(&st, &["s2".into()]).unwrap();
     insta::assert_snapshot!(r.to_summary());
 }
+
+#[test]
+fn other_sources_are_a_cross_check_sentence_under_the_one_table() {
+    let (_d, st) = store();
+    let text = Report::load(&st, &["s4".into()]).unwrap().to_summary();
+    assert_eq!(text.matches("plan s4 · tpcc — NOPM").count(), 1, "{text}");
+    assert_eq!(text.matches("plan s4 · tpcc — TPM").count(), 1, "{text}");
+    // Two counts that agree exactly are still two counts.
+    assert!(text.contains("\nCross-check, client count: the same NOPM exactly (nopm.client).\n"), "{text}");
+    // 990 of 1000 and 1890 of 1900.
+    assert!(
+        text.contains(
+            "\nCross-check, client count: TPM −1.0 % to −0.5 % against server counters (tpm.client).\n"
+        ),
+        "{text}"
+    );
+}

@@ -49,9 +49,7 @@ impl Db {
     pub fn error(&self, e: DbError) -> anyhow::Error {
         let sqlite = self.url.engine() == Engine::Sqlite;
         let (what, make): (&str, fn(String) -> anyhow::Error) = match e.kind() {
-            // `db` reports a malformed URL or URL option as a connect error;
-            // it is a typo, not an outage (see `is_bad_url`).
-            ErrorKind::Connect if is_bad_url(&e) => ("bad URL", |m| usage(m)),
+            ErrorKind::BadUrl => ("bad URL", |m| usage(m)),
             ErrorKind::Connect if sqlite => ("cannot open", |m| target_failed(m)),
             ErrorKind::Permission if sqlite => ("no permission on", |m| target_failed(m)),
             ErrorKind::Connect => ("cannot reach", |m| unreachable(m)),
@@ -83,24 +81,15 @@ impl Db {
 fn resolve_managed(name: &str) -> Result<DbUrl> {
     // An instance that exists but is stopped is an outage (exit 3); a name
     // that names no instance is a typo (exit 2).
-    if let Ok(Some(i)) = storbench_media::pg::get(name) {
-        if !storbench_media::pg::running(&i) {
+    if let Ok(Some(i)) = storbench_instances::pg::get(name) {
+        if !storbench_instances::pg::running(&i) {
             return Err(unreachable(format!(
                 "managed:{name}: the instance is not running (storbench pg up {name})"
             )));
         }
     }
-    let url = storbench_media::pg::resolve(name).map_err(|e| usage(format!("managed:{name}: {e}")))?;
+    let url = storbench_instances::pg::resolve(name).map_err(|e| usage(format!("managed:{name}: {e}")))?;
     DbUrl::parse(&url).map_err(usage)
-}
-
-/// Whether a connect error is about the URL itself. `storbench_db` gives a
-/// malformed URL or an unknown URL option the kind `Connect`, like a refused
-/// connection; until it has a kind of its own, its messages tell them apart
-/// (pinned by the exit-code tests).
-fn is_bad_url(e: &DbError) -> bool {
-    let m = e.to_string();
-    ["bad URL", "unknown URL option", "is not one of", "names no host"].iter().any(|s| m.contains(s))
 }
 
 /// What the run records about the database: URL (redacted), engine,
@@ -116,9 +105,10 @@ pub fn env(db: &Db, conn: &mut dyn Connection) -> Value {
         "tls": conn.tls(),
     });
     if let Some(name) = db.shown.strip_prefix("managed:") {
-        if let Ok(Some(i)) = storbench_media::pg::get(name) {
-            v["managed"] = json!({ "name": i.name, "placement": storbench_media::pg::placement(&i), "settings": i.settings, "memory_limit": i.memory_limit });
-            v["managed"]["replication"] = storbench_media::pg::replication_env(&i);
+        if let Ok(Some(i)) = storbench_instances::pg::get(name) {
+            v["managed"] = json!({ "name": i.name, "placement": storbench_instances::pg::placement(&i, &storbench_media::describe_path), "settings": i.settings, "memory_limit": i.memory_limit });
+            v["managed"]["replication"] =
+                storbench_instances::pg::replication_env(&i, &storbench_media::describe_path);
         }
     }
     if let Some(dir) = data_dir(db, conn) {

@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | 0 | done | |
 //! | 1 | the run failed (what was measured is kept) | any other error |
-//! | 2 | bad input: nothing was created or written | [`UsageError`] ([`usage`]) |
+//! | 2 | bad input: nothing was created or written | [`UsageError`] ([`usage`]), a [`DbError`] of kind `BadUrl`, or a results store that is not one |
 //! | 3 | a database or service could not be reached: connection refused, DNS, authentication, a managed instance that is down | [`UnreachableError`] ([`unreachable`]), or a [`DbError`] of kind `Connect`/`Auth` |
 //! | 4 | a target failed: an I/O error on the device or file, a medium or managed instance that could not be made or started | [`TargetError`] ([`target_failed`]) |
 //! | 130 | interrupted (the step in progress is kept) | |
@@ -85,7 +85,18 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
         .filter_map(|c| c.downcast_ref::<DbError>())
         .chain(e.downcast_ref::<DbError>())
         .any(|d| matches!(d.kind(), ErrorKind::Connect | ErrorKind::Auth));
-    if has::<UsageError>(e) {
+    let db_bad_url = e
+        .chain()
+        .filter_map(|c| c.downcast_ref::<DbError>())
+        .chain(e.downcast_ref::<DbError>())
+        .any(|d| d.kind() == ErrorKind::BadUrl);
+    // `--results` naming a file that is not a results store (issue 24:
+    // `--results /etc/passwd` was a failed run).
+    let not_a_store = e.chain().filter_map(|c| c.downcast_ref::<storbench_results::StoreError>()).any(|s| {
+        matches!(s, storbench_results::StoreError::Sqlite { source, .. }
+            if source.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase))
+    });
+    if has::<UsageError>(e) || db_bad_url || not_a_store {
         EXIT_USAGE
     } else if has::<UnreachableError>(e) || db_unreachable {
         EXIT_UNREACHABLE
@@ -122,13 +133,53 @@ pub fn clap_error(e: clap::Error) -> ExitCode {
     match e.kind() {
         K::DisplayHelp | K::DisplayVersion | K::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
         _ => {
-            let text = e.to_string();
-            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid command line");
-            let first = first.trim().trim_start_matches("error: ");
-            eprintln!("storbench: error: {first} (see --help)");
+            let args: Vec<String> = std::env::args().collect();
+            eprintln!("storbench: error: {} (see --help)", clap_line(&e, &args));
             ExitCode::from(EXIT_USAGE)
         }
     }
+}
+
+/// The one line for a clap error. clap's own first line leaves out what
+/// follows on later lines (the missing arguments' names), and reads a
+/// negative value given without `=` (`--rampup -1s`) as an unknown flag:
+/// both are said in full here. `args` is the command line, to find the
+/// flag a negative value was given to.
+fn clap_line(e: &clap::Error, args: &[String]) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind as K};
+    let invalid: Vec<String> = match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(s)) => vec![s.clone()],
+        Some(ContextValue::Strings(v)) => v.clone(),
+        _ => Vec::new(),
+    };
+    match e.kind() {
+        K::MissingRequiredArgument if !invalid.is_empty() => {
+            return format!("the following required arguments were not provided: {}", invalid.join(", "));
+        }
+        K::UnknownArgument => {
+            if let Some(bad) = invalid.first().filter(|a| {
+                a.strip_prefix('-')
+                    .and_then(|r| r.chars().next())
+                    .is_some_and(|c| c.is_ascii_digit() || c == '.')
+            }) {
+                // The whole token (clap names only its first flag-like part)
+                // and the flag before it.
+                let at = args.iter().position(|a| a.starts_with(bad.as_str()));
+                if let Some(i) = at.filter(|i| *i > 0 && args[i - 1].starts_with("--")) {
+                    return format!(
+                        "{} {}: negative values are not allowed; give 0 or more",
+                        args[i - 1],
+                        args[i]
+                    );
+                }
+                return format!("'{bad}': negative values are not allowed; give 0 or more");
+            }
+        }
+        _ => {}
+    }
+    let text = e.to_string();
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid command line");
+    first.trim().trim_start_matches("error: ").to_string()
 }
 
 #[cfg(test)]
@@ -153,6 +204,7 @@ mod tests {
         assert_eq!(exit_code(&db(ErrorKind::Auth)), EXIT_UNREACHABLE);
         assert_eq!(exit_code(&db(ErrorKind::Closed)), EXIT_FAILED);
         assert_eq!(exit_code(&db(ErrorKind::Other)), EXIT_FAILED);
+        assert_eq!(exit_code(&db(ErrorKind::BadUrl)), EXIT_USAGE);
         let r: Result<(), DbError> = Err(DbError::new(ErrorKind::Connect, "refused"));
         assert_eq!(exit_code(&r.context("step users=1").unwrap_err()), EXIT_UNREACHABLE);
     }
@@ -161,6 +213,28 @@ mod tests {
     fn bad_input_outranks_an_outage() {
         let e = unreachable("cannot reach db").context(UsageError("bad --db".into()));
         assert_eq!(exit_code(&e), EXIT_USAGE);
+    }
+
+    #[test]
+    fn clap_errors_name_the_missing_arguments_and_negative_values() {
+        use clap::Parser;
+        let line = |argv: &[&str]| {
+            let args: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+            let e = crate::cli::Cli::try_parse_from(&args).unwrap_err();
+            clap_line(&e, &args)
+        };
+        let l = line(&["storbench", "compare", "1"]);
+        assert!(
+            l.starts_with("the following required arguments were not provided: ") && l.contains('<'),
+            "{l}"
+        );
+        let l = line(&["storbench", "media", "destroy"]);
+        assert!(l.starts_with("the following required arguments were not provided: ") && l.len() > 32, "{l}");
+        assert_eq!(
+            line(&["storbench", "io", "--rampup", "-1s"]),
+            "--rampup -1s: negative values are not allowed; give 0 or more"
+        );
+        assert!(line(&["storbench", "io", "--nosuch"]).contains("'--nosuch'"));
     }
 
     #[test]

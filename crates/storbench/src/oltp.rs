@@ -18,7 +18,7 @@ use serde_json::Value;
 use storbench_db::{Connection, DbError, Dialect, Stmt};
 use storbench_metrics::{units::format_duration, StepReport};
 use storbench_workloads::runner::run_step;
-use storbench_workloads::{StepError, StepSpec, Workload};
+use storbench_workloads::{StepError, StepResult, StepSpec, Workload};
 
 use crate::cli::Global;
 use crate::live::Live;
@@ -36,11 +36,6 @@ pub struct Steps<'a> {
     pub labels: Vec<usize>,
     /// Print a pgbench-style progress line every this often.
     pub progress: Option<Duration>,
-    /// Figures shown in the live line and the summary: (figure, heading).
-    pub columns: &'a [(&'a str, &'a str)],
-    /// Adds workload-specific figures and samples to a finished step.
-    /// Gets the step's report and its measured window.
-    pub decorate: &'a dyn Fn(&mut StepReport, Duration),
     /// The live line's figures (default: TPS and mean latency).
     pub live: Option<&'a dyn Fn(&storbench_workloads::Tick) -> String>,
     /// One tick as `--metrics-addr` serves it.
@@ -70,7 +65,7 @@ pub fn run_steps(
 ) -> Result<ExitCode> {
     let stop = crate::interrupt::flag();
     let n = steps.specs.len();
-    let mut summary: Vec<(String, StepReport)> = Vec::new();
+    let mut summary: Vec<(String, StepReport, Vec<String>)> = Vec::new();
     let mut outcome = Outcome::Complete;
     for (i, spec) in steps.specs.iter().enumerate() {
         // The whole run's load labels the step (a shard runs part of it).
@@ -78,40 +73,18 @@ pub fn run_steps(
         let label = format!("{}={whole}", steps.level);
         // One live line per step, gone before the step's line is printed.
         let live = Live::line(g.quiet);
-        let mut clock = rec.clock();
+        let clock = rec.clock();
         rec.live_step(&label);
-        let (mut acc_n, mut acc_lat, mut acc_t) = (0.0f64, 0.0f64, 0.0f64);
-        let mut last_print = Duration::ZERO;
+        let mut view = StepView {
+            steps: &steps,
+            live: &live,
+            head: format!("step {}/{n} {label}", i + 1),
+            acc: (0.0, 0.0, 0.0),
+            last_print: Duration::ZERO,
+        };
         let res = run_step(w, connect, spec, stop, &mut |t| {
             rec.publish(|| (steps.publish)(t));
-            let phase = if t.rampup { "ramp-up" } else { "measuring" };
-            let figures = match steps.live {
-                Some(f) => f(t),
-                None => format!("{:.0} tps  lat {:.2} ms", t.tps, t.lat_mean_us / 1e3),
-            };
-            live.set(format!(
-                "step {}/{n} {label}  {} {}  {figures}  errors {}",
-                i + 1,
-                phase,
-                format_duration(Duration::from_secs(t.elapsed.as_secs())),
-                t.errors
-            ));
-            if let Some(every) = steps.progress {
-                acc_n += t.tps;
-                acc_lat += t.lat_mean_us * t.tps;
-                acc_t += 1.0;
-                if t.elapsed >= last_print + every {
-                    let tps = acc_n / acc_t.max(1.0);
-                    let lat = if acc_n > 0.0 { acc_lat / acc_n / 1e3 } else { 0.0 };
-                    live.println(format!(
-                        "progress: {:.1} s, {tps:.1} tps, lat {lat:.3} ms, {} failed",
-                        t.elapsed.as_secs_f64(),
-                        t.errors
-                    ));
-                    (acc_n, acc_lat, acc_t) = (0.0, 0.0, 0.0);
-                    last_print = t.elapsed;
-                }
-            }
+            view.tick(t);
         });
         let (res, failure) = match res {
             Ok(r) => (Some(r), None),
@@ -124,31 +97,13 @@ pub fn run_steps(
             Err(e) => (None, Some(anyhow!("step {label}: {e}"))),
         };
         if let Some(r) = res {
+            let stopped = r.stopped;
             if r.window > Duration::ZERO {
-                clock.start = r.started;
-                clock.measure_from = r.measure_from;
-                let mut report = r.report;
-                (steps.decorate)(&mut report, r.window);
                 let partial = failure.is_some() || r.stopped;
-                let mut params = json!({
-                    steps.level: whole,
-                    "rampup_s": spec.rampup.as_secs_f64(),
-                    "duration_s": spec.duration.as_secs_f64(),
-                    "rate": spec.rate,
-                    "partial": partial,
-                });
-                if whole != spec.users {
-                    params["shard_users"] = json!(spec.users);
-                }
-                let figures = rec.write_step(clock, &label, params, report)?;
-                live.finish();
-                eprintln!("{}", line(&label, &figures, steps.columns, partial, &flags(warnings, &figures)));
-                summary.push((label.clone(), figures));
-                if r.stopped {
-                    outcome = Outcome::Interrupted;
-                    break;
-                }
-            } else if r.stopped {
+                let done = Done { label: &label, whole, spec, partial };
+                summary.push(record_step(&mut rec, clock, w, &steps, done, r, warnings, &live)?);
+            }
+            if stopped {
                 outcome = Outcome::Interrupted;
                 break;
             }
@@ -163,32 +118,154 @@ pub fn run_steps(
         }
     }
     if !summary.is_empty() {
-        let mut t = Table::new();
-        t.load_preset(UTF8_FULL_CONDENSED);
-        let mut head = vec!["step".to_string()];
-        head.extend(steps.columns.iter().map(|(_, h)| h.to_string()));
-        head.extend(["iowait %", "dev r_await ms", "dev w_await ms", "flags"].map(String::from));
-        t.set_header(head);
-        for (label, r) in &summary {
-            let mut row = vec![label.clone()];
-            row.extend(
-                steps.columns.iter().map(|(f, _)| r.get(f).map(fmt_num).unwrap_or_else(|| "-".into())),
-            );
-            row.extend(crate::record::system_columns(r));
-            row.push(flags(warnings, r).join(", "));
-            t.add_row(row);
+        result(g, summary_table(w.columns(), &summary));
+        // What the latency tells that the summary's figures do not (a mean
+        // above p99, a p99.9 that jumps between steps), as the report says it.
+        for line in latency_story(&rec) {
+            result(g, line);
         }
-        result(g, t.to_string());
     }
     rec.finish(outcome)
 }
 
+/// The report's latency sentences for the run `rec` has recorded so far.
+fn latency_story(rec: &Recorder) -> Vec<String> {
+    let (store, id) = rec.recorded();
+    storbench_report::Report::load(store, &[id.to_string()])
+        .map(|r| r.findings().into_iter().flat_map(|f| f.latency).collect())
+        .unwrap_or_default()
+}
+
+/// The live line and `--progress` lines of one step.
+struct StepView<'a> {
+    steps: &'a Steps<'a>,
+    live: &'a Live,
+    /// `step 2/5 users=4`.
+    head: String,
+    /// Since the last progress line: transactions, latency x transactions, seconds.
+    acc: (f64, f64, f64),
+    last_print: Duration,
+}
+
+impl StepView<'_> {
+    fn tick(&mut self, t: &storbench_workloads::Tick) {
+        let phase = if t.rampup { "ramp-up" } else { "measuring" };
+        let figures = match self.steps.live {
+            Some(f) => f(t),
+            None => format!("{:.0} tps  lat {:.2} ms", t.tps, t.lat_mean_us / 1e3),
+        };
+        self.live.set(format!(
+            "{}  {} {}  {figures}  errors {}",
+            self.head,
+            phase,
+            format_duration(Duration::from_secs(t.elapsed.as_secs())),
+            t.errors
+        ));
+        let Some(every) = self.steps.progress else { return };
+        let (n, lat, secs) = &mut self.acc;
+        *n += t.tps;
+        *lat += t.lat_mean_us * t.tps;
+        *secs += 1.0;
+        if t.elapsed >= self.last_print + every {
+            let tps = *n / secs.max(1.0);
+            let mean = if *n > 0.0 { *lat / *n / 1e3 } else { 0.0 };
+            self.live.println(format!(
+                "progress: {:.1} s, {tps:.1} tps, lat {mean:.3} ms, {} failed",
+                t.elapsed.as_secs_f64(),
+                t.errors
+            ));
+            self.acc = (0.0, 0.0, 0.0);
+            self.last_print = t.elapsed;
+        }
+    }
+}
+
+/// A step that measured something: what labels it.
+struct Done<'a> {
+    label: &'a str,
+    /// The whole run's users or clients (a shard runs `spec.users` of them).
+    whole: usize,
+    spec: &'a StepSpec,
+    partial: bool,
+}
+
+/// Writes a finished step (with the workload's derived figures) and prints
+/// its line; returns its summary row's figures and flags.
+#[allow(clippy::too_many_arguments)]
+fn record_step(
+    rec: &mut Recorder,
+    mut clock: crate::record::StepClock,
+    w: &dyn Workload,
+    steps: &Steps<'_>,
+    d: Done<'_>,
+    r: StepResult,
+    warnings: &[String],
+    live: &Live,
+) -> Result<(String, StepReport, Vec<String>)> {
+    clock.start = r.started;
+    clock.measure_from = r.measure_from;
+    let mut report = r.report;
+    w.derive(&mut report, r.window);
+    let mut params = json!({
+        steps.level: d.whole,
+        "rampup_s": d.spec.rampup.as_secs_f64(),
+        "duration_s": d.spec.duration.as_secs_f64(),
+        "rate": d.spec.rate,
+        "partial": d.partial,
+    });
+    if d.whole != d.spec.users {
+        params["shard_users"] = json!(d.spec.users);
+    }
+    if let Some(e) = &r.probe_error {
+        params["probe_error"] = json!(e);
+    }
+    let figures = rec.write_step(clock, d.label, params, report)?;
+    let mut f = flags(warnings, &figures);
+    if let Some(e) = &r.probe_error {
+        f.push(format!("no figures from the database's edges of the window ({e})"));
+    }
+    live.finish();
+    eprintln!("{}", line(d.label, &figures, w.columns(), d.partial, &f));
+    Ok((d.label.to_string(), figures, f))
+}
+
+/// The run's summary: a row per step, the workload's columns, the system
+/// monitor's, and the step's flags.
+fn summary_table(columns: &[(&str, &str)], summary: &[(String, StepReport, Vec<String>)]) -> String {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    let mut head = vec!["step".to_string()];
+    head.extend(columns.iter().map(|(_, h)| h.to_string()));
+    head.extend(["iowait %", "dev r_await ms", "dev w_await ms", "flags"].map(String::from));
+    t.set_header(head);
+    for (label, r, flags) in summary {
+        let mut row = vec![label.clone()];
+        row.extend(columns.iter().map(|(f, _)| r.get(f).map(fmt_num).unwrap_or_else(|| "-".into())));
+        row.extend(crate::record::system_columns(r));
+        row.push(flags.join(", "));
+        t.add_row(row);
+    }
+    t.to_string()
+}
+
 /// The flags beside a step's figures: the run's settings warnings and the
-/// step's own (CPU steal, from the system monitor's `flag.steal`).
+/// step's own (CPU steal, from the system monitor's `flag.steal`; server
+/// counts over a window too short to hold them).
 fn flags(warnings: &[String], r: &StepReport) -> Vec<String> {
     let mut f = warnings.to_vec();
     if let Some(steal) = r.get("flag.steal") {
         f.push(format!("cpu steal {steal:.0}%"));
+    }
+    if let Some(secs) = r.get(storbench_workloads::figures::SHORT_SERVER_WINDOW) {
+        let ok = storbench_workloads::figures::SERVER_WINDOW_OK.as_secs();
+        let kept = if secs < storbench_workloads::figures::SERVER_WINDOW_MIN.as_secs_f64() {
+            "left out"
+        } else {
+            "approximate"
+        };
+        f.push(format!(
+            "server counts {kept}: a {secs:.1} s window (the server publishes them once a second; steps of {ok} s or more hold them)"
+        ));
     }
     f
 }
@@ -207,6 +284,28 @@ fn line(label: &str, r: &StepReport, columns: &[(&str, &str)], partial: bool, fl
         s.push_str(&format!("  [flagged: {}]", flags.join(", ")));
     }
     s
+}
+
+/// A build or init as its one recorded step, the same for every workload:
+/// runs `load` with the step's clock started, writes the figures it returns
+/// (each workload's `BuildStats::report`) under `step`, prints its result
+/// line, and finishes the run — or records the outcome `load` gave instead.
+pub fn build_step(
+    g: &Global,
+    mut rec: Recorder,
+    step: &str,
+    params: Value,
+    load: impl FnOnce() -> Result<(StepReport, String), Outcome>,
+) -> Result<ExitCode> {
+    let clock = rec.clock();
+    match load() {
+        Ok((figures, line)) => {
+            rec.write_step(clock, step, params, figures)?;
+            result(g, line);
+            rec.finish(Outcome::Complete)
+        }
+        Err(outcome) => rec.finish(outcome),
+    }
 }
 
 /// A figure for a table: the one formatter every storbench output shares.

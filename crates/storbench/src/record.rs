@@ -214,6 +214,8 @@ impl Recorder {
                 let e = storbench_emu::counters::step_report(name, &lines, start, from, to);
                 report.figures.extend(e.figures);
                 report.samples.extend(e.samples);
+                let env = envelope(name, &report.figures);
+                report.figures.extend(env);
                 report.figures.extend(what_if(name));
             }
         }
@@ -236,6 +238,12 @@ impl Recorder {
         Ok(StepReport { figures: report.figures, ..StepReport::default() })
     }
 
+    /// The store the run records in, and the run's id: for reading back
+    /// what it recorded so far (the latency story under its summary).
+    pub fn recorded(&self) -> (&Store, i64) {
+        (&self.store, self.run.id)
+    }
+
     /// Ends the run: sets its status, prints the record with `--json`, and
     /// returns the exit code (0; 130 interrupted; for a failure, the error's
     /// code: 1, or 3 when the database could not be reached, 4 when the
@@ -247,7 +255,13 @@ impl Recorder {
         let outcome = match outcome {
             Outcome::Failed(e) => {
                 let dead = storbench_media::emu::dead_daemons(&self.targets);
-                Outcome::Failed(if dead.is_empty() { e } else { e.context(dead.join("; ")) })
+                // A dead daemon is a failed target (exit 4) whatever the
+                // symptom was.
+                Outcome::Failed(if dead.is_empty() {
+                    e
+                } else {
+                    e.context(crate::error::TargetError(dead.join("; ")))
+                })
             }
             o => o,
         };
@@ -354,4 +368,31 @@ fn what_if(name: &str) -> Vec<storbench_metrics::Figure> {
         }
     }
     out
+}
+
+/// The emulator's floor on a modelled medium (measured when it was made,
+/// absorbed by its daemon) and whether the step fell outside the
+/// emulator's envelope: some op's mean model time under a few floors, or
+/// the IOPS above most of its ceiling (`storbench_ops::calibrate::Envelope`).
+/// `emu.NAME.floor` (µs) and `emu.NAME.outside_envelope` (1 or 0).
+fn envelope(name: &str, figures: &[storbench_metrics::Figure]) -> Vec<storbench_metrics::Figure> {
+    use storbench_metrics::{Figure, Unit};
+    let Ok(Some(m)) = storbench_media::get(name) else { return Vec::new() };
+    let Some(f) = m.daemon.and_then(|d| d.floor) else { return Vec::new() };
+    let get = |k: String| figures.iter().find(|x| x.name == k).map(|x| x.value).filter(|v| *v > 0.0);
+    let svc = ["read", "write", "flush"]
+        .iter()
+        .filter_map(|op| get(format!("emu.{name}.{op}.svc.mean")))
+        .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.min(v))));
+    let iops = ["read", "write"].iter().filter_map(|op| get(format!("emu.{name}.{op}.iops"))).sum::<f64>();
+    let env = storbench_ops::calibrate::Envelope { floor_us: f.qd1_p50_us, ceiling_iops: f.qd16_iops };
+    let model = storbench_emu::fit::Figures { lat_mean_us: svc, iops: Some(iops), ..Default::default() };
+    vec![
+        Figure::new(format!("emu.{name}.floor"), f.qd1_p50_us, Unit::Us),
+        Figure::new(
+            format!("emu.{name}.outside_envelope"),
+            env.outside(&model).is_some() as u8 as f64,
+            Unit::Count,
+        ),
+    ]
 }

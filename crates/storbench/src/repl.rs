@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use storbench_media::pg::{self, Instance, Probe};
+use storbench_instances::pg::{self, Instance, Probe};
 use storbench_metrics::{StepReport, Unit};
 
 /// Half a second: a second belongs to a step when it ends more than this

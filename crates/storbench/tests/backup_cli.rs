@@ -797,7 +797,7 @@ fn a_plain_pg_basebackup_restores_into_a_temporary_server_and_round_trips() {
     assert_eq!(owner(&copy), uid_of("postgres"));
     assert_eq!(std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777, 0o700);
     // The binaries of the copy's version, found as the restore finds them.
-    let bindir = storbench_media::pg::bindir_for(&copy).unwrap();
+    let bindir = storbench_instances::pg::bindir_for(&copy).unwrap();
     let control = Command::new("runuser")
         .args(["-u", "postgres", "--"])
         .arg(bindir.join("pg_controldata"))
@@ -905,7 +905,7 @@ fn a_physical_restore_that_fails_leaves_no_copy_and_no_server() {
     let pg = d.path().join("pg");
     std::fs::create_dir(&pg).unwrap();
     // The major version of the server binaries here, found as the product finds them.
-    let postgres = storbench_media::pg::find_bindir().unwrap().join("postgres");
+    let postgres = storbench_instances::pg::find_bindir().unwrap().join("postgres");
     let v = Command::new(postgres).arg("--version").output().unwrap();
     let v = String::from_utf8_lossy(&v.stdout).split_whitespace().last().unwrap().to_string();
     std::fs::write(pg.join("PG_VERSION"), format!("{}\n", v.split('.').next().unwrap())).unwrap();

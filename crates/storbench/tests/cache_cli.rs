@@ -159,13 +159,17 @@ fn bad_input_is_one_line_and_exit_2() {
             &p,
             "'mru' is not a cache policy: use lru, clock, arc, 2q, s3fifo or sieve",
         ),
-        (vec!["--sample", "2"], &p, "--sample 2: use a rate in (0, 1]"),
+        (vec!["--sample", "2"], &p, "'2' for '--sample <SAMPLE>': use a rate in (0, 1]"),
+        (vec!["--sample-max", "0"], &p, "'0' for '--sample-max <LINES>'"),
         (vec!["--sizes", "4k..1m"], &p, "4k is smaller than one cache line (64k)"),
         (vec!["--line", "big"], &p, "'big' is not a size"),
-        (vec!["--line", "0"], &p, "--line '0': use a positive size up to 4g"),
-        (vec!["--target", "90"], &p, "--target 90: use a hit ratio in (0, 1]"),
+        (vec!["--line", "0"], &p, "'0' for '--line <LINE>': give a power of two from 4k to 16M"),
+        // One rule with `media create --cache-line` (issue 24).
+        (vec!["--line", "3k"], &p, "'3k' for '--line <LINE>': give a power of two from 4k to 16M"),
+        (vec!["--target", "90"], &p, "'90' for '--target <TARGET>': use a hit ratio in (0, 1]"),
         (vec!["--format", "xml"], &p, "'xml' is not a trace format: use sbtrace, blkparse or csv"),
-        (vec![], &bad_csv, "line 2: size 'lots' is not a whole number"),
+        // The file is named (issue 24).
+        (vec![], &bad_csv, "bad.csv: line 2: size 'lots' is not a whole number"),
         (vec![], Path::new("/nonexistent/trace"), "/nonexistent/trace: no such trace file"),
     ];
     for (args, trace, want) in cases {

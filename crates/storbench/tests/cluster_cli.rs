@@ -533,3 +533,132 @@ run = { target = "{target}/t.dat", set = "quick", duration = "5s" }
         assert!(out.stdout.is_empty(), "nothing half-written");
     }
 }
+
+/// `k8s render` of a plan whose database URLs carry passwords (issue 24):
+/// stdout (the ConfigMap's plan included) holds no password, the Secret is
+/// written 0600 to `--secret-file` only, the shard pods read it through
+/// `secretKeyRef`, both files validate, and without `--secret-file` the
+/// render is refused (exit 2) before anything is printed.
+#[test]
+fn k8s_render_keeps_passwords_in_a_secret_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let plan = d.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        r#"name = "secretive"
+[target.node]
+path = "/mnt/bench"
+[db.pg]
+url = "postgres://root:Sup3r%40Secret@db.example:5432/test?sslmode=require"
+[db.my]
+url = "mysql://root:MyS3cretPw@db.example:3306/test"
+[axes]
+target = ["node"]
+db = ["pg", "my"]
+[[workload]]
+kind = "tpcb"
+init = { scale = 1 }
+run = { db = "{db}", clients = "1", duration = "5s" }
+"#,
+    )
+    .unwrap();
+    let secrets = ["Sup3r%40Secret", "Sup3r@Secret", "MyS3cretPw"];
+    let render = |extra: &[&str]| {
+        sb(&d.path().join("r.db"))
+            .args(["k8s", "render"])
+            .arg(&plan)
+            .args(["--shards", "2", "--start-at", "2999-01-01T00:00:00Z"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = render(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--secret-file") && err.lines().count() == 1, "{err}");
+    assert!(out.stdout.is_empty());
+    assert!(secrets.iter().all(|s| !err.contains(s)), "{err}");
+
+    let secret_file = d.path().join("secret.yaml");
+    let out = render(&["--secret-file", secret_file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let yaml = String::from_utf8(out.stdout).unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    for s in secrets {
+        assert!(!yaml.contains(s) && !err.contains(s), "'{s}' shown:\n{yaml}\n{err}");
+    }
+    assert!(!yaml.contains("kind: Secret"));
+    // The ConfigMap's plan keeps the URLs, passwords out.
+    assert!(yaml.contains("postgres://root@db.example:5432/test?sslmode=require"), "{yaml}");
+    assert!(yaml.contains("mysql://root@db.example:3306/test"), "{yaml}");
+    for var in ["PGPASSWORD", "MYSQL_PWD"] {
+        assert!(yaml.contains(&format!("name: {var}")), "{yaml}");
+    }
+    assert_eq!(yaml.matches("secretKeyRef:").count(), 2, "{yaml}");
+    assert!(yaml.contains("name: storbench-secretive-db"), "{yaml}");
+
+    let secret = std::fs::read_to_string(&secret_file).unwrap();
+    let mode = std::fs::metadata(&secret_file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    assert!(secret.contains("kind: Secret"), "{secret}");
+    // Base64 of the decoded passwords, as Kubernetes' `data` holds them.
+    assert!(secret.contains("PGPASSWORD: U3VwM3JAU2VjcmV0"), "{secret}");
+    assert!(secret.contains("MYSQL_PWD: TXlTM2NyZXRQdw=="), "{secret}");
+
+    let manifests = d.path().join("m.yaml");
+    std::fs::write(&manifests, &yaml).unwrap();
+    for (file, n) in [(&manifests, 4), (&secret_file, 1)] {
+        let v = Command::new("kubernetes-validate")
+            .args(["-k", "1.33.0", "--strict"])
+            .arg(file)
+            .output()
+            .expect("kubernetes-validate is installed by .ci/run (pip install kubernetes-validate)");
+        let report = String::from_utf8_lossy(&v.stdout).to_string() + &String::from_utf8_lossy(&v.stderr);
+        assert!(v.status.success(), "{report}");
+        assert_eq!(report.matches(" passed for resource ").count(), n, "{report}");
+    }
+
+    // Two passwords for one engine cannot share PGPASSWORD.
+    let two = std::fs::read_to_string(&plan).unwrap().replace(
+        "[db.my]\nurl = \"mysql://root:MyS3cretPw@db.example:3306/test\"",
+        "[db.my]\nurl = \"postgres://root:Other@db2.example/test\"",
+    );
+    std::fs::write(&plan, two).unwrap();
+    let out = render(&["--secret-file", secret_file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("different PGPASSWORD passwords") && !err.contains("Other"), "{err}");
+}
+
+/// `merge` of runs never made as shards is bad input (issue 24: it wrote a
+/// "merged" run of two whole runs): exit 2, one line naming the run, and no
+/// run written.
+#[test]
+fn merging_runs_that_were_never_sharded_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let mut store = Store::open(&db).unwrap();
+    let mut ids = Vec::new();
+    for i in 0..2 {
+        let run = store
+            .begin_run(&NewRun {
+                kind: "io".into(),
+                label: format!("whole{i}"),
+                config: json!({}),
+                env: json!({}),
+                plan: None,
+                cell: None,
+            })
+            .unwrap();
+        store.finish_run(run.id, Status::Complete).unwrap();
+        ids.push(run.id.to_string());
+    }
+    drop(store);
+    let out = sb(&db).args(["merge", &ids[0], &ids[1]]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("was not run as a shard") && err.contains("--shard i/N"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(Store::open(&db).unwrap().runs(&Default::default()).unwrap().len(), 2, "nothing written");
+}

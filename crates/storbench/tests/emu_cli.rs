@@ -369,7 +369,7 @@ fn bad_model_input_is_one_line_and_exit_2_leaving_nothing() {
     }
     let models: Vec<Value> = serde_json::from_str(&s.ok(&["--json", "media", "models"])).unwrap();
     let names: Vec<&str> = models.iter().map(|m| m["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["hdd", "sata-ssd", "nvme", "gbe-nas", "fc-san", "constant"]);
+    assert_eq!(names, ["hdd", "hdd-15k", "sata-ssd", "nvme", "gbe-nas", "fc-san", "constant"]);
     let rpm = models[0]["params"].as_array().unwrap().iter().find(|p| p["key"] == "rpm").unwrap();
     assert_eq!((rpm["default"].as_str(), rpm["kind"].as_str()), (Some("7200"), Some("integer")));
     assert!(!rpm["doc"].as_str().unwrap().is_empty());

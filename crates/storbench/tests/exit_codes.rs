@@ -47,7 +47,52 @@ fn a_typo_in_a_flag_is_bad_input() {
     expect(d.path(), &["tpcb", "run", "--db", "postgres://root@127.0.0.1:notaport/test"], 2, "bad URL");
     expect(d.path(), &["tpcb", "run", "--db", "mysql://root@127.0.0.1:abc/test"], 2, "bad URL");
     expect(d.path(), &["tpcb", "run", "--db", "managed:nothing"], 2, "no managed instance named 'nothing'");
+    // A TLS setting the URL cannot have is a typo, not an outage (issue 24).
+    let bogus = "postgres://root@127.0.0.1:5432/test?sslmode=bogus";
+    let out = expect(d.path(), &["tpcb", "run", "--db", bogus], 2, "sslmode=bogus is not supported");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("verify-full"));
+    let missing = "postgres://root@127.0.0.1:5432/test?sslmode=verify-full&sslrootcert=/nonexistent/root.pem";
+    expect(d.path(), &["tpcb", "run", "--db", missing], 2, "sslrootcert /nonexistent/root.pem");
     expect(d.path(), &["--json", "report"], 2, "--json: report writes");
+    // A model file with a TOML syntax error: one line with the line number,
+    // not the parser's six-line diagram (issue 24).
+    std::fs::write(d.path().join("bad.toml"), "base = \"hdd\"\nrpm = = 7200\n").unwrap();
+    let bad = d.path().join("bad.toml");
+    expect(
+        d.path(),
+        &["media", "create", "x", "--size", "64M", "--model", bad.to_str().unwrap()],
+        2,
+        "bad.toml: line 2: not valid TOML",
+    );
+    // Said as the flag's rule, not as mkfs.xfs's own message (issue 24).
+    expect(
+        d.path(),
+        &["media", "create", "x", "--size", "200M", "--fs", "xfs"],
+        2,
+        "--size 200m: --fs xfs needs at least 300m",
+    );
+    // clap's first line leaves the missing names on the next lines, and
+    // reads a negative value without `=` as a flag (issue 24).
+    expect(d.path(), &["compare", "1"], 2, "the following required arguments were not provided: <B>");
+    expect(d.path(), &["media", "destroy"], 2, "the following required arguments were not provided: <NAME>");
+    expect(
+        d.path(),
+        &["io", "--rampup", "-1s"],
+        2,
+        "--rampup -1s: negative values are not allowed; give 0 or more",
+    );
+    // A results file that is not a results store (issue 24: exit 1).
+    std::fs::write(d.path().join("passwd"), "root:x:0:0:root:/root:/bin/bash\n".repeat(50)).unwrap();
+    for args in [&["results", "list"][..], &["io", "--size", "1M", "--duration", "1s"]] {
+        let out = sb(d.path()).arg("--results").arg(d.path().join("passwd")).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("passwd") && err.contains("not a database") && err.lines().count() == 1,
+            "{err}"
+        );
+        assert!(!d.path().join("storbench-data").exists(), "{args:?} filled a target");
+    }
     expect(d.path(), &["--json", "run", "plan.toml"], 2, "--json: run records runs");
 }
 
@@ -78,6 +123,16 @@ fn refused_credentials_are_an_outage_and_the_password_is_not_shown() {
         "127.0.0.1:3306",
     );
     assert!(!String::from_utf8_lossy(&out.stderr).contains("hunter2"));
+    // A URL without a password takes MYSQL_PWD, as the pods of `k8s render`
+    // read it from their Secret: the wrong one is refused, and not shown.
+    let out = sb(d.path())
+        .env("MYSQL_PWD", "hunter3")
+        .args(["tpcb", "run", "--db", "mysql://root@127.0.0.1:3306/test"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(!err.contains("hunter3"), "{err}");
     // A role the server does not know (the local server trusts every role it has).
     expect(
         d.path(),
@@ -104,9 +159,15 @@ fn a_target_that_cannot_be_made_is_a_failed_target() {
     // An SQLite file that cannot be created: /proc takes no new files.
     expect(d.path(), &["tpcb", "init", "--db", "sqlite:/proc/storbench-exit-codes.db"], 4, "cannot open");
     std::fs::write(d.path().join("plain"), b"x").unwrap();
-    // A medium whose backing directory cannot be made: nothing is left.
+    // A medium whose backing "directory" is a file: bad input (issue 24:
+    // the backing must be an existing directory), and nothing is left.
     if is_root() {
-        expect(d.path(), &["media", "create", "m", "--size", "64M", "--backing", "plain"], 4, "plain");
+        expect(
+            d.path(),
+            &["media", "create", "m", "--size", "64M", "--backing", "plain"],
+            2,
+            "plain: not a directory",
+        );
         let list = sb(d.path()).args(["--json", "media", "list"]).output().unwrap();
         assert_eq!(String::from_utf8_lossy(&list.stdout).trim(), "[]");
     }
@@ -147,4 +208,113 @@ fn help_documents_the_exit_codes() {
 fn is_root() -> bool {
     // SAFETY: getuid has no preconditions.
     unsafe { libc::getuid() == 0 }
+}
+
+/// A file system that fills under a run: the writes fail with ENOSPC, the
+/// run is kept as failed, and the exit code is 4 (a target failed), not 1
+/// (issue 24). A 16 MiB tmpfs holds an 8 MiB target whose blocks are then
+/// punched out and a filler takes all the space, so every write needs a page
+/// the file system no longer has.
+#[test]
+fn a_target_that_fills_is_a_failed_target() {
+    if !is_root() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let mnt = d.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let st =
+        Command::new("mount").args(["-t", "tmpfs", "-o", "size=16m", "sbfill"]).arg(&mnt).status().unwrap();
+    assert!(st.success());
+    let _guard = Unmount(mnt.clone());
+    let target = mnt.join("t.dat");
+    std::fs::write(&target, vec![1u8; 8 << 20]).unwrap();
+    let punch = Command::new("fallocate")
+        .args(["--punch-hole", "--offset", "0", "--length", "8MiB"])
+        .arg(&target)
+        .status()
+        .unwrap();
+    assert!(punch.success());
+    {
+        use std::io::Write;
+        let mut filler = std::fs::File::create(mnt.join("filler")).unwrap();
+        let chunk = vec![0u8; 1 << 20];
+        for _ in 0..32 {
+            if filler.write_all(&chunk).is_err() {
+                break;
+            }
+        }
+    }
+    assert_eq!(std::fs::metadata(&target).unwrap().len(), 8 << 20);
+    let out = sb(d.path())
+        .args(["io", "--target", target.to_str().unwrap(), "--size", "8M", "--bs", "4k", "--rw", "randwrite"])
+        .args(["--buffered", "--engine", "psync", "--duration", "2s", "--rampup", "0s"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("I/O error") && err.contains("errno 28"), "{err}");
+    let list = sb(d.path()).args(["--json", "results", "list"]).output().unwrap();
+    let runs: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(runs[0]["status"], "failed", "{runs}");
+}
+
+/// A modelled medium's daemon killed under a run: the run fails naming
+/// the dead daemon, exit 4 (a target failed), not 1 (issue 24).
+#[test]
+fn a_medium_whose_daemon_dies_is_a_failed_target() {
+    if !is_root() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    Command::new("chmod").arg("755").arg(d.path()).status().unwrap();
+    struct Destroy<'a>(&'a Path);
+    impl Drop for Destroy<'_> {
+        fn drop(&mut self) {
+            let _ = sb(self.0).args(["media", "destroy", "--all"]).output();
+        }
+    }
+    let _guard = Destroy(d.path());
+    let made = sb(d.path())
+        .args(["media", "create", "ec", "--size", "64M", "--fs", "none", "--model", "constant"])
+        .args(["--set", "read=1ms"])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let list = sb(d.path()).args(["--json", "media", "list"]).output().unwrap();
+    let media: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    let m = media.as_array().unwrap().iter().find(|m| m["name"] == "ec").unwrap().clone();
+    let dev = m["device"].as_str().unwrap().to_string();
+    let pid = m["daemon"]["pid"].as_u64().unwrap() as i32;
+    let mut run = sb(d.path())
+        .args(["io", "--target", &dev, "--bs", "4k", "--rw", "randread", "--qd", "4"])
+        .args(["--duration", "20s", "--rampup", "0s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    // SAFETY: killing the daemon this test made.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = run.try_wait().unwrap() {
+            break st;
+        }
+        if t0.elapsed() > std::time::Duration::from_secs(15) {
+            let _ = run.kill();
+            panic!("the run hung after its daemon died");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(4), "{err}");
+    assert!(err.contains("model daemon for medium 'ec' died"), "{err}");
 }

@@ -88,7 +88,7 @@ fn flags_make_a_profile_and_bad_values_exit_2_recording_nothing() {
         (&["io", "--set", "oracle"], "--set oracle"),
         (&["io", "--profile", "read-random-9k"], "--profile read-random-9k"),
         (&["io", "--rw", "randomread"], "'randomread'"),
-        (&["io", "--duration", "0s"], "--duration 0s"),
+        (&["io", "--duration", "0s"], "'0s' for '--duration <DURATION>': must be more than zero"),
         (&["io", "--read", "120"], "--read 120"),
         (&["io", "--dist", "hot:90"], "hot:90"),
         (&["io", "--engine", "aio"], "--engine aio"),
@@ -209,7 +209,7 @@ fn verify_finds_a_corrupted_byte() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(4), "a target failed: {err}");
     assert!(err.contains("failed verification") && err.contains(&block.to_string()), "{err}");
     let list = runs(d.path());
     assert_eq!(list[0]["status"], "failed");
@@ -351,7 +351,7 @@ fn verify_finds_a_stale_copy_of_a_block_put_back() {
     drop(h);
     let out = verify_run(d.path(), f, "read", "1s");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(4), "a target failed: {err}");
     // A random read pass may read block 7 more than once: each read of it
     // fails, and no other block does.
     let offsets = err.split("failed verification, at offset(s) ").nth(1).expect(&err);
@@ -415,4 +415,46 @@ fn results_go_to_stdout_and_quiet_hides_only_the_live_line() {
     let out = sb(d.path()).arg("--json").args(&args[..args.len() - 1]).output().unwrap();
     let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rec["steps"][0]["params"]["access"], "random", "independent draws by default");
+}
+
+/// Bad input from issue 24, each exit 2 with one line naming the value,
+/// nothing recorded and nothing created: a target whose directory does not
+/// exist (no tree grown under `/`), a span past the target's end, `--verify`
+/// where nothing would be checked, `--fsync-every 0`. A read-only verifying
+/// run after a verifying write does run (it has blocks to check).
+#[test]
+fn issue_24_bad_io_input_is_refused_and_creates_nothing() {
+    let e = tempfile::tempdir().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["io", "--target", "/nonexistent-sb/dir/x.dat", "--size", "8M"],
+            "/nonexistent-sb/dir does not exist",
+        ),
+        (&["io", "--target", "sub/x.dat", "--size", "8M"], "sub does not exist"),
+        (
+            &["io", "--target", "t.dat", "--size", "8M", "--span", "1T"],
+            "--span 1t: larger than the target t.dat (8m)",
+        ),
+        (
+            &["io", "--target", "t.dat", "--size", "8M", "--verify", "--rw", "randread"],
+            "--verify with read-only",
+        ),
+        (&["io", "--target", "t.dat", "--size", "8M", "--fsync-every", "0"], "'0'"),
+    ];
+    for (args, want) in cases {
+        let out = sb(e.path()).args(*args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: wanted '{want}' in {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(runs(e.path()).is_empty(), "{args:?} recorded a run");
+        assert!(!e.path().join("t.dat").exists() && !e.path().join("sub").exists(), "{args:?} created");
+    }
+    assert!(!Path::new("/nonexistent-sb").exists(), "a tree was grown under /");
+
+    let quick = ["--target", "t.dat", "--size", "8M", "--bs", "4k", "--duration", "1s", "--rampup", "0s"];
+    for rw in ["randwrite", "randread"] {
+        let out = sb(e.path()).arg("io").args(quick).args(["--verify", "--rw", rw]).output().unwrap();
+        assert!(out.status.success(), "{rw}: {}", String::from_utf8_lossy(&out.stderr));
+    }
 }

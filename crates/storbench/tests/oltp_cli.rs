@@ -78,6 +78,8 @@ fn tpcb_on_sqlite_records_every_step() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rec["run"]["status"], "complete");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("p99 µs") && err.contains("max µs"), "the step line shows the worst: {err}");
     let steps = rec["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 2);
     assert_eq!(steps[1]["label"], "clients=2");
@@ -426,4 +428,52 @@ fn tpcc_on_postgres_counts_tpm_on_the_server() {
     let sources = &rec["run"]["env"]["sources"];
     assert!(sources["tpm.server"].as_str().unwrap().contains("server"), "{sources}");
     assert_eq!(rec["run"]["env"]["driver"], "server-side procedures");
+}
+
+/// A tmpfs of `size`, unmounted when dropped (even when the test fails).
+struct SmallFs {
+    dir: tempfile::TempDir,
+}
+
+impl SmallFs {
+    fn new(size: &str) -> SmallFs {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "mounting a {size} tmpfs (root)");
+        SmallFs { dir }
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+/// Regression (issue 24): a SQLite `tpcb init` that filled its disk left a
+/// half-loaded database that `tpcb run` took (and recorded a failed run,
+/// "expected one row, got 0"). The failed init drops what it made — or,
+/// when the full disk refuses even that, what is left holds no branches —
+/// so `run` refuses it with one line, exit 2, and records nothing.
+#[test]
+fn a_tpcb_init_that_fills_its_disk_leaves_nothing_run_takes() {
+    let d = tempfile::tempdir().unwrap();
+    let fs = SmallFs::new("1m");
+    let url = format!("sqlite:{}/b.db", fs.dir.path().display());
+    let out = sb(d.path()).args(["tpcb", "init", "--db", &url]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "init on a 1 MiB disk failed: {err}");
+    assert!(err.contains("full") || err.contains("disk"), "{err}");
+    let before = runs(d.path()).len();
+    let out = sb(d.path()).args(["tpcb", "run", "--db", &url, "--duration", "1s"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("no TPC-B tables") && err.contains("tpcb init"), "{err}");
+    assert_eq!(runs(d.path()).len(), before, "the refused run recorded nothing");
 }

@@ -53,10 +53,33 @@ impl Drop for State {
     }
 }
 
-/// Runs SQL with psql on 127.0.0.1:port, database storbench; stdout trimmed.
+/// The directory of the Unix socket the server on `port` listens on: a
+/// managed instance's TCP asks for a password, its private socket admits
+/// root (these tests run as root).
+fn socket_dir(port: u64) -> String {
+    let t = std::fs::read_to_string("/proc/net/unix").unwrap();
+    let suffix = format!("/.s.PGSQL.{port}");
+    let path = t.lines().filter_map(|l| l.split_whitespace().nth(7)).find(|p| p.ends_with(&suffix));
+    let path = path.unwrap_or_else(|| panic!("no Unix socket for port {port}"));
+    path[..path.len() - suffix.len()].to_string()
+}
+
+/// Runs SQL with psql on the server on `port` (through its socket),
+/// database storbench; stdout trimmed.
 fn psql(port: u64, sql: &str) -> String {
     let out = Command::new("psql")
-        .args(["-X", "-At", "-h", "127.0.0.1", "-p", &port.to_string(), "-U", "root", "-d", "storbench"])
+        .args([
+            "-X",
+            "-At",
+            "-h",
+            &socket_dir(port),
+            "-p",
+            &port.to_string(),
+            "-U",
+            "root",
+            "-d",
+            "storbench",
+        ])
         .args(["-c", sql])
         .output()
         .unwrap();
@@ -358,8 +381,21 @@ fn a_run_samples_the_lag_and_a_stopped_sync_standby_is_said_and_does_not_hang_th
 fn kill_9_of_a_sync_on_primary_loses_no_acknowledged_commit_on_the_promoted_standby() {
     let s = State::new();
     s.ok(&["pg", "up", "fo", "--data", &s.path("pd"), "--standby", "1", "--sync", "on"]);
+    // The primary's shared memory segments: a kill -9 leaves them unless
+    // storbench removes them.
+    let pid = std::fs::read_to_string(Path::new(&s.path("pd")).join("postmaster.pid")).unwrap();
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", pid.lines().next().unwrap().trim())).unwrap();
+    let segs: Vec<&str> = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|p| p.starts_with("/dev/shm/PostgreSQL."))
+        .collect();
+    assert!(!segs.is_empty(), "the primary maps its control segment");
     let out: Value =
         serde_json::from_str(&s.ok(&["--json", "pg", "failover-check", "fo", "--kill-after", "2s"])).unwrap();
+    for seg in &segs {
+        assert!(!Path::new(seg).exists(), "{seg} left by the kill -9");
+    }
     assert_eq!(out["synchronous_commit"], "on");
     assert_eq!(out["waits_for_standby"], true);
     assert!(out["acknowledged"].as_i64().unwrap() > 0, "{out}");

@@ -374,7 +374,9 @@ fn html_report_renders_in_chromium_with_charts_and_tables() {
     // io: IOPS, MB/s and p99 bars, percentiles, 2 time series (one per target);
     // tpcc: NOPM and TPM lines, percentiles, 1 time series; tpcb: TPS,
     // percentiles, 1; the setup run: none (its table only).
-    assert_eq!(dom.matches("<svg").count(), 13, "charts in the DOM");
+    assert_eq!(dom.matches("<figure class=\"chart\">").count(), 13, "charts in the DOM");
+    // Each drawn for a desktop and for a phone.
+    assert_eq!(dom.matches("<svg").count(), 26, "drawings in the DOM");
     assert!(dom.matches("<table").count() >= 12, "tables missing from the DOM");
     for want in [
         "What was found",

@@ -9,6 +9,7 @@
 
 #![deny(missing_docs)]
 
+pub mod figures;
 mod names;
 pub mod rand_tpc;
 pub mod runner;
@@ -16,4 +17,5 @@ pub mod tpcb;
 pub mod tpcc;
 pub mod tpch;
 
+pub use figures::{build_report, BuildFigures, Column, FigureSpec};
 pub use runner::{Connector, Done, Probe, StepError, StepResult, StepSpec, Tick, Worker, Workload};

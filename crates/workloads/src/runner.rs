@@ -49,6 +49,15 @@ pub trait Workload: Send + Sync {
     fn probe_figures(&self, _before: &Probe, _after: &Probe, _window: Duration) -> Vec<Figure> {
         Vec::new()
     }
+    /// The figures a step's line and the run's summary show, in order.
+    /// Default: none.
+    fn columns(&self) -> &'static [crate::Column] {
+        &[]
+    }
+    /// Adds the figures and series the workload derives from a finished
+    /// step's report and its measured window (e.g. NOPM as the client
+    /// counts it). Default: nothing.
+    fn derive(&self, _report: &mut StepReport, _window: Duration) {}
 }
 
 /// One virtual user's transactions.
@@ -59,8 +68,27 @@ pub trait Worker: Send {
         Duration::ZERO
     }
     /// Runs the chosen transaction. `attempt` is 0 the first time and counts
-    /// retries of the same inputs after a retryable error.
+    /// retries of the same inputs after a retryable error. Whatever it
+    /// returns, it leaves no transaction open on a live connection, and
+    /// ends only the one it opened: the runner never rolls back for it.
     fn run_one(&mut self, conn: &mut dyn Connection, attempt: u32) -> Result<Done, DbError>;
+}
+
+/// Commits a worker's transaction; should the COMMIT fail, rolls back
+/// unless the engine has ended the transaction itself
+/// ([`storbench_db::Caps::failed_commit_ends_transaction`]: PostgreSQL, where a
+/// ROLLBACK would draw warning 25P01) or the connection is gone, so the
+/// worker leaves no transaction open ([`Worker::run_one`]). The COMMIT's
+/// error is returned either way.
+pub fn commit(conn: &mut dyn Connection) -> Result<(), DbError> {
+    let e = match conn.commit() {
+        Ok(()) => return Ok(()),
+        Err(e) => e,
+    };
+    if !conn.caps().failed_commit_ends_transaction && !conn.is_closed() {
+        let _ = conn.rollback();
+    }
+    Err(e)
 }
 
 /// What one transaction did.
@@ -147,6 +175,10 @@ pub struct StepResult {
     pub measure_from: Instant,
     /// When the step began.
     pub started: Instant,
+    /// Why the figures read from the database at the window's edges (the
+    /// server's counters, the districts' order ids) are missing, when they
+    /// are: the probe failed even on a fresh connection.
+    pub probe_error: Option<String>,
 }
 
 /// Why a step could not complete.
@@ -298,7 +330,9 @@ impl Fatal {
 struct Collector<'a> {
     w: &'a dyn Workload,
     lives: &'a [Arc<Live>],
-    observer: &'a mut dyn Connection,
+    observer: Box<dyn Connection>,
+    connect: Connector<'a>,
+    probe_error: Option<String>,
     fatal: &'a Fatal,
     tick: &'a mut dyn FnMut(&Tick),
     report: StepReport,
@@ -308,9 +342,34 @@ struct Collector<'a> {
     after: Option<Probe>,
 }
 
+impl Collector<'_> {
+    /// Probes the database; a failed probe is tried once more on a fresh
+    /// connection (the observer's session may have been terminated, as the
+    /// users' may: they reconnect too). A second failure is kept as the
+    /// step's `probe_error`, so the missing figures are explained.
+    fn probe(&mut self) -> Option<Probe> {
+        if let Ok(p) = self.w.probe(self.observer.as_mut()) {
+            return Some(p);
+        }
+        let retried = (self.connect)().and_then(|mut c| {
+            let p = self.w.probe(c.as_mut());
+            self.observer = c;
+            p
+        });
+        match retried {
+            Ok(p) => Some(p),
+            Err(e) => {
+                self.probe_error =
+                    Some(format!("probing the database failed, on a fresh connection too: {e}"));
+                None
+            }
+        }
+    }
+}
+
 impl Sampler for Collector<'_> {
     fn window_begins(&mut self) {
-        self.before = self.w.probe(self.observer).ok();
+        self.before = self.probe();
     }
 
     fn sample(&mut self, i: &Interval) {
@@ -353,8 +412,8 @@ impl Sampler for Collector<'_> {
         if self.fatal.is_set() {
             return;
         }
-        if let Some(b) = &self.before {
-            self.after = self.w.probe(self.observer).ok().filter(|a| !a.is_empty() || b.is_empty());
+        if let Some(b) = self.before.clone() {
+            self.after = self.probe().filter(|a| !a.is_empty() || b.is_empty());
         }
     }
 }
@@ -378,7 +437,7 @@ pub fn run_step(
     let lives: Vec<Arc<Live>> = (0..users)
         .map(|_| Arc::new(Live { kinds: (0..kinds).map(|_| AtomicU64::new(0)).collect(), ..Live::default() }))
         .collect();
-    let mut observer = connect().map_err(|source| StepError::Connect { user: 0, source })?;
+    let observer = connect().map_err(|source| StepError::Connect { user: 0, source })?;
     let fatal = Fatal::default();
     let plan = StepPlan {
         workers: users,
@@ -405,7 +464,9 @@ pub fn run_step(
     let mut col = Collector {
         w,
         lives: &lives,
-        observer: observer.as_mut(),
+        observer,
+        connect,
+        probe_error: None,
         fatal: &fatal,
         tick,
         report: StepReport::default(),
@@ -424,7 +485,7 @@ pub fn run_step(
         ran
     })
     .map_err(|f| StepError::Connect { user: f.worker, source: f.error })?;
-    let Collector { report, before, after, .. } = col;
+    let Collector { report, before, after, probe_error, .. } = col;
     let fatal = fatal.0.into_inner().expect("fatal lock");
     let result = StepResult {
         report: summarise(
@@ -440,6 +501,7 @@ pub fn run_step(
         window: ran.window,
         measure_from: ran.clock.measure_from,
         started: ran.clock.start,
+        probe_error,
     };
     match fatal {
         None => Ok(result),
@@ -554,6 +616,70 @@ fn reconnect(
     }
 }
 
+/// What a user's error handling needs of its step.
+struct User<'a, 's> {
+    connect: Connector<'a>,
+    spec: &'a StepSpec,
+    sh: &'a Shared<'s>,
+    fatal: &'a Fatal,
+    live: &'a Live,
+    slot: &'a Slot,
+}
+
+impl User<'_, '_> {
+    /// Counts a failed transaction and decides whether the user goes on: a
+    /// lost connection is reconnected (within `reconnect_for`), a retryable
+    /// or other error is counted (100 in a row end the step), anything else
+    /// ends the step.
+    fn on_error(
+        &self,
+        e: DbError,
+        conn: &mut Box<dyn Connection>,
+        out: &mut UserOut,
+        consecutive_errors: &mut u32,
+    ) -> bool {
+        out.errors += 1;
+        self.live.errors.fetch_add(1, Ordering::Relaxed);
+        if out.first_error.is_none() {
+            out.first_error = Some(e.to_string());
+        }
+        use storbench_db::ErrorKind as K;
+        let lost = matches!(e.kind(), K::Closed | K::Connect) || conn.is_closed();
+        match e.kind() {
+            _ if lost => {
+                let lost_at = Instant::now();
+                match reconnect(self.connect, self.spec, self.sh, lost_at) {
+                    Ok(c) => {
+                        *conn = c;
+                        self.slot.register(conn.as_ref());
+                        out.reconnects += 1;
+                        out.gap += lost_at.elapsed();
+                        true
+                    }
+                    Err(e) => {
+                        if !self.sh.should_stop() {
+                            self.fatal.fail(self.sh, e, true);
+                        }
+                        false
+                    }
+                }
+            }
+            K::Retryable | K::Other => {
+                *consecutive_errors += 1;
+                if *consecutive_errors >= 100 {
+                    self.fatal.fail(self.sh, e, false);
+                    return false;
+                }
+                true
+            }
+            _ => {
+                self.fatal.fail(self.sh, e, false);
+                false
+            }
+        }
+    }
+}
+
 /// One virtual user, connected and started with the others: runs
 /// transactions until the step ends.
 #[allow(clippy::too_many_arguments)]
@@ -632,12 +758,11 @@ fn user_loop(
         match res {
             // Cancelled by the watchdog once the step had to end: outside
             // the window, so neither a transaction nor an error. Not a lost
-            // connection either: it stays usable once rolled back. (A cancel
-            // while the step runs, e.g. a statement_timeout, is an error.)
-            Err(e) if e.is_cancelled() && (sh.should_stop() || done_at >= tl.end) => {
-                let _ = conn.rollback();
-                break;
-            }
+            // connection either. (A cancel while the step runs, e.g. a
+            // statement_timeout, is an error.) The worker has ended its
+            // transaction (run_one's contract): a ROLLBACK from here would
+            // find none open and leave a 25P01 warning in the server's log.
+            Err(e) if e.is_cancelled() && (sh.should_stop() || done_at >= tl.end) => break,
             Ok(done) => {
                 consecutive_errors = 0;
                 let from = if per_user_rate.is_some() { scheduled } else { began };
@@ -661,42 +786,9 @@ fn user_loop(
                 }
             }
             Err(e) => {
-                out.errors += 1;
-                live.errors.fetch_add(1, Ordering::Relaxed);
-                if out.first_error.is_none() {
-                    out.first_error = Some(e.to_string());
-                }
-                use storbench_db::ErrorKind as K;
-                let lost = matches!(e.kind(), K::Closed | K::Connect) || conn.is_closed();
-                match e.kind() {
-                    _ if lost => {
-                        let lost_at = Instant::now();
-                        match reconnect(connect, spec, sh, lost_at) {
-                            Ok(c) => {
-                                conn = c;
-                                slot.register(conn.as_ref());
-                                out.reconnects += 1;
-                                out.gap += lost_at.elapsed();
-                            }
-                            Err(e) => {
-                                if !sh.should_stop() {
-                                    fatal.fail(sh, e, true);
-                                }
-                                break;
-                            }
-                        }
-                    }
-                    K::Retryable | K::Other => {
-                        consecutive_errors += 1;
-                        if consecutive_errors >= 100 {
-                            fatal.fail(sh, e, false);
-                            break;
-                        }
-                    }
-                    _ => {
-                        fatal.fail(sh, e, false);
-                        break;
-                    }
+                let user = User { connect, spec, sh, fatal, live, slot };
+                if !user.on_error(e, &mut conn, &mut out, &mut consecutive_errors) {
+                    break;
                 }
             }
         }

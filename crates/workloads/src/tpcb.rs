@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use storbench_db::{Connection, DbError, Dialect, ErrorKind, Stmt, Value};
+use storbench_metrics::{Sample, StepReport};
 
+use crate::figures::{Column, FigureSpec};
 use crate::rand_tpc::TpcRng;
 use crate::runner::{Connector, Done, Probe, Worker, Workload};
 
@@ -52,6 +54,38 @@ pub struct InitStats {
     /// Seconds spent on keys, vacuum and analyze.
     pub index_seconds: f64,
 }
+
+impl InitStats {
+    /// The init step's figures ([`crate::build_report`]).
+    pub fn report(&self) -> StepReport {
+        crate::build_report(&crate::BuildFigures {
+            rows: self.rows,
+            load_seconds: self.load_seconds,
+            phases: &[("load.seconds", self.load_seconds), ("index.seconds", self.index_seconds)],
+            per_table: None,
+        })
+    }
+}
+
+/// TPC-B's headline figure: TPS as pgbench counts it.
+pub const FIGURES: &[FigureSpec] =
+    &[FigureSpec { base: "tps", label: "TPS", source: "client count, as pgbench" }];
+
+/// The figures of a `tpcb-init` run the report shows.
+pub const INIT_FIGURES: &[FigureSpec] =
+    &[FigureSpec { base: "load.seconds", label: "load time", source: "" }];
+
+/// A step's line and the run's summary.
+pub const COLUMNS: &[Column] = &[
+    ("tps.client", "TPS"),
+    ("tps.server", "TPS server"),
+    ("lat.mean", "lat mean µs"),
+    ("lat.p95", "p95 µs"),
+    ("lat.p99", "p99 µs"),
+    ("lat.max", "max µs"),
+    ("errors", "errors"),
+    ("retries", "retries"),
+];
 
 const TABLES: [&str; 4] = ["pgbench_history", "pgbench_tellers", "pgbench_accounts", "pgbench_branches"];
 
@@ -103,6 +137,13 @@ fn ddl(dialect: Dialect, fillfactor: u32) -> Vec<String> {
 /// Creates pgbench's tables at `opts.scale` and loads them (accounts in
 /// parallel over `opts.jobs` connections where the engine takes concurrent
 /// writers), then keys and statistics. Drops existing tables first.
+///
+/// A load that fails midway (a full disk) leaves nothing [`inspect`]
+/// accepts: the tables it made are dropped, and should that fail too (a
+/// full disk may refuse the drop), the branches — the rows `inspect`
+/// counts — are loaded last, once every account is in and the keys and
+/// statistics are made, so a database without them reads as no TPC-B
+/// tables and `run` refuses it.
 pub fn init(
     connect: Connector<'_>,
     opts: &InitOptions,
@@ -111,15 +152,34 @@ pub fn init(
     let mut conn = connect()?;
     let dialect = conn.dialect();
     drop(conn.as_mut())?;
-    for stmt in ddl(dialect, opts.fillfactor) {
-        conn.batch(&stmt)?;
+    let made = (|| {
+        for stmt in ddl(dialect, opts.fillfactor) {
+            conn.batch(&stmt)?;
+        }
+        load(conn.as_mut(), connect, opts, progress)
+    })();
+    if made.is_err() {
+        // Closing the connection ends whatever transaction it was in (no
+        // ROLLBACK sent blind); a fresh one drops the tables.
+        std::mem::drop(conn);
+        if let Ok(mut c) = connect() {
+            let _ = drop(c.as_mut());
+        }
     }
+    made
+}
+
+/// Loads the created tables, then keys and statistics (see [`init`]).
+fn load(
+    conn: &mut dyn Connection,
+    connect: Connector<'_>,
+    opts: &InitOptions,
+    progress: &(dyn Fn(LoadProgress) + Sync),
+) -> Result<InitStats, DbError> {
+    let dialect = conn.dialect();
     let t0 = Instant::now();
     let scale = opts.scale;
     conn.begin()?;
-    let branches: Vec<Vec<Value>> =
-        (1..=scale).map(|b| vec![Value::Int(b), Value::Int(0), Value::Text(String::new())]).collect();
-    conn.load("pgbench_branches", &["bid", "bbalance", "filler"], &branches)?;
     let tellers: Vec<Vec<Value>> = (1..=scale * TELLERS)
         .map(|t| {
             vec![Value::Int(t), Value::Int((t - 1) / TELLERS + 1), Value::Int(0), Value::Text(String::new())]
@@ -157,7 +217,7 @@ pub fn init(
         Ok(())
     };
     if jobs == 1 {
-        load_range(conn.as_mut(), 1, scale * ACCOUNTS)?;
+        load_range(conn, 1, scale * ACCOUNTS)?;
     } else {
         let per = scale / jobs as i64;
         std::thread::scope(|s| {
@@ -175,7 +235,7 @@ pub fn init(
             handles.into_iter().try_for_each(|h| h.join().expect("loader thread panicked"))
         })?;
     }
-    let load_seconds = t0.elapsed().as_secs_f64();
+    let mut load_seconds = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
     match dialect {
         Dialect::Postgres => {
@@ -193,11 +253,24 @@ pub fn init(
         }
         Dialect::Sqlite => conn.batch("ANALYZE")?,
     }
-    Ok(InitStats {
-        rows: (scale + scale * TELLERS) as u64 + total,
-        load_seconds,
-        index_seconds: t1.elapsed().as_secs_f64(),
-    })
+    let mut index_seconds = t1.elapsed().as_secs_f64();
+    // Last, once keys and statistics are in, as the mark of a whole init
+    // (see init): `scale` rows, then their own statistics.
+    let t2 = Instant::now();
+    let branches: Vec<Vec<Value>> =
+        (1..=scale).map(|b| vec![Value::Int(b), Value::Int(0), Value::Text(String::new())]).collect();
+    conn.begin()?;
+    conn.load("pgbench_branches", &["bid", "bbalance", "filler"], &branches)?;
+    conn.commit()?;
+    load_seconds += t2.elapsed().as_secs_f64();
+    let t3 = Instant::now();
+    conn.batch(match dialect {
+        Dialect::Postgres => "ANALYZE pgbench_branches",
+        Dialect::Mysql => "ANALYZE TABLE pgbench_branches",
+        Dialect::Sqlite => "ANALYZE pgbench_branches",
+    })?;
+    index_seconds += t3.elapsed().as_secs_f64();
+    Ok(InitStats { rows: (scale + scale * TELLERS) as u64 + total, load_seconds, index_seconds })
 }
 
 /// The scale of the pgbench tables in this database, or `None` when they
@@ -299,6 +372,9 @@ impl Workload for Tpcb {
         let mut p = Probe::new();
         if let Some(c) = conn.counters()? {
             p.insert("xact".into(), c.xact_db as f64);
+            if conn.dialect() == Dialect::Postgres {
+                p.insert(crate::figures::PUBLISHED_LATE.into(), 1.0);
+            }
         }
         Ok(p)
     }
@@ -322,16 +398,37 @@ impl Workload for Tpcb {
         // probe once that is published. Where every commit is published
         // as it happens the figure is exact: tests/tpcb.rs arranges that
         // and checks it against pg_stat_database read from another session.
+        // On a short window that is more than noise: see server_rate.
         if let (Some(b), Some(a)) = (before.get("xact"), after.get("xact")) {
-            if window > Duration::ZERO {
-                f.push(Figure::new("tps.server", (a - b) / window.as_secs_f64(), Unit::PerS));
-            }
+            let late = before.contains_key(crate::figures::PUBLISHED_LATE);
+            crate::figures::server_rate(&mut f, "tps.server", Unit::PerS, a - b, window, late);
         }
         // Over the whole step (every user has ended when this is called),
         // for an exact check against the database's counters.
         let step = self.committed() - self.step_base.load(Ordering::Relaxed);
         f.push(Figure::new("step.txn.count", step as f64, Unit::Count));
         f
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
+    }
+
+    /// Names the runner's client count by its source (`tps.client`,
+    /// pgbench's definition: transactions finished in the window over the
+    /// window), figure and per-second series, beside the server's
+    /// `tps.server`.
+    fn derive(&self, r: &mut StepReport, _window: Duration) {
+        if let Some(tps) = r.get("tps") {
+            r.figure("tps.client", tps, storbench_metrics::Unit::PerS);
+        }
+        let series: Vec<Sample> = r
+            .samples
+            .iter()
+            .filter(|s| s.name == "tps")
+            .map(|s| Sample { t_ms: s.t_ms, name: "tps.client".into(), value: s.value })
+            .collect();
+        r.samples.extend(series);
     }
 }
 
@@ -345,10 +442,10 @@ struct TpcbWorker {
 }
 
 impl TpcbWorker {
-    fn transaction(&mut self, conn: &mut dyn Connection) -> Result<(), DbError> {
+    /// The script's statements inside the transaction `run_one` opened.
+    fn body(&mut self, conn: &mut dyn Connection) -> Result<(), DbError> {
         let [aid, bid, tid, delta] = self.keys;
         let s = &self.stmts;
-        conn.begin()?;
         conn.execute(&s.upd_account, &[Value::Int(delta), Value::Int(aid)])?;
         conn.query_one(&s.sel_account, &[Value::Int(aid)])?;
         conn.execute(&s.upd_teller, &[Value::Int(delta), Value::Int(tid)])?;
@@ -357,7 +454,7 @@ impl TpcbWorker {
             &s.ins_history,
             &[Value::Int(tid), Value::Int(bid), Value::Int(aid), Value::Int(delta)],
         )?;
-        conn.commit()
+        Ok(())
     }
 }
 
@@ -373,18 +470,19 @@ impl Worker for TpcbWorker {
         Duration::ZERO
     }
 
+    /// Rolls back only the transaction it opened: a BEGIN that failed
+    /// opened none, and a COMMIT that failed is ended by
+    /// [`crate::runner::commit`].
     fn run_one(&mut self, conn: &mut dyn Connection, _attempt: u32) -> Result<Done, DbError> {
-        match self.transaction(conn) {
-            Ok(()) => {
-                self.committed.fetch_add(1, Ordering::Relaxed);
-                Ok(Done::ok(0))
+        conn.begin()?;
+        if let Err(e) = self.body(conn) {
+            if !conn.is_closed() {
+                let _ = conn.rollback();
             }
-            Err(e) => {
-                if !conn.is_closed() {
-                    let _ = conn.rollback();
-                }
-                Err(e)
-            }
+            return Err(e);
         }
+        crate::runner::commit(conn)?;
+        self.committed.fetch_add(1, Ordering::Relaxed);
+        Ok(Done::ok(0))
     }
 }

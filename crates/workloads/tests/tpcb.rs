@@ -411,6 +411,60 @@ fn lost_connections_reconnect_and_the_step_completes() {
     assert!(r.get("reconnect.gap").unwrap() > 0.0);
     assert!(r.get("tps").unwrap() > 0.0);
     assert!((res.window.as_secs_f64() - 4.0).abs() < 0.5, "the step ran its full window");
+    // The observer's session was terminated too (issue 24: the server's
+    // figures then came back "-" with no word): it reconnects and probes.
+    assert_eq!(res.probe_error, None);
+    assert!(r.get("tps.server").is_some_and(|t| t > 0.0), "tps.server after the probe's reconnect");
+    // A 4 s window on PostgreSQL is flagged as too short for its counts.
+    assert_eq!(r.get("flag.server_window").map(f64::round), Some(4.0));
+}
+
+/// TPC-B whose probe at the window's end fails however often it is tried.
+struct ProbeFailsAtEnd<'a> {
+    inner: &'a Tpcb,
+    probes: AtomicU64,
+}
+
+impl Workload for ProbeFailsAtEnd<'_> {
+    fn kinds(&self) -> &[&'static str] {
+        self.inner.kinds()
+    }
+    fn worker(&self, user: usize, users: usize) -> Box<dyn Worker> {
+        self.inner.worker(user, users)
+    }
+    fn probe(&self, conn: &mut dyn Connection) -> Result<Probe, DbError> {
+        if self.probes.fetch_add(1, Ordering::Relaxed) == 0 {
+            return self.inner.probe(conn);
+        }
+        conn.query_one(&Stmt::new("SELECT no_such_column FROM pgbench_branches"), &[])?;
+        unreachable!("the query fails")
+    }
+    fn probe_figures(&self, before: &Probe, after: &Probe, window: Duration) -> Vec<Figure> {
+        self.inner.probe_figures(before, after, window)
+    }
+}
+
+/// A probe that fails on a fresh connection too leaves the server's
+/// figures out and says why in the step's result (issue 24).
+#[test]
+fn a_probe_that_fails_twice_is_the_steps_probe_error() {
+    let db = TempDb::new(PG_ADMIN, "postgres://root@127.0.0.1:5432", "probe");
+    let url = DbUrl::parse(&db.url).unwrap();
+    let connector = || connect(&url);
+    tpcb::init(&connector, &InitOptions { scale: 1, fillfactor: 100, jobs: 1 }, &|_| {}).unwrap();
+    let wl = Tpcb::new(1, 4);
+    let w = ProbeFailsAtEnd { inner: &wl, probes: AtomicU64::new(0) };
+    let spec = StepSpec { users: 2, duration: Duration::from_secs(2), ..StepSpec::default() };
+    let res = run_step(&w, &connector, &spec, &AtomicBool::new(false), &mut |_| {}).expect("step");
+    assert_eq!(
+        w.probes.load(Ordering::Relaxed),
+        3,
+        "the start, the end, and the end again on a new connection"
+    );
+    let why = res.probe_error.expect("probe_error");
+    assert!(why.contains("no_such_column"), "{why}");
+    assert_eq!(res.report.get("tps.server"), None);
+    assert!(res.report.get("tps").unwrap() > 0.0);
 }
 
 #[test]
@@ -456,4 +510,79 @@ fn a_database_that_does_not_come_back_fails_the_step_with_what_was_measured() {
         }
         other => panic!("expected a lost database, got {other:?}"),
     }
+}
+
+/// Regression (issue 24): TPC-B under load wrote `WARNING: there is no
+/// transaction in progress` (25P01) into the server's log. The path: a
+/// call still blocked when the step ends is cancelled by the watchdog; the
+/// worker rolls its transaction back, and the runner then sent a second
+/// ROLLBACK on a connection with no transaction open. Here every client
+/// blocks on the one branch row (held by another session) until the
+/// watchdog cancels it; the server's warnings reach us as notices.
+#[test]
+fn clients_cancelled_at_a_steps_end_send_no_rollback_outside_a_transaction() {
+    let db = TempDb::new(PG_ADMIN, "postgres://root@127.0.0.1:5432", "notxn");
+    let url = DbUrl::parse(&db.url).unwrap();
+    let connector = || connect(&url);
+    tpcb::init(&connector, &InitOptions { scale: 1, fillfactor: 100, jobs: 1 }, &|_| {}).unwrap();
+    let warnings = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let seen = warnings.clone();
+    storbench_db::set_notice_handler(move |n| {
+        if n.code == "25P01" {
+            seen.lock().unwrap().push(n.message.clone());
+        }
+    });
+    let mut blocker = connect(&url).unwrap();
+    blocker.begin().unwrap();
+    blocker.batch("UPDATE pgbench_branches SET bbalance = bbalance WHERE bid = 1").unwrap();
+    let spec = StepSpec { users: 8, duration: Duration::from_secs(1), ..StepSpec::default() };
+    let res = run_step(&Tpcb::new(1, 5), &connector, &spec, &AtomicBool::new(false), &mut |_| {});
+    blocker.rollback().unwrap();
+    let res = res.expect("step");
+    assert_eq!(res.report.get("txn.count"), Some(0.0), "every client was blocked on the branch row");
+    // A free run with many clients afterwards: no warning either.
+    let spec = StepSpec { users: 8, duration: Duration::from_secs(2), ..StepSpec::default() };
+    let res = run_step(&Tpcb::new(1, 6), &connector, &spec, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert!(res.report.get("txn.count").unwrap() > 0.0);
+    assert_eq!(
+        *warnings.lock().unwrap(),
+        Vec::<String>::new(),
+        "ROLLBACK or COMMIT with no transaction open"
+    );
+}
+
+/// An init that fails at the keys and cannot drop what it loaded (an event
+/// trigger refuses ALTER TABLE, and DROP TABLE once accounts hold rows, as a
+/// full disk might) leaves no branch row: `inspect` reads no TPC-B tables, so
+/// `run` refuses the database rather than running on one without keys.
+#[test]
+fn an_init_that_fails_at_the_keys_and_cannot_drop_leaves_nothing_run_accepts() {
+    let db = TempDb::new(PG_ADMIN, "postgres://root@127.0.0.1:5432", "tpcbkeys");
+    let url = DbUrl::parse(&db.url).unwrap();
+    let mut c = connect(&url).unwrap();
+    c.batch(
+        "CREATE FUNCTION refuse() RETURNS event_trigger LANGUAGE plpgsql AS $$ \
+         DECLARE n bigint := 0; \
+         BEGIN \
+           IF tg_tag = 'ALTER TABLE' THEN RAISE EXCEPTION 'refused: %', tg_tag; END IF; \
+           IF to_regclass('pgbench_accounts') IS NOT NULL THEN \
+             EXECUTE 'SELECT COUNT(*) FROM pgbench_accounts' INTO n; \
+           END IF; \
+           IF n > 0 THEN RAISE EXCEPTION 'refused: %', tg_tag; END IF; \
+         END $$; \
+         CREATE EVENT TRIGGER refuse_keys ON ddl_command_start WHEN TAG IN ('ALTER TABLE', 'DROP TABLE') \
+         EXECUTE FUNCTION refuse()",
+    )
+    .unwrap();
+    let connector = || connect(&url);
+    let err = tpcb::init(&connector, &InitOptions { scale: 1, fillfactor: 100, jobs: 1 }, &|_| {})
+        .expect_err("ADD PRIMARY KEY is refused");
+    assert!(err.to_string().contains("refused"), "{err}");
+    assert_eq!(
+        sum(c.as_mut(), "SELECT COUNT(*) FROM pgbench_accounts"),
+        tpcb::ACCOUNTS,
+        "the drop was refused"
+    );
+    assert_eq!(tpcb::inspect(c.as_mut()).unwrap(), None, "a database without keys reads as no TPC-B tables");
+    c.batch("DROP EVENT TRIGGER refuse_keys").unwrap();
 }

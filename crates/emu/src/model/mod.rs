@@ -8,6 +8,7 @@
 //! the same path ([`Spec`]), so a user model is exactly "a base plus
 //! overrides". The parameters and their sources are in docs/media.md.
 
+mod array;
 mod constant;
 mod hdd;
 mod net;
@@ -20,6 +21,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use array::{
+    parse_link, Array, ArrayCommand, ArrayOptions, ArraySnapshot, ArraySpec, ArrayStatus, ControllerSpec,
+    LinkSpec, MemberCounts, MemberIo, Plan, LAYOUTS,
+};
 pub use constant::Constant;
 pub use hdd::Hdd;
 pub use net::Net;
@@ -130,7 +135,7 @@ pub struct Builtin {
 
 /// The built-in models.
 pub fn builtins() -> &'static [Builtin] {
-    &[hdd::HDD, ssd::SATA_SSD, ssd::NVME, net::GBE_NAS, net::FC_SAN, constant::CONSTANT]
+    &[hdd::HDD, hdd::HDD_15K, ssd::SATA_SSD, ssd::NVME, net::GBE_NAS, net::FC_SAN, constant::CONSTANT]
 }
 
 fn builtin(name: &str) -> Option<&'static Builtin> {
@@ -140,6 +145,10 @@ fn builtin(name: &str) -> Option<&'static Builtin> {
 fn names() -> String {
     builtins().iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
 }
+
+/// The tables a model file may carry beside `base` and the parameters
+/// (written by `media calibrate` and `media validate`; not parameters).
+pub const META_TABLES: [&str; 5] = ["calibration", "sources", "fit_error", "cells", "validation"];
 
 /// What a medium's model is: a built-in base plus overrides, as the user
 /// wrote them. Serialised into the registry and handed to the daemon, so
@@ -154,6 +163,10 @@ pub struct Spec {
     /// A cache tier in front of it (`media create --cache …`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<TierSpec>,
+    /// An array of members of another model (`media create --array …`):
+    /// then `base` is `array` and `set` is empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<ArraySpec>,
 }
 
 impl Spec {
@@ -184,12 +197,33 @@ impl Spec {
     pub fn from_file(path: &Path) -> Result<Spec, ModelError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ModelError(format!("--model {}: {e}", path.display())))?;
-        let table: toml::Table = text
-            .parse()
-            .map_err(|e| ModelError(format!("--model {}: not valid TOML: {e}", path.display())))?;
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            // One line: the parser's message and its line, not its
+            // multi-line diagram of the source.
+            let line = e.span().map(|r| text[..r.start.min(text.len())].matches('\n').count() + 1);
+            let at = line.map(|l| format!(" line {l}:")).unwrap_or_default();
+            ModelError(format!(
+                "--model {}:{at} not valid TOML: {}",
+                path.display(),
+                e.message().trim().replace('\n', "; ")
+            ))
+        })?;
         let mut base = None;
         let mut set = BTreeMap::new();
         for (k, v) in table {
+            // What a fitted model file carries beside its parameters (its
+            // provenance, sources and error tables: crate::table).
+            if META_TABLES.contains(&k.as_str()) && matches!(v, toml::Value::Table(_) | toml::Value::Array(_))
+            {
+                continue;
+            }
+            if let toml::Value::Table(_) = v {
+                return Err(ModelError(format!(
+                    "--model {}: [{k}]: unknown table; a model file holds base, parameters and the tables {}",
+                    path.display(),
+                    META_TABLES.join(", ")
+                )));
+            }
             let s = match &v {
                 toml::Value::String(s) => s.clone(),
                 toml::Value::Integer(i) => i.to_string(),
@@ -222,16 +256,23 @@ impl Spec {
                 names()
             )));
         }
-        Ok(Spec { base, set, cache: None })
+        Ok(Spec { base, set, cache: None, array: None })
     }
 
     /// Builds the model for a medium of `capacity` bytes.
     pub fn build(&self, capacity: u64) -> Result<Model, ModelError> {
+        if let Some(a) = &self.array {
+            let m = Model::Array(Box::new(Array::new(a, capacity)?));
+            return match &self.cache {
+                Some(t) => Ok(Model::Tiered(Box::new(Tiered::new(t, m, capacity)?))),
+                None => Ok(m),
+            };
+        }
         let b = builtin(&self.base)
             .ok_or_else(|| ModelError(format!("model {}: use one of {}", self.base, names())))?;
         let p = Params::new(b, &self.set)?;
         let m = match b.name {
-            "hdd" => Model::Hdd(Hdd::from_params(&p, capacity)?),
+            "hdd" | "hdd-15k" => Model::Hdd(Hdd::from_params(&p, capacity)?),
             "sata-ssd" | "nvme" => Model::Ssd(Ssd::from_params(&p)?),
             "gbe-nas" | "fc-san" => Model::Net(Box::new(Net::from_params(&p, capacity)?)),
             "constant" => Model::Constant(Constant::from_params(&p)?),
@@ -245,7 +286,9 @@ impl Spec {
 
     /// A short label: `hdd`, `hdd (rpm=5400)`.
     pub fn label(&self) -> String {
-        let base = if self.set.is_empty() {
+        let base = if let Some(a) = &self.array {
+            a.label()
+        } else if self.set.is_empty() {
             self.base.clone()
         } else {
             let s: Vec<String> = self.set.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -326,7 +369,7 @@ impl Params {
                 "backing={base}: a network model's backing is a device (hdd, sata-ssd, nvme, constant)"
             )));
         }
-        Spec { base, set: self.nested.clone(), cache: None }.build(capacity)
+        Spec { base, set: self.nested.clone(), cache: None, array: None }.build(capacity)
     }
 
     /// An error about this model's parameter.
@@ -466,6 +509,8 @@ pub enum Model {
     Constant(Constant),
     /// A cache device in front of a backing device.
     Tiered(Box<Tiered>),
+    /// A RAID array of member models.
+    Array(Box<Array>),
 }
 
 impl Model {
@@ -478,6 +523,7 @@ impl Model {
             Model::Net(n) => n.backing.units(),
             Model::Constant(c) => c.units,
             Model::Tiered(t) => t.dev.units(),
+            Model::Array(_) => array::ARRAY_QUEUE,
         }
     }
 
@@ -485,6 +531,15 @@ impl Model {
     pub fn tier(&self) -> Option<&Tiered> {
         match self {
             Model::Tiered(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The array, if the medium is one (behind a cache tier too).
+    pub fn array(&self) -> Option<&Array> {
+        match self {
+            Model::Array(a) => Some(a),
+            Model::Tiered(t) => t.backing.array(),
             _ => None,
         }
     }
@@ -538,6 +593,9 @@ impl Model {
             // A fresh tier is cold: a miss (without touching its state).
             return t.backing.idle_latency(req);
         }
+        if let Model::Array(a) = self {
+            return a.idle_latency(req);
+        }
         let mut st = State::default();
         let at = self.approach(req, &mut st, 0);
         Duration::from_nanos(at) + self.service_time(req, &mut st, at) + self.back(req)
@@ -554,6 +612,7 @@ impl Model {
             Model::Net(n) => n.service_time(req, st, start_ns),
             Model::Constant(c) => c.service_time(req, st, start_ns),
             Model::Tiered(t) => t.service_time(req, start_ns),
+            Model::Array(a) => a.service_time(req, start_ns),
         }
     }
 
@@ -569,6 +628,7 @@ impl Model {
             // The flash tier is non-volatile, and what it destages is
             // modelled for its time only.
             Model::Tiered(_) => None,
+            Model::Array(a) => a.volatile_cache(),
         }
     }
 }

@@ -98,10 +98,9 @@ impl TierSpec {
     /// Checks every field against `capacity` (the medium's bytes).
     pub fn check(&self, capacity: u64) -> Result<(), ModelError> {
         let l = self.line;
-        if !l.is_power_of_two() || !(4096..=(16 << 20)).contains(&l) {
-            return Err(ModelError(format!(
-                "--cache-line {l}: give a power of two from 4k to 16M (default 64k)"
-            )));
+        // One rule with `cache mrc --line` (storbench_cache::check_line).
+        if let Err(why) = storbench_cache::check_line(l) {
+            return Err(ModelError(format!("--cache-line {l}: {why}")));
         }
         if self.size < l {
             return Err(ModelError(format!(

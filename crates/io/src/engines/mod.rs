@@ -15,6 +15,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::error::IoError;
 use crate::profile::Profile;
 use crate::target::Target;
 
@@ -60,7 +61,7 @@ pub trait IoEngine: Send + Sync {
     fn caps(&self) -> Caps;
     /// Opens `target` for one thread running `p`, with `depth` slots of
     /// `p.bs` bytes each.
-    fn open(&self, target: &Target, p: &Profile, depth: usize) -> Result<Box<dyn Queue>, String>;
+    fn open(&self, target: &Target, p: &Profile, depth: usize) -> Result<Box<dyn Queue>, IoError>;
 }
 
 /// One thread's queue of I/Os. Slots are owned by the caller between a
@@ -149,13 +150,17 @@ impl Drop for AlignedBuf {
 }
 
 /// Opens the target as a profile needs it (O_DIRECT unless buffered).
-pub(crate) fn open_target(p: &Profile, target: &Target) -> Result<File, String> {
+pub(crate) fn open_target(p: &Profile, target: &Target) -> Result<File, IoError> {
     let mut o = OpenOptions::new();
     o.read(true).write(p.writes());
     if p.direct {
         o.custom_flags(libc::O_DIRECT);
     }
-    o.open(&target.path).map_err(|e| format!("opening {}: {e}", target.path.display()))
+    o.open(&target.path).map_err(|source| IoError::Target {
+        what: "opening",
+        path: target.path.clone(),
+        source,
+    })
 }
 
 /// `depth` aligned buffers of `bs` bytes.

@@ -22,7 +22,7 @@ impl IoEngine for Null {
         Caps { asynchronous: true, aligned_memory: false, diskless: true }
     }
 
-    fn open(&self, _: &Target, p: &Profile, depth: usize) -> Result<Box<dyn Queue>, String> {
+    fn open(&self, _: &Target, p: &Profile, depth: usize) -> Result<Box<dyn Queue>, crate::IoError> {
         Ok(Box::new(NullQueue {
             bufs: (0..depth).map(|_| AlignedBuf::new(p.bs as usize, 8)).collect(),
             done: VecDeque::with_capacity(depth),

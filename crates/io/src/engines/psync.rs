@@ -22,7 +22,7 @@ impl IoEngine for Psync {
         Caps { asynchronous: false, aligned_memory: true, diskless: false }
     }
 
-    fn open(&self, target: &Target, p: &Profile, depth: usize) -> Result<Box<dyn Queue>, String> {
+    fn open(&self, target: &Target, p: &Profile, depth: usize) -> Result<Box<dyn Queue>, crate::IoError> {
         let file = open_target(p, target)?;
         Ok(Box::new(PsyncQueue {
             file,

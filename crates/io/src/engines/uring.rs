@@ -31,14 +31,14 @@ impl IoEngine for Uring {
         Caps { asynchronous: true, aligned_memory: true, diskless: false }
     }
 
-    fn open(&self, target: &Target, p: &Profile, depth: usize) -> Result<Box<dyn Queue>, String> {
+    fn open(&self, target: &Target, p: &Profile, depth: usize) -> Result<Box<dyn Queue>, crate::IoError> {
         let file = open_target(p, target)?;
         let entries = (depth as u32).next_power_of_two().max(2);
         let ring: IoUring = IoUring::builder()
             .setup_single_issuer()
             .build(entries)
             .or_else(|_| IoUring::new(entries))
-            .map_err(|e| format!("setting up io_uring: {e}"))?;
+            .map_err(|e| crate::IoError::Engine(format!("setting up io_uring: {e}")))?;
         let fd = file.as_raw_fd();
         let fixed_file = ring.submitter().register_files(&[fd]).is_ok();
         let bs = p.bs as usize;

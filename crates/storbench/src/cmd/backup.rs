@@ -168,7 +168,7 @@ fn resolve_target(s: &str) -> Result<PathBuf> {
 fn tool(name: &str, package: &str) -> Result<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
-        .chain(storbench_media::pg::debian_bindirs())
+        .chain(storbench_instances::pg::debian_bindirs())
         .map(|d| d.join(name))
         .find(|p| p.is_file())
         .ok_or_else(|| usage(format!("{name} not found on PATH: install the Debian package {package}")))
@@ -1106,6 +1106,6 @@ mod tests {
         assert_eq!(resolve_target("/backups/a").unwrap(), PathBuf::from("/backups/a"));
         assert_eq!(resolve_target("rel/b.sql").unwrap(), PathBuf::from("rel/b.sql"));
         let e = resolve_target("nosuchmedium-xyz:/a").unwrap_err();
-        assert!(e.to_string().contains("no medium named 'nosuchmedium-xyz'"), "{e}");
+        assert!(e.to_string().contains("'nosuchmedium-xyz' is neither a medium"), "{e}");
     }
 }

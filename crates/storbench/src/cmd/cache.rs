@@ -53,28 +53,29 @@ pub struct MrcArgs {
     /// Policies, comma-separated: lru, clock, arc, 2q, s3fifo, sieve. LRU's
     /// curve comes from stack distances (every size in one pass), the others
     /// from simulation at each size.
-    #[arg(long, default_value = "lru")]
-    pub policy: String,
+    #[arg(long, default_value = "lru", value_delimiter = ',')]
+    pub policy: Vec<PolicyKind>,
     /// Cache sizes: LO..HI (doubling from LO, HI included), a list 64M,1G,2G,
     /// or one size. Default: ten doublings up to the trace's footprint.
     #[arg(long)]
     pub sizes: Option<String>,
     /// SHARDS sampling rate in (0, 1]: 0.01 reads 1 % of the lines (chosen by
     /// hash, the same every run). 1 or absent: exact.
-    #[arg(long)]
+    #[arg(long, value_parser = rate)]
     pub sample: Option<f64>,
     /// Fixed-size SHARDS: keep at most this many sampled lines, lowering the
     /// rate as more arrive (starts at --sample, else 1).
-    #[arg(long, value_name = "LINES")]
-    pub sample_max: Option<usize>,
-    /// Cache line: the unit of caching; a request spanning lines touches each.
-    #[arg(long, default_value = "64k")]
-    pub line: String,
+    #[arg(long, value_name = "LINES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub sample_max: Option<u64>,
+    /// Cache line: the unit of caching; a request spanning lines touches
+    /// each. A power of two from 4k to 16M, as `media create --cache-line`.
+    #[arg(long, default_value = "64k", value_parser = cache_line)]
+    pub line: u64,
     /// Trace format: sbtrace, blkparse or csv (default: detected).
     #[arg(long)]
-    pub format: Option<String>,
+    pub format: Option<Format>,
     /// Report the cache size that reaches this hit ratio (0-1), e.g. 0.9.
-    #[arg(long)]
+    #[arg(long, value_parser = hit_ratio)]
     pub target: Option<f64>,
     /// Print CSV (size_bytes, then one miss-ratio column per policy). JSON: the global --json.
     #[arg(long)]
@@ -99,9 +100,9 @@ pub struct GenArgs {
     /// Zipf exponent (0 is uniform).
     #[arg(long, default_value_t = 0.8)]
     pub zipf: f64,
-    /// Request size = line.
-    #[arg(long, default_value = "64k")]
-    pub line: String,
+    /// Request size = line: a power of two from 4k to 16M.
+    #[arg(long, default_value = "64k", value_parser = cache_line)]
+    pub line: u64,
     /// Share of writes, 0-1.
     #[arg(long, default_value_t = 0.3)]
     pub writes: f64,
@@ -147,14 +148,32 @@ fn parse_sizes(s: &str, line: u64) -> Result<Vec<u64>> {
     Ok(v)
 }
 
-fn check(a: &MrcArgs) -> Result<Checked> {
-    let line = parse_size(&a.line).map_err(|e| usage(format!("--line: {e}")))?;
-    if line == 0 || line > u32::MAX as u64 {
-        return Err(usage(format!("--line '{}': use a positive size up to 4g, e.g. 64k", a.line)));
+/// A cache line as clap reads it: a size, under the one rule the
+/// emulator's tier keeps too (`storbench_cache::check_line`).
+fn cache_line(s: &str) -> Result<u64, String> {
+    storbench_cache::check_line(parse_size(s)?)
+}
+
+/// A SHARDS sampling rate: in (0, 1].
+fn rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(r) if r > 0.0 && r <= 1.0 => Ok(r),
+        _ => Err("use a rate in (0, 1], e.g. 0.01".into()),
     }
+}
+
+/// A hit ratio to reach: in (0, 1].
+fn hit_ratio(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(r) if r > 0.0 && r <= 1.0 => Ok(r),
+        _ => Err("use a hit ratio in (0, 1], e.g. 0.9".into()),
+    }
+}
+
+fn check(a: &MrcArgs) -> Result<Checked> {
+    let line = a.line;
     let mut policies = Vec::new();
-    for p in a.policy.split(',').map(str::trim) {
-        let k: PolicyKind = p.parse().map_err(|e: String| usage(format!("--policy: {e}")))?;
+    for &k in &a.policy {
         if !policies.contains(&k) {
             policies.push(k);
         }
@@ -163,30 +182,13 @@ fn check(a: &MrcArgs) -> Result<Checked> {
         Some(s) => parse_sizes(s, line)?,
         None => Vec::new(),
     };
-    let rate = match a.sample {
-        Some(r) if !(r > 0.0 && r <= 1.0) => {
-            return Err(usage(format!("--sample {r}: use a rate in (0, 1], e.g. 0.01")));
-        }
-        Some(r) => r,
-        None => 1.0,
-    };
+    let rate = a.sample.unwrap_or(1.0);
     let sampling = match a.sample_max {
-        Some(0) => return Err(usage("--sample-max 0: keep at least one line, e.g. 8192")),
-        Some(m) => Sampling::FixedSize { rate, max_lines: m },
+        Some(m) => Sampling::FixedSize { rate, max_lines: usize::try_from(m).unwrap_or(usize::MAX) },
         None if rate < 1.0 => Sampling::Rate(rate),
         None => Sampling::Exact,
     };
-    if let Some(t) = a.target {
-        if !(t > 0.0 && t <= 1.0) {
-            return Err(usage(format!("--target {t}: use a hit ratio in (0, 1], e.g. 0.9")));
-        }
-    }
-    let format = a
-        .format
-        .as_deref()
-        .map(str::parse::<Format>)
-        .transpose()
-        .map_err(|e| usage(format!("--format: {e}")))?;
+    let format = a.format;
     if let Some(h) = &a.html {
         if h.is_dir() {
             return Err(usage(format!("--html {}: is a directory; name a file", h.display())));
@@ -374,10 +376,9 @@ fn to_csv(r: &MrcResult) -> String {
 }
 
 fn run_gen(a: GenArgs) -> Result<ExitCode> {
-    let line = parse_size(&a.line).map_err(|e| usage(format!("--line: {e}")))?;
-    if line == 0 || line > u32::MAX as u64 || a.lines == 0 || !(0.0..=1.0).contains(&a.writes) || a.zipf < 0.0
-    {
-        return Err(usage("cache gen: --line in 1..4g, --lines > 0, --writes in [0, 1], --zipf >= 0"));
+    let line = a.line;
+    if a.lines == 0 || !(0.0..=1.0).contains(&a.writes) || a.zipf < 0.0 {
+        return Err(usage("cache gen: --lines > 0, --writes in [0, 1], --zipf >= 0"));
     }
     let f = File::create(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let mut w = TraceWriter::new(BufWriter::with_capacity(1 << 20, f))?;

@@ -15,14 +15,14 @@ use anyhow::{anyhow, Result};
 use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::{json, Value};
-use storbench_io::profile::{self, parse_dist, parse_rw};
+use storbench_io::profile::{self, parse_dist, parse_rw, Distribution, Pattern};
 use storbench_io::target::{self, Plan};
 use storbench_io::{run_profile, Overrides, PrepareError, Prepared, Profile, RunOptions, Verdict};
 use storbench_metrics::units::{format_size, parse_duration, parse_size};
 use storbench_metrics::StepReport;
 
 use crate::cli::Global;
-use crate::error::usage;
+use crate::error::{target_failed, usage};
 use crate::live::Live;
 use crate::oltp::fmt_num;
 use crate::record::{Outcome, Recorder};
@@ -35,8 +35,8 @@ pub struct IoArgs {
     #[arg(long, short = 't', default_value = "./storbench-data/io.dat")]
     pub target: PathBuf,
     /// Size of the test file (ignored for a block device).
-    #[arg(long, default_value = "1G")]
-    pub size: String,
+    #[arg(long, default_value = "1G", value_parser = parse_size)]
+    pub size: u64,
     /// A built-in set: sqlserver-six, nvme-vs-sata, hci-mix, db-shapes, quick.
     #[arg(long, conflicts_with = "profile")]
     pub set: Option<String>,
@@ -47,11 +47,11 @@ pub struct IoArgs {
     #[arg(long)]
     pub name: Option<String>,
     /// Block size (e.g. 4k, 8k, 64k, 1m).
-    #[arg(long, alias = "blocksize")]
-    pub bs: Option<String>,
+    #[arg(long, alias = "blocksize", value_parser = parse_size)]
+    pub bs: Option<u64>,
     /// Pattern: read, write, randread, randwrite, randrw, rw.
-    #[arg(long)]
-    pub rw: Option<String>,
+    #[arg(long, value_parser = parse_rw)]
+    pub rw: Option<(Pattern, Option<u8>)>,
     /// Read share of a mixed pattern, percent (fio's rwmixread).
     #[arg(long, alias = "rwmixread")]
     pub read: Option<u8>,
@@ -62,26 +62,26 @@ pub struct IoArgs {
     #[arg(long, alias = "numjobs")]
     pub threads: Option<u32>,
     /// Measured time per profile.
-    #[arg(long, alias = "runtime")]
-    pub duration: Option<String>,
+    #[arg(long, alias = "runtime", value_parser = positive_duration)]
+    pub duration: Option<Duration>,
     /// Ramp-up per profile, run but not counted.
-    #[arg(long, alias = "ramp-time")]
-    pub rampup: Option<String>,
+    #[arg(long, alias = "ramp-time", value_parser = parse_duration)]
+    pub rampup: Option<Duration>,
     /// Buffered I/O (through the page cache) instead of direct I/O.
     #[arg(long)]
     pub buffered: bool,
     /// Offsets are multiples of this (default: the block size).
-    #[arg(long)]
-    pub align: Option<String>,
-    /// Sync after every N writes.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_size)]
+    pub align: Option<u64>,
+    /// Sync after every N writes (1 or more; leave it out for no syncs).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub fsync_every: Option<u32>,
     /// Sync with fdatasync (after every write unless --fsync-every says otherwise).
     #[arg(long)]
     pub fdatasync: bool,
     /// Random offsets: uniform, zipf:θ or hot:P/Q (P % of I/Os to Q % of the span).
-    #[arg(long, alias = "random-distribution")]
-    pub dist: Option<String>,
+    #[arg(long, alias = "random-distribution", value_parser = parse_dist)]
+    pub dist: Option<Distribution>,
     /// Target rate in IOPS over all threads (latency counts from the schedule).
     #[arg(long, alias = "rate-iops")]
     pub rate: Option<f64>,
@@ -90,14 +90,14 @@ pub struct IoArgs {
     #[arg(long, conflicts_with = "rate")]
     pub rate_mbps: Option<f64>,
     /// With a rate: after each --burst of I/O, this long idle (e.g. 5s).
-    #[arg(long, requires = "burst")]
-    pub idle: Option<String>,
+    #[arg(long, requires = "burst", value_parser = parse_duration)]
+    pub idle: Option<Duration>,
     /// With --idle: how long each burst of I/O lasts (e.g. 2s).
-    #[arg(long, requires = "idle")]
-    pub burst: Option<String>,
+    #[arg(long, requires = "idle", value_parser = parse_duration)]
+    pub burst: Option<Duration>,
     /// Use only this much of the target, from its start.
-    #[arg(long)]
-    pub span: Option<String>,
+    #[arg(long, value_parser = parse_size)]
+    pub span: Option<u64>,
     /// Engine: io_uring (default), psync, or null (no device: the runner's own cost).
     #[arg(long, default_value = "io_uring")]
     pub engine: String,
@@ -119,34 +119,34 @@ pub struct IoArgs {
     pub shared_span: bool,
 }
 
-/// Parses the profile flags into typed overrides; the error names the flag.
+/// A measured time: a duration more than zero.
+fn positive_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err("must be more than zero".into()),
+        d => Ok(d),
+    }
+}
+
+/// The profile flags (typed by clap) as overrides, with the checks that
+/// take more than one flag.
 fn overrides(a: &IoArgs) -> Result<Overrides> {
-    let size = |flag: &str, v: &Option<String>| -> Result<Option<u64>> {
-        v.as_ref().map(|s| parse_size(s).map_err(|e| usage(format!("{flag} {s}: {e}")))).transpose()
-    };
-    let dur = |flag: &str, v: &Option<String>| -> Result<Option<Duration>> {
-        v.as_ref().map(|s| parse_duration(s).map_err(|e| usage(format!("{flag} {s}: {e}")))).transpose()
-    };
     let o = Overrides {
-        bs: size("--bs", &a.bs)?,
-        rw: a.rw.as_deref().map(parse_rw).transpose().map_err(|e| usage(format!("--rw: {e}")))?,
+        bs: a.bs,
+        rw: a.rw,
         read_pct: a.read,
         qd: a.qd,
         threads: a.threads,
-        duration: dur("--duration", &a.duration)?,
-        rampup: dur("--rampup", &a.rampup)?,
+        duration: a.duration,
+        rampup: a.rampup,
         buffered: a.buffered,
-        align: size("--align", &a.align)?,
+        align: a.align,
         fsync_every: a.fsync_every,
         fdatasync: a.fdatasync,
-        dist: a.dist.as_deref().map(parse_dist).transpose().map_err(|e| usage(format!("--dist: {e}")))?,
+        dist: a.dist,
         rate: a.rate,
         rate_mbps: a.rate_mbps,
-        bursts: match (dur("--burst", &a.burst)?, dur("--idle", &a.idle)?) {
-            (Some(on), Some(off)) => Some((on, off)),
-            _ => None,
-        },
-        span: size("--span", &a.span)?,
+        bursts: a.burst.zip(a.idle),
+        span: a.span,
         random_map: if a.randommap {
             Some(true)
         } else if a.norandommap {
@@ -163,11 +163,6 @@ fn overrides(a: &IoArgs) -> Result<Overrides> {
     }
     if let Some(r) = o.read_pct.filter(|r| *r > 100) {
         return Err(usage(format!("--read {r}: must be 0 to 100")));
-    }
-    if let (Some(d), Some(s)) = (o.duration, &a.duration) {
-        if d.is_zero() {
-            return Err(usage(format!("--duration {s}: must be more than zero")));
-        }
     }
     Ok(o)
 }
@@ -206,17 +201,25 @@ fn parse_profiles(a: &IoArgs) -> Result<Vec<Profile>> {
 pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
     let sharding = g.sharding();
     let mut profiles = parse_profiles(&a)?;
-    let size = parse_size(&a.size).map_err(|e| usage(format!("--size {}: {e}", a.size)))?;
+    let size = a.size;
     let prep =
         storbench_io::prepare(&a.target, size, &profiles, a.force, &a.engine).map_err(|e| match e {
             PrepareError::Refused(m) => usage(m),
             other => usage(other.to_string()),
         })?;
+    if a.verify {
+        storbench_io::session::check_verify(&prep.target, &profiles).map_err(|e| usage(e.to_string()))?;
+    }
     for p in &mut profiles {
         sharding.io_profile(p, prep.target.size, a.shared_span)?;
     }
     for n in &prep.notes {
         eprintln!("storbench: note: {n}");
+    }
+    // A --results file that is not a results store is bad input: found
+    // before the target is filled, so it leaves nothing behind.
+    if g.results.exists() {
+        storbench_results::Store::open(&g.results)?;
     }
     // Prepare the file before the run is recorded: a failure here is the
     // target's, not a measurement's.
@@ -224,7 +227,9 @@ pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
         let bar =
             Live::bar(g.quiet, size, "preparing {msg} {bar:30} {bytes}/{total_bytes} ({bytes_per_sec})");
         bar.set(a.target.display().to_string());
-        target::fill(&a.target, size, &mut |d| bar.pos(d)).map_err(|e| anyhow!("{e}"))?;
+        // A target that cannot take its fill (full, failing) is a failed
+        // target, exit 4.
+        target::fill(&a.target, size, &mut |d| bar.pos(d)).map_err(|e| target_failed(e.to_string()))?;
         bar.finish();
     }
     let config = json!({
@@ -304,6 +309,12 @@ fn run_profiles(
         });
         let r = match res {
             Ok(r) => r,
+            // The target refused (opening it): a failed target, exit 4;
+            // a run that could not be set up otherwise: a failed run.
+            Err(e) if e.is_target() => {
+                outcome = Outcome::Failed(target_failed(format!("profile {}: {e}", p.name)));
+                break;
+            }
             Err(e) => {
                 outcome = Outcome::Failed(anyhow!("profile {}: {e}", p.name));
                 break;
@@ -328,8 +339,10 @@ fn run_profiles(
                 outcome = Outcome::Interrupted;
                 break;
             }
+            // An I/O error or a block that failed verification: the
+            // target failed (exit 4), what was measured is kept.
             Verdict::Failed(why) => {
-                outcome = Outcome::Failed(anyhow!(why));
+                outcome = Outcome::Failed(target_failed(why));
                 break;
             }
         }
@@ -393,4 +406,37 @@ fn print_results(rows: Vec<Vec<String>>, prep: &Prepared, profiles: &[Profile]) 
         prep.engine.name(),
         access.join(", ")
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<IoArgs, String> {
+        let mut v = vec!["storbench", "io"];
+        v.extend_from_slice(args);
+        match crate::cli::Cli::try_parse_from(v).map_err(|e| e.to_string())?.command {
+            crate::cli::Command::Io(a) => Ok(a),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn sizes_durations_and_patterns_are_typed_by_clap() {
+        let a = parse(&["--size", "8M", "--bs", "8k", "--duration", "2s", "--rampup", "0s", "--span", "1m"])
+            .unwrap();
+        assert_eq!((a.size, a.bs, a.span), (8 << 20, Some(8192), Some(1 << 20)));
+        assert_eq!((a.duration, a.rampup), (Some(Duration::from_secs(2)), Some(Duration::ZERO)));
+        assert_eq!(parse(&["--rw", "randrw"]).unwrap().rw.map(|r| r.0), Some(Pattern::Random));
+        for (args, want) in [
+            (&["--bs", "big"][..], "'big' is not a size"),
+            (&["--duration", "0s"], "must be more than zero"),
+            (&["--rampup", "soon"], "'soon' is not a duration"),
+            (&["--fsync-every", "0"], "'0'"),
+        ] {
+            let e = parse(args).err().unwrap();
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
+    }
 }

@@ -2,14 +2,23 @@
 //! that run a plan as N shards and merge them (crates/cluster's k8s module:
 //! typed k8s-openapi objects as YAML on stdout). The plan is parsed first, so
 //! a bad plan is refused with its line before anything is written.
+//!
+//! Passwords in the plan's database URLs never reach stdout or the
+//! ConfigMap: they are taken out of the plan text the ConfigMap carries and
+//! written as a Secret to `--secret-file` (created 0600), which the pods read
+//! as `PGPASSWORD`/`MYSQL_PWD`.
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use storbench_cluster::k8s::{render, Placement, RenderSpec};
 use storbench_cluster::StartAt;
+use storbench_db::{DbUrl, Engine};
 
 use crate::cli::Global;
 use crate::error::usage;
@@ -52,6 +61,55 @@ pub struct RenderArgs {
     /// Size of the results claim and of each target claim.
     #[arg(long, default_value = "10Gi")]
     pub storage: String,
+    /// Where to write the Secret holding the plan's database passwords
+    /// (created 0600; `kubectl apply -f` it beside the manifests). Needed
+    /// when a URL in the plan carries a password: it never goes to stdout.
+    #[arg(long, value_name = "FILE")]
+    pub secret_file: Option<PathBuf>,
+}
+
+/// The plan's text with every database URL's password taken out, and the
+/// passwords by the variable the pods read them from. Two different
+/// passwords for one engine cannot share that variable: bad input.
+fn take_passwords(def: &storbench_plan::PlanDef, text: &str) -> Result<(String, BTreeMap<String, String>)> {
+    let mut text = text.to_string();
+    let mut env: BTreeMap<String, (String, String)> = BTreeMap::new();
+    for (name, db) in &def.dbs {
+        let Some(raw) = db.get_ref().url.as_deref() else { continue };
+        let Ok(url) = DbUrl::parse(raw) else { continue };
+        let (stripped, Some(password)) = url.split_password() else { continue };
+        let var = match url.engine() {
+            Engine::Postgres => "PGPASSWORD",
+            Engine::Mysql => "MYSQL_PWD",
+            _ => continue,
+        };
+        if let Some((other, pw)) = env.get(var) {
+            if *pw != password {
+                return Err(usage(format!(
+                    "db '{other}' and db '{name}' carry different {var} passwords: the pods read one {var}; use one password per engine"
+                )));
+            }
+        }
+        env.insert(var.to_string(), (name.clone(), password));
+        text = text.replace(raw, &stripped);
+    }
+    Ok((text, env.into_iter().map(|(k, (_, pw))| (k, pw)).collect()))
+}
+
+/// Writes `text` to `path` readable by its owner only.
+fn write_private(path: &Path, text: &str) -> Result<()> {
+    let err = |e: std::io::Error| usage(format!("--secret-file '{}': {e}", path.display()));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(err)?;
+    // An existing file keeps its mode on open: narrow it before writing.
+    f.set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(err)?;
+    f.write_all(text.as_bytes()).map_err(err)?;
+    Ok(())
 }
 
 /// Runs `storbench k8s`.
@@ -85,9 +143,29 @@ pub fn run(g: &Global, a: K8sArgs) -> Result<ExitCode> {
             (name.clone(), place)
         })
         .collect();
-    let yaml = render(&RenderSpec {
+    let (plan_text, secret_env) = take_passwords(&def, &text)?;
+    // What ships in the ConfigMap must parse and carry no password, however
+    // the URL was written (a TOML escape would defeat the text replace).
+    let (shipped, _) = storbench_plan::parse(&a.plan.display().to_string(), &plan_text, false)
+        .map_err(|e| usage(format!("{}: taking the passwords out: {e}", a.plan.display())))?;
+    if let Some(name) = shipped.dbs.iter().find_map(|(name, db)| {
+        let url = DbUrl::parse(db.get_ref().url.as_deref()?).ok()?;
+        url.split_password().1.map(|_| name.clone())
+    }) {
+        return Err(usage(format!(
+            "db '{name}': its URL's password could not be taken out of the plan text (write the URL without escapes)"
+        )));
+    }
+    if !secret_env.is_empty() && a.secret_file.is_none() {
+        return Err(usage(format!(
+            "{}: a database URL carries a password: give --secret-file FILE (the Secret is written there, 0600, never to stdout)",
+            a.plan.display()
+        )));
+    }
+    let rendered = render(&RenderSpec {
         plan_name: def.name.clone(),
-        plan_text: text,
+        plan_text,
+        secret_env,
         shards: a.shards,
         image: a.image,
         namespace: a.namespace,
@@ -98,6 +176,14 @@ pub fn run(g: &Global, a: K8sArgs) -> Result<ExitCode> {
         storage: a.storage,
     })
     .map_err(|e| usage(e.to_string()))?;
-    print!("{yaml}");
+    if let (Some(secret), Some(path)) = (&rendered.secret, &a.secret_file) {
+        write_private(path, secret)?;
+        eprintln!(
+            "storbench: Secret {} written to {} (kubectl apply -f it too)",
+            rendered.secret_name,
+            path.display()
+        );
+    }
+    print!("{}", rendered.manifests);
     Ok(ExitCode::SUCCESS)
 }

@@ -51,10 +51,12 @@ pub enum MediaVerb {
         #[arg(long = "set", value_name = "KEY=VALUE", requires = "model")]
         sets: Vec<String>,
         /// Write the modelled medium's I/O trace (storbench trace format v1) to this file.
-        #[arg(long, requires = "model")]
+        #[arg(long)]
         trace: Option<PathBuf>,
         #[command(flatten)]
         cache: Box<CacheTierArgs>,
+        #[command(flatten)]
+        array: Box<ArrayArgs>,
         /// Directory for the backing file (default: the state directory).
         #[arg(long)]
         backing: Option<PathBuf>,
@@ -72,8 +74,15 @@ pub enum MediaVerb {
     },
     /// What the emulated classes cap.
     Classes,
-    /// The built-in device models and their parameters (defaults and sources).
-    Models,
+    /// The built-in device models and their parameters (defaults and sources), and model files with their source and validated error.
+    Models {
+        /// Also list these model files (TOML; default: every *.toml under ./models).
+        files: Vec<PathBuf>,
+    },
+    /// Fit a device model to measurements of a device (or to a table of published figures).
+    Calibrate(Box<crate::cmd::calibrate::CalibrateArgs>),
+    /// Emulate a model and compare it with the real device, cell by cell.
+    Validate(Box<crate::cmd::calibrate::ValidateArgs>),
     /// Cut a modelled medium's power: its volatile write cache is lost and every later I/O fails.
     Powercut {
         /// The medium.
@@ -88,6 +97,25 @@ pub enum MediaVerb {
     Cache {
         #[command(subcommand)]
         verb: CacheVerb,
+    },
+    /// Fail one disk of an array: reads of its chunks reconstruct from the others.
+    Fail {
+        /// The array.
+        name: String,
+        /// The disk, from 0.
+        #[arg(long)]
+        disk: usize,
+    },
+    /// Rebuild an array's failed disks at a rate, showing progress until healthy (Ctrl-C pauses it).
+    Rebuild {
+        /// The array.
+        name: String,
+        /// Rebuild rate in bytes per second of the disk's space: e.g. 200MB/s.
+        #[arg(long, default_value = "200MB/s")]
+        rate: String,
+        /// Start the rebuild and return (it goes on in the daemon).
+        #[arg(long)]
+        no_wait: bool,
     },
     /// Run a modelled medium's daemon (started by `media create`; not for direct use).
     #[command(hide = true)]
@@ -132,6 +160,63 @@ pub struct CacheTierArgs {
     pub cache_warm: Option<String>,
 }
 
+/// A RAID array of modelled members (`--array LAYOUT --disks N …`): the
+/// defaults are `ArraySpec::from_options`'s, which plans share.
+#[derive(Debug, Args)]
+pub struct ArrayArgs {
+    /// An array instead of one device: raid0, raid1 (mirror), raid10, raid5, raid6, raid50, raid60.
+    #[arg(long, conflicts_with_all = ["model", "emulate"])]
+    pub array: Option<String>,
+    /// Members of the array.
+    #[arg(long, requires = "array")]
+    pub disks: Option<usize>,
+    /// Stripe unit (chunk): a power of two from 4k to 16M (default 64k).
+    #[arg(long, requires = "array")]
+    pub chunk: Option<String>,
+    /// Parity groups of a raid50/raid60 (default 2).
+    #[arg(long, requires = "array")]
+    pub groups: Option<usize>,
+    /// Every member's model: a built-in (sata-ssd, the default; hdd-15k, nvme, …) or a TOML file.
+    #[arg(long, requires = "array")]
+    pub member: Option<String>,
+    /// Override a member model parameter: KEY=VALUE (repeatable).
+    #[arg(long = "member-set", value_name = "KEY=VALUE", requires = "array")]
+    pub member_sets: Vec<String>,
+    /// A network link before each member: up=0.1ms,down=0.1ms,bw=25Gbit (a write lands on two hosts).
+    #[arg(long, requires = "array")]
+    pub member_link: Option<String>,
+    /// A controller write cache of this size in front of the array: e.g. 1G.
+    #[arg(long, requires = "array")]
+    pub controller_cache: Option<String>,
+    /// The controller cache's battery: on (default; a flush returns at once) or off (a power cut loses it).
+    #[arg(long, requires = "controller_cache")]
+    pub cache_battery: Option<String>,
+    /// When the controller cache destages: idle (default: whenever the members have time) or full (above half full).
+    #[arg(long, requires = "controller_cache")]
+    pub controller_destage: Option<String>,
+}
+
+impl ArrayArgs {
+    /// The medium's spec, if `--array` was given.
+    pub fn spec(&self) -> Result<Option<storbench_emu::Spec>> {
+        let Some(layout) = &self.array else { return Ok(None) };
+        let o = storbench_emu::ArrayOptions {
+            layout,
+            disks: self.disks,
+            chunk: self.chunk.as_deref(),
+            groups: self.groups,
+            member: self.member.as_deref(),
+            member_sets: &self.member_sets,
+            link: self.member_link.as_deref(),
+            cache: self.controller_cache.as_deref(),
+            battery: self.cache_battery.as_deref(),
+            destage: self.controller_destage.as_deref(),
+        };
+        let a = storbench_emu::ArraySpec::from_options(&o).map_err(|e| usage(e.to_string()))?;
+        Ok(Some(storbench_emu::Spec { base: "array".into(), array: Some(a), ..Default::default() }))
+    }
+}
+
 impl CacheTierArgs {
     /// The tier, if `--cache` was given.
     pub fn spec(&self) -> Result<Option<storbench_emu::TierSpec>> {
@@ -174,7 +259,25 @@ pub(crate) fn media_err(e: MediaError) -> anyhow::Error {
 /// Runs `storbench media`.
 pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
     match a.verb {
-        MediaVerb::Create { name, size, fs, block_size, emulate, model, sets, trace, cache, backing } => {
+        MediaVerb::Create {
+            name,
+            size,
+            fs,
+            block_size,
+            emulate,
+            model,
+            sets,
+            trace,
+            cache,
+            array,
+            backing,
+        } => {
+            if let (Some(t), None, None) = (&trace, &model, &array.array) {
+                return Err(usage(format!(
+                    "--trace {}: only a modelled medium is traced; give --model or --array",
+                    t.display()
+                )));
+            }
             let size = parse_size(&size).map_err(|e| usage(format!("--size {size}: {e}")))?;
             let block_size = block_size
                 .as_deref()
@@ -184,6 +287,10 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
                 .as_deref()
                 .map(|m| storbench_emu::Spec::parse(m, &sets).map_err(|e| usage(e.to_string())))
                 .transpose()?;
+            if let Some(a) = array.spec()? {
+                a.build(size).map_err(|e| usage(e.to_string()))?;
+                model = Some(a);
+            }
             if let (Some(spec), Some(tier)) = (model.as_mut(), cache.spec()?) {
                 spec.cache = Some(tier);
                 spec.build(size).map_err(|e| usage(e.to_string()))?;
@@ -211,10 +318,17 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
                         .unwrap_or_default(),
                 );
                 if let Some(lat) = m.model.as_ref().and_then(|s| idle_read_latency(s, m.size)) {
-                    if lat < FLOOR_HINT {
+                    let floor = m.daemon.as_ref().and_then(|d| d.floor.as_ref());
+                    let limit = floor
+                        .map(|f| std::time::Duration::from_nanos((f.qd1_p50_us * 1e3 * 3.0) as u64))
+                        .unwrap_or(FLOOR_HINT);
+                    if lat < limit {
                         eprintln!(
-                            "storbench: note: a 4k read on this model takes {} µs, under ten times what the loop device and FUSE round trip add (about 20 µs at QD1 through FUSE over io_uring, 40 µs through /dev/fuse, more on a busy host: BENCHMARKS.md, bench/emu-floor.sh); read QD1 latency here as the model's plus that floor, and compare such media with each other (docs/media.md); the daemon's counters count late replies",
-                            lat.as_micros()
+                            "storbench: note: a 4k read on this model takes {} µs, under 3× the emulator's floor ({}); the daemon absorbs its floor, but a model time near or below it reads as the floor, and the host's scheduling weighs on it: compare such media with each other (docs/media.md, the envelope)",
+                            lat.as_micros(),
+                            floor
+                                .map(|f| format!("{:.0} µs measured now at QD1", f.qd1_p50_us))
+                                .unwrap_or_else(|| "not measured: about 20 µs through FUSE over io_uring".into())
                         );
                     }
                 }
@@ -229,6 +343,9 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
                     .map(|(m, s)| {
                         let mut v = serde_json::to_value(m).expect("serialises");
                         v["state"] = serde_json::json!(s.as_str());
+                        if let Some(a) = storbench_media::emu::array_status(m) {
+                            v["array"] = serde_json::json!(a);
+                        }
                         v
                     })
                     .collect();
@@ -250,7 +367,10 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
                         .or_else(|| m.model.as_ref().map(|s| format!("model {}", s.label())))
                         .unwrap_or_else(|| "-".into()),
                     m.mount_point.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "-".into()),
-                    s.as_str().to_string(),
+                    match storbench_media::emu::array_status(m) {
+                        Some(a) if a.state != "healthy" => format!("{} (array {})", s.as_str(), a.state),
+                        _ => s.as_str().to_string(),
+                    },
                 ]);
             }
             println!("{t}");
@@ -296,17 +416,38 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
             println!("\nCaps set with the blkio throttle on the medium's loop device. They bound IOPS and bandwidth;\nthey do not model latency, seek time or a write cache.");
             Ok(ExitCode::SUCCESS)
         }
-        MediaVerb::Models => {
+        MediaVerb::Calibrate(a) => crate::cmd::calibrate::calibrate(g, *a),
+        MediaVerb::Validate(a) => crate::cmd::calibrate::validate(g, *a),
+        MediaVerb::Models { files } => {
+            let files = crate::cmd::calibrate::model_files(files)?;
             if g.json {
-                println!("{}", serde_json::to_string_pretty(storbench_emu::model::builtins())?);
+                let mut v = serde_json::to_value(storbench_emu::model::builtins())?;
+                if let Some(a) = v.as_array_mut() {
+                    for m in a.iter_mut() {
+                        m["source"] = serde_json::json!(crate::cmd::calibrate::BUILTIN_SOURCE);
+                        m["validated"] = serde_json::Value::Null;
+                    }
+                    for f in &files {
+                        a.push(crate::cmd::calibrate::model_file_json(f));
+                    }
+                }
+                println!("{}", serde_json::to_string_pretty(&v)?);
                 return Ok(ExitCode::SUCCESS);
             }
             for b in storbench_emu::model::builtins() {
                 println!("{}: {}", b.name, b.about);
+                println!("  source: {}", crate::cmd::calibrate::BUILTIN_SOURCE);
+                println!("  validated: not against a device (a class, not one drive: calibrate yours)");
                 for p in b.params {
                     println!("  {:<16} {:<10} {}", p.key, p.default, p.doc);
                 }
                 println!();
+            }
+            for f in &files {
+                match crate::cmd::calibrate::model_file_summary(f) {
+                    Some(s) => println!("{s}\n"),
+                    None => println!("{}: not a model file (no base)\n", f.display()),
+                }
             }
             println!("A model file is TOML: base = \"hdd\" plus any of its keys (e.g. rpm = 5400); --set KEY=VALUE overrides.\nNetwork models take their device's keys as backing.KEY. Sources and caveats: docs/media.md.");
             Ok(ExitCode::SUCCESS)
@@ -335,6 +476,58 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
                 eprintln!("medium {name}: recovered on {}", m.device);
             }
             Ok(ExitCode::SUCCESS)
+        }
+        MediaVerb::Fail { name, disk } => {
+            storbench_media::check_support(false).map_err(media_err)?;
+            let st = storbench_media::emu::array_command(&name, storbench_media::emu::ArrayVerb::Fail(disk))
+                .map_err(media_err)?;
+            if g.json {
+                println!("{}", serde_json::to_string_pretty(&st)?);
+            } else if !g.quiet {
+                eprintln!(
+                    "medium {name}: disk {disk} failed; the array is {} (failed: {:?})",
+                    st.state, st.failed
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        MediaVerb::Rebuild { name, rate, no_wait } => {
+            use storbench_media::emu::{array_command, array_state, ArrayVerb};
+            let bps = storbench_emu::model::parse_rate(&rate).map_err(|e| usage(format!("--rate {e}")))?;
+            storbench_media::check_support(false).map_err(media_err)?;
+            let st = array_command(&name, ArrayVerb::Rebuild(bps as u64)).map_err(media_err)?;
+            if !g.quiet && !g.json {
+                eprintln!("medium {name}: rebuilding disk(s) {:?} at {rate}", st.failed);
+            }
+            if no_wait {
+                return Ok(ExitCode::SUCCESS);
+            }
+            let mut last_pct = -1i64;
+            loop {
+                let st = array_state(&name).map_err(media_err)?;
+                if st.failed.is_empty() {
+                    if g.json {
+                        println!("{}", serde_json::to_string_pretty(&st)?);
+                    } else if !g.quiet {
+                        eprintln!("medium {name}: rebuilt; the array is healthy");
+                    }
+                    return Ok(ExitCode::SUCCESS);
+                }
+                if crate::interrupt::requested() {
+                    let st = array_command(&name, ArrayVerb::Pause).map_err(media_err)?;
+                    eprintln!(
+                        "medium {name}: rebuild paused at {:.0} % (the array stays degraded; `storbench media rebuild {name}` resumes)",
+                        st.progress() * 100.0
+                    );
+                    return Ok(ExitCode::from(crate::error::EXIT_INTERRUPTED));
+                }
+                let pct = (st.progress() * 100.0) as i64;
+                if !g.quiet && !g.json && pct / 10 != last_pct / 10 {
+                    eprintln!("medium {name}: rebuild {pct} %");
+                    last_pct = pct;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
         }
         MediaVerb::Serve { config } => {
             let text = std::fs::read_to_string(&config)

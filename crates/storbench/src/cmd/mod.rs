@@ -3,6 +3,7 @@
 
 pub mod backup;
 pub mod cache;
+pub mod calibrate;
 pub mod compare;
 pub mod durability;
 pub mod failover;

@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use storbench_media::pg::{self, StandbyPlace, UpOptions};
-use storbench_media::proxy::{self, Link};
-use storbench_media::MediaError;
+use storbench_instances::pg::{self, StandbyPlace, UpOptions};
+use storbench_instances::proxy::{self, Link};
+use storbench_instances::InstanceError;
 
 use crate::cli::Global;
 use crate::error::{target_failed, usage};
@@ -23,6 +23,57 @@ pub struct PgArgs {
     pub verb: PgVerb,
 }
 
+/// Options of `storbench pg up`.
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    /// Its name (use as managed:NAME).
+    name: String,
+    /// Data directory: a medium's name (a directory on it) or a path.
+    #[arg(long)]
+    data: Option<String>,
+    /// WAL on another target: a medium's name or a path.
+    #[arg(long)]
+    wal: Option<String>,
+    /// Temp files on another target (a tablespace for temp_tablespaces).
+    #[arg(long)]
+    temp: Option<String>,
+    /// TCP port on 127.0.0.1 (default: the first free from 5433).
+    #[arg(long)]
+    port: Option<u16>,
+    /// A server setting for postgresql.conf, as `postgres -c` takes it
+    /// (repeatable): `-c shared_buffers=1GB -c fsync=off`. On an instance
+    /// that exists, settings, placement and port given must match it.
+    #[arg(short = 'c', long = "conf", value_name = "KEY=VALUE")]
+    settings: Vec<String>,
+    /// Streaming-replication standbys to make (base backup from the
+    /// primary): managed instances NAME-s1, NAME-s2, ... named s1, s2 on
+    /// the primary.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    standby: u32,
+    /// The standbys' data target (default: beside --data). A medium gets
+    /// a directory per standby; a path gets PATH-s1, PATH-s2, ...
+    #[arg(long, value_name = "TARGET")]
+    standby_data: Option<String>,
+    /// The standbys' WAL on another target (as --standby-data).
+    #[arg(long, value_name = "TARGET")]
+    standby_wal: Option<String>,
+    /// synchronous_commit on the primary: off, local, remote_write, on,
+    /// remote_apply. With remote_write, on and remote_apply, commits wait
+    /// for the standbys --sync-names says.
+    #[arg(long, value_name = "LEVEL")]
+    sync: Option<String>,
+    /// Which standbys a commit waits for: "FIRST n" or "ANY n"
+    /// (default: FIRST all of them).
+    #[arg(long, value_name = "FORM")]
+    sync_names: Option<String>,
+    /// A delay proxy between each standby and the primary:
+    /// rtt=1ms[,bw=1gbit][,jitter=0.1ms] (one-way delay rtt/2 each way),
+    /// or per direction up=0.2ms,down=0.8ms[,up_bw=10mbit][,down_bw=1gbit]
+    /// (up: standby to primary, the acknowledgements; down: the WAL).
+    #[arg(long, value_name = "LINK")]
+    link: Option<String>,
+}
+
 /// What to do.
 // Parsed once per process: the size of `Up` costs nothing worth a Box.
 #[allow(clippy::large_enum_variant)]
@@ -30,52 +81,8 @@ pub struct PgArgs {
 pub enum PgVerb {
     /// Create (initdb) and start an instance, or start a stopped one.
     Up {
-        /// Its name (use as managed:NAME).
-        name: String,
-        /// Data directory: a medium's name (a directory on it) or a path.
-        #[arg(long)]
-        data: Option<String>,
-        /// WAL on another target: a medium's name or a path.
-        #[arg(long)]
-        wal: Option<String>,
-        /// Temp files on another target (a tablespace for temp_tablespaces).
-        #[arg(long)]
-        temp: Option<String>,
-        /// TCP port on 127.0.0.1 (default: the first free from 5433).
-        #[arg(long)]
-        port: Option<u16>,
-        /// A server setting for postgresql.conf, as `postgres -c` takes it
-        /// (repeatable): `-c shared_buffers=1GB -c fsync=off`. On an instance
-        /// that exists, settings, placement and port given must match it.
-        #[arg(short = 'c', long = "conf", value_name = "KEY=VALUE")]
-        settings: Vec<String>,
-        /// Streaming-replication standbys to make (base backup from the
-        /// primary): managed instances NAME-s1, NAME-s2, ... named s1, s2 on
-        /// the primary.
-        #[arg(long, value_name = "N", default_value_t = 0)]
-        standby: u32,
-        /// The standbys' data target (default: beside --data). A medium gets
-        /// a directory per standby; a path gets PATH-s1, PATH-s2, ...
-        #[arg(long, value_name = "TARGET")]
-        standby_data: Option<String>,
-        /// The standbys' WAL on another target (as --standby-data).
-        #[arg(long, value_name = "TARGET")]
-        standby_wal: Option<String>,
-        /// synchronous_commit on the primary: off, local, remote_write, on,
-        /// remote_apply. With remote_write, on and remote_apply, commits wait
-        /// for the standbys --sync-names says.
-        #[arg(long, value_name = "LEVEL")]
-        sync: Option<String>,
-        /// Which standbys a commit waits for: "FIRST n" or "ANY n"
-        /// (default: FIRST all of them).
-        #[arg(long, value_name = "FORM")]
-        sync_names: Option<String>,
-        /// A delay proxy between each standby and the primary:
-        /// rtt=1ms[,bw=1gbit][,jitter=0.1ms] (one-way delay rtt/2 each way),
-        /// or per direction up=0.2ms,down=0.8ms[,up_bw=10mbit][,down_bw=1gbit]
-        /// (up: standby to primary, the acknowledgements; down: the WAL).
-        #[arg(long, value_name = "LINK")]
-        link: Option<String>,
+        #[command(flatten)]
+        up: UpArgs,
     },
     /// Durability check: load the primary, kill -9 it, promote its first
     /// standby, and count acknowledged commits missing there. Consumes the
@@ -114,6 +121,10 @@ pub enum PgVerb {
         /// Also remove its directories and forget it.
         #[arg(long)]
         destroy: bool,
+        /// How long a fast shutdown may take before it escalates to an
+        /// immediate one (as long again, at most 10 s), then to SIGKILL.
+        #[arg(long, default_value = "60s", value_parser = crate::cmd::pg::duration)]
+        wait: std::time::Duration,
     },
     /// An instance's settings and where its data, WAL and temp files live.
     Status {
@@ -124,29 +135,40 @@ pub enum PgVerb {
     List,
 }
 
-fn err(e: MediaError) -> anyhow::Error {
+/// An instance error as the binary's: bad input (exit 2) or a failed
+/// target (exit 4).
+pub(crate) fn err(e: InstanceError) -> anyhow::Error {
     match e {
-        MediaError::Usage(m) => usage(m),
-        MediaError::Failed(m) => target_failed(m),
+        InstanceError::Usage(m) => usage(m),
+        InstanceError::Failed(m) => target_failed(m),
     }
 }
 
 /// A TARGET as a directory for `what` of instance `name`: a medium's name
 /// gives `MOUNT/NAME-what`, a path is used as given.
 fn place(target: &str, name: &str, what: &str) -> Result<std::path::PathBuf> {
-    let dir = storbench_media::target_dir(target).map_err(err)?;
-    Ok(if target.contains('/') { dir } else { dir.join(format!("pg-{name}-{what}")) })
+    let dir = match storbench_media::target_dir(target) {
+        Ok(d) => d,
+        // For an instance that exists, a place is only compared with what
+        // it has (pg::differences names a mismatch): no need to exist.
+        Err(_) if pg::get(name).ok().flatten().is_some() => target.into(),
+        Err(e) => return Err(usage(format!("--{what} {e}"))),
+    };
+    let p = if target.contains('/') { dir } else { dir.join(format!("pg-{name}-{what}")) };
+    // Absolute: the server and its processes are found by it.
+    Ok(std::path::absolute(&p).unwrap_or(p))
 }
 
 /// A standby's directory: on a medium `MOUNT/pg-NAME-sI-what`, for a path
 /// `PATH-sI`.
 fn standby_place(target: &str, name: &str, i: u32, what: &str) -> Result<std::path::PathBuf> {
-    let dir = storbench_media::target_dir(target).map_err(err)?;
-    Ok(if target.contains('/') {
+    let dir = storbench_media::target_dir(target).map_err(|e| usage(format!("--standby-{what} {e}")))?;
+    let p: std::path::PathBuf = if target.contains('/') {
         format!("{}-s{i}", dir.display()).into()
     } else {
         dir.join(format!("pg-{name}-s{i}-{what}"))
-    })
+    };
+    Ok(std::path::absolute(&p).unwrap_or(p))
 }
 
 /// What `status` (and `up --json`) shows of an instance.
@@ -155,7 +177,7 @@ fn status(i: &pg::Instance) -> serde_json::Value {
     let mut v = serde_json::json!({
         "name": i.name, "version": i.version, "running": up, "port": i.port,
         "url": format!("managed:{} = postgres://root@127.0.0.1:{}/storbench", i.name, i.port),
-        "settings": i.settings, "placement": pg::placement(i), "socket_dir": i.socket_dir,
+        "settings": i.settings, "placement": pg::placement(i, &storbench_media::describe_path), "socket_dir": i.socket_dir,
     });
     if let Some(p) = &i.primary {
         v["primary"] = p.clone().into();
@@ -182,7 +204,7 @@ fn status(i: &pg::Instance) -> serde_json::Value {
                 let r = seen.iter().find(|r| r.name == short);
                 serde_json::json!({
                     "instance": s.name, "name": short, "port": s.port, "running": pg::running(&s),
-                    "placement": pg::placement(&s),
+                    "placement": pg::placement(&s, &storbench_media::describe_path),
                     "link": s.proxy.as_ref().map(|d| d.link.to_arg()),
                     "proxy_floor_us": s.proxy.as_ref().map(|d| d.floor_us),
                     "state": r.map(|r| r.state.clone()).unwrap_or_else(|| "not connected".into()),
@@ -204,227 +226,230 @@ pub fn duration(s: &str) -> std::result::Result<std::time::Duration, String> {
     storbench_metrics::units::parse_duration(s)
 }
 
-/// Runs `storbench pg`.
+/// Runs `storbench pg`: one thin verb each.
 pub fn run(g: &Global, a: PgArgs) -> Result<ExitCode> {
     match a.verb {
         PgVerb::FailoverCheck { name, clients, kill_after } => {
             crate::cmd::failover::run(g, &name, clients, kill_after)
         }
-        PgVerb::Proxy { listen_port, to_port, link } => {
-            let link = Link::parse(&link).map_err(err)?;
-            // Sleeps end close to their due time: the default 50 µs timer
-            // slack would add to every chunk's delay.
-            // SAFETY: a prctl on this process with integer arguments.
-            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1u64, 0, 0, 0) };
-            let l = std::net::TcpListener::bind(("127.0.0.1", listen_port))
-                .map_err(|e| target_failed(format!("proxy: listening on 127.0.0.1:{listen_port}: {e}")))?;
-            proxy::serve(l, ([127, 0, 0, 1], to_port).into(), link)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        PgVerb::Up {
-            name,
-            data,
-            wal,
-            temp,
-            port,
-            settings,
-            standby,
-            standby_data,
-            standby_wal,
-            sync,
-            sync_names,
-            link,
-        } => {
-            let mut kv = Vec::new();
-            for s in &settings {
-                let (k, v) = s.split_once('=').ok_or_else(|| usage(format!("-c {s}: use KEY=VALUE")))?;
-                kv.push((k.trim().to_string(), v.trim().to_string()));
-            }
-            if data.is_none() && pg::get(&name).map_err(err)?.is_none() {
-                return Err(usage(format!("pg up {name}: a new instance needs --data TARGET")));
-            }
-            let sdata = standby_data.as_deref().or(data.as_deref());
-            if standby > 0 && sdata.is_none() {
-                return Err(usage(format!(
-                    "pg up {name} --standby {standby}: give --data or --standby-data"
-                )));
-            }
-            if standby == 0 && (standby_data.is_some() || standby_wal.is_some()) {
-                return Err(usage("--standby-data and --standby-wal need --standby N".to_string()));
-            }
-            let mut standbys = Vec::new();
-            for i in 1..=standby {
-                standbys.push(StandbyPlace {
-                    data: standby_place(sdata.expect("checked"), &name, i, "data")?,
-                    wal: standby_wal.as_deref().map(|w| standby_place(w, &name, i, "wal")).transpose()?,
-                });
-            }
-            // For an instance that exists, what is given is checked against
-            // what it has (pg::differences); what is not given is not.
-            let o = UpOptions {
-                data: data.as_deref().map(|d| place(d, &name, "data")).transpose()?.unwrap_or_default(),
-                wal: wal.as_deref().map(|w| place(w, &name, "wal")).transpose()?,
-                temp: temp.as_deref().map(|t| place(t, &name, "temp")).transpose()?,
-                port,
-                settings: kv,
-                standbys,
-                sync,
-                sync_names,
-                link: link.as_deref().map(Link::parse).transpose().map_err(err)?,
-                // The global option: for `pg up` it limits the server, not
-                // this command (main.rs leaves it to this).
-                memory_limit: g
-                    .memory_limit
-                    .as_deref()
-                    .map(|m| {
-                        storbench_metrics::units::parse_size(m)
-                            .map_err(|e| usage(format!("--memory-limit {m}: {e}")))
-                    })
-                    .transpose()?,
-                proxy_command: vec![
-                    std::env::current_exe()?.display().to_string(),
-                    "pg".into(),
-                    "proxy".into(),
-                ],
-            };
-            let i = pg::up(&name, &o).map_err(err)?;
-            if g.json {
-                println!("{}", serde_json::to_string_pretty(&status(&i))?);
-            } else {
-                println!(
-                    "managed PostgreSQL {} ({}) up on 127.0.0.1:{}: use --db managed:{}",
-                    i.name, i.version, i.port, i.name
-                );
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        PgVerb::Down { name, all, destroy } => {
-            let names: Vec<String> = if all {
-                // Standbys go down with their primary.
-                pg::list().map_err(err)?.into_iter().filter(|i| i.primary.is_none()).map(|i| i.name).collect()
-            } else {
-                vec![name.expect("required unless --all")]
-            };
-            let mut done = Vec::new();
-            for n in names {
-                pg::down(&n, destroy).map_err(err)?;
-                if !g.quiet && !g.json {
-                    eprintln!(
-                        "managed PostgreSQL {n}: {}",
-                        if destroy { "stopped and removed" } else { "stopped" }
-                    );
-                }
-                done.push(n);
-            }
-            if g.json {
-                let key = if destroy { "removed" } else { "stopped" };
-                println!("{}", serde_json::to_string_pretty(&serde_json::json!({ key: done }))?);
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        PgVerb::Status { name } => {
-            let i = pg::get(&name)
-                .map_err(err)?
-                .ok_or_else(|| usage(format!("no managed instance named '{name}' (storbench pg list)")))?;
-            let v = status(&i);
-            if g.json {
-                println!("{}", serde_json::to_string_pretty(&v)?);
-                return Ok(ExitCode::SUCCESS);
-            }
-            let state = if v["running"] == true { "running" } else { "stopped" };
-            println!("managed PostgreSQL {} ({}), {state}, 127.0.0.1:{}", i.name, i.version, i.port);
-            println!("url:      {}", v["url"].as_str().unwrap_or_default());
-            for part in ["data", "wal", "temp"] {
-                let p = &v["placement"][part];
-                if p.is_null() {
-                    continue;
-                }
-                let medium =
-                    p["medium"]["name"].as_str().map(|m| format!(" (medium {m})")).unwrap_or_default();
-                println!("{part:<9} {}{medium}", p["path"].as_str().unwrap_or_default());
-            }
-            let settings: Vec<String> = i.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            println!(
-                "settings: {}",
-                if settings.is_empty() { "(defaults)".into() } else { settings.join(" ") }
-            );
-            if let Some(p) = &i.primary {
-                println!("standby:  {} of {p}", i.standby_name.as_deref().unwrap_or("?"));
-            }
-            if let Some(p) = v.get("proxy") {
-                println!(
-                    "link:     {} via proxy pid {} on port {} ({}, own floor {} us)",
-                    p["link"].as_str().unwrap_or_default(),
-                    p["pid"],
-                    p["port"],
-                    if p["running"] == true { "running" } else { "not running" },
-                    p["floor_us"]
-                );
-            }
-            if let Some(sb) = v.get("standbys").and_then(|s| s.as_array()) {
-                println!(
-                    "sync:     synchronous_commit={} synchronous_standby_names={}",
-                    i.sync.as_deref().unwrap_or("(default)"),
-                    i.sync_names.as_deref().unwrap_or("(none: async)")
-                );
-                let ms = |x: &serde_json::Value| {
-                    x.as_f64().map(|f| format!("{f:.2}")).unwrap_or_else(|| "-".into())
-                };
-                let mut t = Table::new();
-                t.load_preset(UTF8_FULL_CONDENSED);
-                t.set_header(vec![
-                    "standby",
-                    "instance",
-                    "port",
-                    "server",
-                    "state",
-                    "sync",
-                    "link",
-                    "sent-replay B",
-                    "write ms",
-                    "flush ms",
-                    "replay ms",
-                ]);
-                for s in sb {
-                    t.add_row(vec![
-                        s["name"].as_str().unwrap_or_default().to_string(),
-                        s["instance"].as_str().unwrap_or_default().to_string(),
-                        s["port"].to_string(),
-                        if s["running"] == true { "running".into() } else { "stopped".to_string() },
-                        s["state"].as_str().unwrap_or_default().to_string(),
-                        s["sync_state"].as_str().unwrap_or("-").to_string(),
-                        s["link"].as_str().unwrap_or("direct").to_string(),
-                        s["sent_replay_bytes"].as_i64().map(|b| b.to_string()).unwrap_or_else(|| "-".into()),
-                        ms(&s["write_lag_ms"]),
-                        ms(&s["flush_lag_ms"]),
-                        ms(&s["replay_lag_ms"]),
-                    ]);
-                }
-                println!("{t}");
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        PgVerb::List => {
-            let all = pg::list().map_err(err)?;
-            if g.json {
-                println!("{}", serde_json::to_string_pretty(&all)?);
-                return Ok(ExitCode::SUCCESS);
-            }
-            let mut t = Table::new();
-            t.load_preset(UTF8_FULL_CONDENSED);
-            t.set_header(vec!["name", "state", "port", "data", "wal", "temp"]);
-            for i in &all {
-                t.add_row(vec![
-                    i.name.clone(),
-                    if pg::running(i) { "running".into() } else { "stopped".to_string() },
-                    i.port.to_string(),
-                    i.data.display().to_string(),
-                    i.wal.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "(in data)".into()),
-                    i.temp.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "-".into()),
-                ]);
-            }
-            println!("{t}");
-            Ok(ExitCode::SUCCESS)
-        }
+        PgVerb::Proxy { listen_port, to_port, link } => serve_proxy(listen_port, to_port, &link),
+        PgVerb::Up { up } => up_verb(g, up),
+        PgVerb::Down { name, all, destroy, wait } => down_verb(g, name, all, destroy, wait),
+        PgVerb::Status { name } => status_verb(g, &name),
+        PgVerb::List => list_verb(g),
     }
+}
+
+/// `pg proxy`: the delay proxy daemon, until it is killed.
+fn serve_proxy(listen_port: u16, to_port: u16, link: &str) -> Result<ExitCode> {
+    let link = Link::parse(link).map_err(err)?;
+    // Sleeps end close to their due time: the default 50 µs timer
+    // slack would add to every chunk's delay.
+    // SAFETY: a prctl on this process with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1u64, 0, 0, 0) };
+    let l = std::net::TcpListener::bind(("127.0.0.1", listen_port))
+        .map_err(|e| target_failed(format!("proxy: listening on 127.0.0.1:{listen_port}: {e}")))?;
+    proxy::serve(l, ([127, 0, 0, 1], to_port).into(), link)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `pg up`'s flags ask for, checked (nothing is made here).
+fn up_options(g: &Global, a: &UpArgs) -> Result<UpOptions> {
+    let name = &a.name;
+    let mut kv = Vec::new();
+    for s in &a.settings {
+        let (k, v) = s.split_once('=').ok_or_else(|| usage(format!("-c {s}: use KEY=VALUE")))?;
+        kv.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    if a.data.is_none() && pg::get(name).map_err(err)?.is_none() {
+        return Err(usage(format!("pg up {name}: a new instance needs --data TARGET")));
+    }
+    let sdata = a.standby_data.as_deref().or(a.data.as_deref());
+    if a.standby > 0 && sdata.is_none() {
+        return Err(usage(format!("pg up {name} --standby {}: give --data or --standby-data", a.standby)));
+    }
+    if a.standby == 0 && (a.standby_data.is_some() || a.standby_wal.is_some()) {
+        return Err(usage("--standby-data and --standby-wal need --standby N".to_string()));
+    }
+    let mut standbys = Vec::new();
+    for i in 1..=a.standby {
+        standbys.push(StandbyPlace {
+            data: standby_place(sdata.expect("checked"), name, i, "data")?,
+            wal: a.standby_wal.as_deref().map(|w| standby_place(w, name, i, "wal")).transpose()?,
+        });
+    }
+    // For an instance that exists, what is given is checked against
+    // what it has (pg::differences); what is not given is not.
+    Ok(UpOptions {
+        data: a.data.as_deref().map(|d| place(d, name, "data")).transpose()?.unwrap_or_default(),
+        wal: a.wal.as_deref().map(|w| place(w, name, "wal")).transpose()?,
+        temp: a.temp.as_deref().map(|t| place(t, name, "temp")).transpose()?,
+        port: a.port,
+        settings: kv,
+        standbys,
+        sync: a.sync.clone(),
+        sync_names: a.sync_names.clone(),
+        link: a.link.as_deref().map(Link::parse).transpose().map_err(err)?,
+        // The global option: for `pg up` it limits the server, not
+        // this command (main.rs leaves it to this).
+        memory_limit: g
+            .memory_limit
+            .as_deref()
+            .map(|m| {
+                storbench_metrics::units::parse_size(m).map_err(|e| usage(format!("--memory-limit {m}: {e}")))
+            })
+            .transpose()?,
+        proxy_command: vec![std::env::current_exe()?.display().to_string(), "pg".into(), "proxy".into()],
+    })
+}
+
+/// `pg up`.
+fn up_verb(g: &Global, a: UpArgs) -> Result<ExitCode> {
+    let o = up_options(g, &a)?;
+    let i = pg::up(&a.name, &o).map_err(err)?;
+    if g.json {
+        println!("{}", serde_json::to_string_pretty(&status(&i))?);
+    } else {
+        println!(
+            "managed PostgreSQL {} ({}) up on 127.0.0.1:{}: use --db managed:{}",
+            i.name, i.version, i.port, i.name
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `pg down`: says what it stopped only once it is stopped.
+fn down_verb(
+    g: &Global,
+    name: Option<String>,
+    all: bool,
+    destroy: bool,
+    wait: std::time::Duration,
+) -> Result<ExitCode> {
+    let names: Vec<String> = if all {
+        // Standbys go down with their primary.
+        pg::list().map_err(err)?.into_iter().filter(|i| i.primary.is_none()).map(|i| i.name).collect()
+    } else {
+        vec![name.expect("required unless --all")]
+    };
+    let mut done = Vec::new();
+    for n in names {
+        pg::down(&n, destroy, wait).map_err(err)?;
+        if !g.quiet && !g.json {
+            eprintln!("managed PostgreSQL {n}: {}", if destroy { "stopped and removed" } else { "stopped" });
+        }
+        done.push(n);
+    }
+    if g.json {
+        let key = if destroy { "removed" } else { "stopped" };
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ key: done }))?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `pg status`.
+fn status_verb(g: &Global, name: &str) -> Result<ExitCode> {
+    let i = pg::get(name)
+        .map_err(err)?
+        .ok_or_else(|| usage(format!("no managed instance named '{name}' (storbench pg list)")))?;
+    let v = status(&i);
+    if g.json {
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let state = if v["running"] == true { "running" } else { "stopped" };
+    println!("managed PostgreSQL {} ({}), {state}, 127.0.0.1:{}", i.name, i.version, i.port);
+    println!("url:      {}", v["url"].as_str().unwrap_or_default());
+    for part in ["data", "wal", "temp"] {
+        let p = &v["placement"][part];
+        if p.is_null() {
+            continue;
+        }
+        let medium = p["medium"]["name"].as_str().map(|m| format!(" (medium {m})")).unwrap_or_default();
+        println!("{part:<9} {}{medium}", p["path"].as_str().unwrap_or_default());
+    }
+    let settings: Vec<String> = i.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    println!("settings: {}", if settings.is_empty() { "(defaults)".into() } else { settings.join(" ") });
+    if let Some(p) = &i.primary {
+        println!("standby:  {} of {p}", i.standby_name.as_deref().unwrap_or("?"));
+    }
+    if let Some(p) = v.get("proxy") {
+        println!(
+            "link:     {} via proxy pid {} on port {} ({}, own floor {} us)",
+            p["link"].as_str().unwrap_or_default(),
+            p["pid"],
+            p["port"],
+            if p["running"] == true { "running" } else { "not running" },
+            p["floor_us"]
+        );
+    }
+    if let Some(sb) = v.get("standbys").and_then(|s| s.as_array()) {
+        println!(
+            "sync:     synchronous_commit={} synchronous_standby_names={}",
+            i.sync.as_deref().unwrap_or("(default)"),
+            i.sync_names.as_deref().unwrap_or("(none: async)")
+        );
+        println!("{}", standby_table(sb));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The standbys of `status` as a table.
+fn standby_table(sb: &[serde_json::Value]) -> Table {
+    let ms = |x: &serde_json::Value| x.as_f64().map(|f| format!("{f:.2}")).unwrap_or_else(|| "-".into());
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(vec![
+        "standby",
+        "instance",
+        "port",
+        "server",
+        "state",
+        "sync",
+        "link",
+        "sent-replay B",
+        "write ms",
+        "flush ms",
+        "replay ms",
+    ]);
+    for s in sb {
+        t.add_row(vec![
+            s["name"].as_str().unwrap_or_default().to_string(),
+            s["instance"].as_str().unwrap_or_default().to_string(),
+            s["port"].to_string(),
+            if s["running"] == true { "running".into() } else { "stopped".to_string() },
+            s["state"].as_str().unwrap_or_default().to_string(),
+            s["sync_state"].as_str().unwrap_or("-").to_string(),
+            s["link"].as_str().unwrap_or("direct").to_string(),
+            s["sent_replay_bytes"].as_i64().map(|b| b.to_string()).unwrap_or_else(|| "-".into()),
+            ms(&s["write_lag_ms"]),
+            ms(&s["flush_lag_ms"]),
+            ms(&s["replay_lag_ms"]),
+        ]);
+    }
+    t
+}
+
+/// `pg list`.
+fn list_verb(g: &Global) -> Result<ExitCode> {
+    let all = pg::list().map_err(err)?;
+    if g.json {
+        println!("{}", serde_json::to_string_pretty(&all)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(vec!["name", "state", "port", "data", "wal", "temp"]);
+    for i in &all {
+        t.add_row(vec![
+            i.name.clone(),
+            if pg::running(i) { "running".into() } else { "stopped".to_string() },
+            i.port.to_string(),
+            i.data.display().to_string(),
+            i.wal.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "(in data)".into()),
+            i.temp.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    println!("{t}");
+    Ok(ExitCode::SUCCESS)
 }

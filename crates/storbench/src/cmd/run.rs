@@ -18,7 +18,7 @@ use anyhow::{anyhow, Context, Result};
 use clap::{Args, Parser};
 use serde_json::json;
 use storbench_metrics::units::format_duration;
-use storbench_plan::{db_placeholder, target_placeholder, Cell, Plan};
+use storbench_plan::{db_placeholder, exec, target_placeholder, Cell, Plan};
 use storbench_results::{NewRun, Status, Store};
 
 use crate::cli::{Cli, Global};
@@ -59,21 +59,7 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
     validate_targets(&plan)?;
     let total: Duration = plan.cells.iter().map(|c| c.estimate).sum();
     if a.dry_run {
-        println!(
-            "plan {name} ({}): {} cells, about {} (plus setup)",
-            plan.file.display(),
-            plan.cells.len(),
-            format_duration(total)
-        );
-        for (i, c) in plan.cells.iter().enumerate() {
-            println!(
-                "{:>4}  {:<40} ~{:>6}  storbench {}",
-                i + 1,
-                c.id,
-                format_duration(c.estimate),
-                shown(&plan, c)
-            );
-        }
+        print_matrix(&plan, total);
         return Ok(ExitCode::SUCCESS);
     }
     let store = Store::open(&g.results)?;
@@ -92,62 +78,14 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
     };
     // The common start instant gates the first measured command only: the
     // cells after it begin when this shard is done with the one before.
-    let mut start_at = sharding.start_rfc3339();
+    let start_at = sharding.start_rfc3339();
     let bar = Live::bar(g.quiet, plan.cells.len() as u64, "cell {pos}/{len} {bar:30} {msg} (eta {eta})");
     let started = Instant::now();
-    let (mut done, mut skipped, mut failed) = (0, 0, Vec::new());
-    let mut interrupted = false;
-    for (i, cell) in plan.cells.iter().enumerate() {
-        bar.pos(i as u64);
-        bar.set(cell.id.clone());
-        if crate::interrupt::requested() {
-            interrupted = true;
-            break;
-        }
-        if !a.fresh && store.completed_cell(&name, &cell.id)?.is_some() {
-            skipped += 1;
-            continue;
-        }
-        let cell_started = storbench_results::now_rfc3339();
-        let outcome = env.prepare(cell).and_then(|argv| run_cell(&env, cell, &argv, start_at.take()));
-        match outcome {
-            Ok(0) => {
-                done += 1;
-                if !g.quiet {
-                    bar.println(format!("cell {}/{} {}: complete", i + 1, plan.cells.len(), cell.id));
-                }
-            }
-            Ok(code) if code == i32::from(EXIT_INTERRUPTED) => {
-                interrupted = true;
-                break;
-            }
-            Ok(code) => {
-                let why = format!("exit code {code}");
-                record_failure(g, &name, cell, &why, &cell_started)?;
-                bar.println(format!("cell {}/{} {}: FAILED ({why})", i + 1, plan.cells.len(), cell.id));
-                failed.push(cell.id.clone());
-                if a.stop_on_error {
-                    break;
-                }
-            }
-            Err(e) => {
-                let why = format!("{e:#}");
-                record_failure(g, &name, cell, &why, &cell_started)?;
-                bar.println(format!("cell {}/{} {}: FAILED: {why}", i + 1, plan.cells.len(), cell.id));
-                failed.push(cell.id.clone());
-                if a.stop_on_error {
-                    break;
-                }
-            }
-        }
-        if crate::interrupt::requested() {
-            interrupted = true;
-            break;
-        }
-        if plan.def.cleanup {
-            env.release(&plan.cells[i + 1..]);
-        }
-    }
+    let opts = exec::Options { fresh: a.fresh, stop_on_error: a.stop_on_error };
+    let mut cells =
+        Cells { g, store: &store, env: &mut env, bar: &bar, start_at, cell_started: String::new() };
+    let sum = exec::execute(&plan, opts, &mut cells)?;
+    let (done, skipped, failed, interrupted) = (sum.done, sum.skipped, sum.failed, sum.interrupted);
     bar.finish();
     let teardown = env.teardown();
     eprintln!(
@@ -161,13 +99,7 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
     }
     if !interrupted && !a.no_report && done + skipped > 0 {
         let html = a.report.clone().unwrap_or_else(|| PathBuf::from(format!("{name}-report.html")));
-        match end_report(&store, &name, &html) {
-            Ok(summary) => {
-                println!("{summary}");
-                eprintln!("report: {}", html.display());
-            }
-            Err(e) => eprintln!("storbench: warning: the report of plan {name} could not be written: {e:#}"),
-        }
+        print_report(&store, &name, &html);
     }
     Ok(ExitCode::from(if interrupted {
         EXIT_INTERRUPTED
@@ -176,6 +108,102 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
     } else {
         crate::error::EXIT_FAILED
     }))
+}
+
+/// The binary's side of a plan's execution: targets and databases
+/// prepared, each cell a child `storbench`, failures recorded, progress on
+/// the bar.
+struct Cells<'a, 'p> {
+    g: &'a Global,
+    store: &'a Store,
+    env: &'a mut Setup<'p>,
+    bar: &'a Live,
+    /// The common start instant: it gates the first measured command only;
+    /// the cells after it begin when this shard is done with the one before.
+    start_at: Option<String>,
+    /// When the cell in hand started (a failed cell's run begins then).
+    cell_started: String,
+}
+
+impl exec::CellRunner for Cells<'_, '_> {
+    type Error = anyhow::Error;
+
+    fn completed(&mut self, cell: &Cell) -> Result<bool> {
+        Ok(self.store.completed_cell(&self.env.plan.def.name, &cell.id)?.is_some())
+    }
+
+    fn run(&mut self, cell: &Cell) -> std::result::Result<i32, String> {
+        self.cell_started = storbench_results::now_rfc3339();
+        let env = &mut *self.env;
+        let start_at = &mut self.start_at;
+        env.prepare(cell)
+            .and_then(|argv| run_cell(env, cell, &argv, start_at.take()))
+            .map_err(|e| format!("{e:#}"))
+    }
+
+    fn record_failure(&mut self, cell: &Cell, why: &str) -> Result<()> {
+        record_failure(self.g, &self.env.plan.def.name, cell, why, &self.cell_started)
+    }
+
+    fn release(&mut self, later: &[Cell]) {
+        self.env.release(later);
+    }
+
+    fn interrupted(&self) -> bool {
+        crate::interrupt::requested()
+    }
+
+    fn event(&mut self, e: exec::Event<'_>) {
+        let (n, of, id) = (e.index + 1, e.of, &e.cell.id);
+        match e.what {
+            exec::What::Next => {
+                self.bar.pos(e.index as u64);
+                self.bar.set(id.clone());
+            }
+            exec::What::Complete if !self.g.quiet => {
+                self.bar.println(format!("cell {n}/{of} {id}: complete"))
+            }
+            exec::What::Complete => {}
+            exec::What::Failed(exec::Failure::Exit(code)) => {
+                self.bar.println(format!("cell {n}/{of} {id}: FAILED (exit code {code})"))
+            }
+            exec::What::Failed(exec::Failure::Error(why)) => {
+                self.bar.println(format!("cell {n}/{of} {id}: FAILED: {why}"))
+            }
+        }
+    }
+}
+
+/// `--dry-run`: the expanded matrix and its estimated duration.
+fn print_matrix(plan: &storbench_plan::Plan, total: Duration) {
+    println!(
+        "plan {} ({}): {} cells, about {} (plus setup)",
+        plan.def.name,
+        plan.file.display(),
+        plan.cells.len(),
+        format_duration(total)
+    );
+    for (i, c) in plan.cells.iter().enumerate() {
+        println!(
+            "{:>4}  {:<40} ~{:>6}  storbench {}",
+            i + 1,
+            c.id,
+            format_duration(c.estimate),
+            shown(plan, c)
+        );
+    }
+}
+
+/// Writes the plan's report and prints its summary (a warning if it fails:
+/// the cells' runs are recorded either way).
+fn print_report(store: &Store, name: &str, html: &std::path::Path) {
+    match end_report(store, name, html) {
+        Ok(summary) => {
+            println!("{summary}");
+            eprintln!("report: {}", html.display());
+        }
+        Err(e) => eprintln!("storbench: warning: the report of plan {name} could not be written: {e:#}"),
+    }
 }
 
 /// The report a plan ends with: the HTML file, written whole, and the short
@@ -272,6 +300,29 @@ fn validate_targets(plan: &Plan) -> Result<()> {
             storbench_media::check_support(throttled).map_err(|e| {
                 usage(format!("{}: target '{name}' is a medium the plan creates: {e}", plan.file.display()))
             })?;
+            if let Some(m) = t.media.as_ref().filter(|m| m.array.is_some()) {
+                let bad = |e: String| usage(format!("{}: target '{name}': {e}", plan.file.display()));
+                if m.model.is_some() || m.emulate.is_some() {
+                    return Err(bad("give array or model or emulate, one of them".into()));
+                }
+                let sets: Vec<String> = m.member_set.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let o = storbench_emu::ArrayOptions {
+                    layout: m.array.as_deref().expect("filtered"),
+                    disks: m.disks,
+                    chunk: m.chunk.as_deref(),
+                    groups: m.groups,
+                    member: m.member.as_deref(),
+                    member_sets: &sets,
+                    link: m.member_link.as_deref(),
+                    cache: m.controller_cache.as_deref(),
+                    battery: m.cache_battery.as_deref(),
+                    destage: m.controller_destage.as_deref(),
+                };
+                storbench_emu::ArraySpec::from_options(&o).map_err(|e| bad(e.to_string()))?;
+                storbench_media::emu::check_support().map_err(|e| {
+                    usage(format!("{}: target '{name}' is a modelled medium: {e}", plan.file.display()))
+                })?;
+            }
             if let Some(m) =
                 t.media.as_ref().filter(|m| m.model.is_some() || !m.set.is_empty() || m.wants_model())
             {
@@ -409,6 +460,7 @@ impl Setup<'_> {
                 c.arg("--set").arg(format!("{k}={v}"));
             }
             c.args(m.tier_flags(&self.plan.def.name));
+            c.args(m.array_flags());
             let st = c.status().context("running storbench media create")?;
             if !st.success() {
                 return Err(anyhow!("creating medium '{mname}' for target '{name}' failed"));

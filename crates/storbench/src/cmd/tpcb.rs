@@ -14,7 +14,6 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use serde_json::json;
 use storbench_metrics::units::parse_duration;
-use storbench_metrics::{Sample, StepReport, Unit};
 use storbench_workloads::tpcb::{self, InitOptions, Tpcb};
 use storbench_workloads::StepSpec;
 
@@ -146,36 +145,24 @@ fn init(g: &Global, a: InitArgs) -> Result<ExitCode> {
     let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
     drop(conn);
     let config = json!({ "db": db.shown, "scale": a.scale, "fillfactor": a.fillfactor, "jobs": jobs });
-    let mut rec =
-        Recorder::begin(g, "tpcb-init", format!("tpcb init scale {}", a.scale), config, env, &targets)?;
+    let rec = Recorder::begin(g, "tpcb-init", format!("tpcb init scale {}", a.scale), config, env, &targets)?;
     let total = (a.scale * tpcb::ACCOUNTS) as u64;
-    let bar = Live::bar(g.quiet, total, "loading accounts {bar:40} {pos}/{len} rows ({per_sec}, eta {eta})");
-    let clock = rec.clock();
-    let opts = InitOptions { scale: a.scale, fillfactor: a.fillfactor, jobs };
-    let res = tpcb::init(&db.connector(), &opts, &|p| bar.pos(p.rows_done));
-    bar.finish();
-    match res {
-        Ok(s) => {
-            let mut r = StepReport::default();
-            r.figure("rows", s.rows as f64, Unit::Count);
-            r.figure("load.seconds", s.load_seconds, Unit::S);
-            r.figure("index.seconds", s.index_seconds, Unit::S);
-            r.figure("rows.per_s", s.rows as f64 / s.load_seconds.max(1e-9), Unit::PerS);
-            rec.write_step(clock, "init", json!({ "scale": a.scale }), r)?;
-            oltp::result(
-                g,
-                format!(
-                    "tpcb init: {} rows in {:.1} s ({:.0} rows/s), keys and statistics {:.1} s",
-                    s.rows,
-                    s.load_seconds,
-                    s.rows as f64 / s.load_seconds.max(1e-9),
-                    s.index_seconds
-                ),
-            );
-            rec.finish(Outcome::Complete)
-        }
-        Err(e) => rec.finish(Outcome::Failed(anyhow::anyhow!("loading {}: {e}", db.shown))),
-    }
+    oltp::build_step(g, rec, "init", json!({ "scale": a.scale }), || {
+        let bar =
+            Live::bar(g.quiet, total, "loading accounts {bar:40} {pos}/{len} rows ({per_sec}, eta {eta})");
+        let opts = InitOptions { scale: a.scale, fillfactor: a.fillfactor, jobs };
+        let res = tpcb::init(&db.connector(), &opts, &|p| bar.pos(p.rows_done));
+        bar.finish();
+        let s = res.map_err(|e| Outcome::Failed(anyhow::anyhow!("loading {}: {e}", db.shown)))?;
+        let line = format!(
+            "tpcb init: {} rows in {:.1} s ({:.0} rows/s), keys and statistics {:.1} s",
+            s.rows,
+            s.load_seconds,
+            storbench_workloads::figures::load_rate(s.rows, s.load_seconds),
+            s.index_seconds
+        );
+        Ok((s.report(), line))
+    })
 }
 
 fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
@@ -258,16 +245,6 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
         specs,
         labels: clients.clone(),
         progress,
-        columns: &[
-            ("tps.client", "TPS"),
-            ("tps.server", "TPS server"),
-            ("lat.mean", "lat mean µs"),
-            ("lat.p95", "p95 µs"),
-            ("lat.p99", "p99 µs"),
-            ("errors", "errors"),
-            ("retries", "retries"),
-        ],
-        decorate: &decorate,
         live: None,
         publish: &|t| LiveValues {
             tps: Some(t.tps),
@@ -292,22 +269,6 @@ fn parse_latency_limit(s: &str) -> Result<Duration, String> {
         return Err("must be more than zero".into());
     }
     Ok(d)
-}
-
-/// Names the runner's client count by its source (`tps.client`, pgbench's
-/// definition), figure and per-second series, beside the server's
-/// `tps.server`.
-fn decorate(r: &mut StepReport, _window: Duration) {
-    if let Some(tps) = r.get("tps") {
-        r.figure("tps.client", tps, Unit::PerS);
-    }
-    let series: Vec<Sample> = r
-        .samples
-        .iter()
-        .filter(|s| s.name == "tps")
-        .map(|s| Sample { t_ms: s.t_ms, name: "tps.client".into(), value: s.value })
-        .collect();
-    r.samples.extend(series);
 }
 
 #[cfg(test)]

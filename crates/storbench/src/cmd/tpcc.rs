@@ -10,7 +10,6 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::json;
-use storbench_metrics::{Sample, StepReport, Unit};
 use storbench_workloads::tpcc::{self, Options, Tpcc};
 use storbench_workloads::StepSpec;
 
@@ -141,51 +140,31 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
     let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
     drop(conn);
     let config = json!({ "db": db.shown, "warehouses": a.warehouses, "jobs": jobs });
-    let mut rec = Recorder::begin(
-        g,
-        "tpcc-build",
-        format!("tpcc build {} warehouses", a.warehouses),
-        config,
-        env,
-        &targets,
-    )?;
-    let bar = Live::bar(g.quiet, 100, "building {bar:40} {pos}% {msg} (eta {eta})");
-    let clock = rec.clock();
-    let res = tpcc::build(&db.connector(), a.warehouses, jobs, &|p| {
-        if let Some(pct) = (p.rows_done * 100).checked_div(p.rows_total) {
-            bar.pos(pct.min(100));
-        }
-        bar.set(p.table.to_string());
-    });
-    bar.finish();
-    match res {
-        Ok(s) => {
-            let mut r = StepReport::default();
-            r.figure("rows", s.rows as f64, Unit::Count);
-            r.figure("build.seconds", s.seconds, Unit::S);
-            r.figure("rows.per_s", s.rows as f64 / s.seconds.max(1e-9), Unit::PerS);
-            r.figure("build.load_seconds", s.load_seconds, Unit::S);
-            r.figure("build.index_seconds", s.index_seconds, Unit::S);
-            r.figure("build.analyze_seconds", s.analyze_seconds, Unit::S);
-            rec.write_step(clock, "build", json!({ "warehouses": a.warehouses, "jobs": jobs }), r)?;
-            oltp::result(
-                g,
-                format!(
-                    "tpcc build: {} warehouse(s), {} rows in {:.1} s ({:.0} rows/s, indexes and procedures included; \
-                     load {:.1} s, keys and indexes {:.1} s, statistics {:.1} s)",
-                    a.warehouses,
-                    s.rows,
-                    s.seconds,
-                    s.rows as f64 / s.seconds.max(1e-9),
-                    s.load_seconds,
-                    s.index_seconds,
-                    s.analyze_seconds
-                ),
-            );
-            rec.finish(Outcome::Complete)
-        }
-        Err(e) => rec.finish(Outcome::Failed(anyhow::anyhow!("building in {}: {e}", db.shown))),
-    }
+    let label = format!("tpcc build {} warehouses", a.warehouses);
+    let rec = Recorder::begin(g, "tpcc-build", label, config, env, &targets)?;
+    oltp::build_step(g, rec, "build", json!({ "warehouses": a.warehouses, "jobs": jobs }), || {
+        let bar = Live::bar(g.quiet, 100, "building {bar:40} {pos}% {msg} (eta {eta})");
+        let res = tpcc::build(&db.connector(), a.warehouses, jobs, &|p| {
+            if let Some(pct) = (p.rows_done * 100).checked_div(p.rows_total) {
+                bar.pos(pct.min(100));
+            }
+            bar.set(p.table.to_string());
+        });
+        bar.finish();
+        let s = res.map_err(|e| Outcome::Failed(anyhow::anyhow!("building in {}: {e}", db.shown)))?;
+        let line = format!(
+            "tpcc build: {} warehouse(s), indexes and procedures included: {}",
+            a.warehouses,
+            storbench_workloads::figures::build_summary(
+                s.rows,
+                s.seconds,
+                s.load_seconds,
+                s.index_seconds,
+                s.analyze_seconds
+            )
+        );
+        Ok((s.report(), line))
+    })
 }
 
 fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
@@ -280,17 +259,6 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
         specs,
         labels: users.clone(),
         progress: None,
-        columns: &[
-            ("nopm.districts", "NOPM"),
-            ("nopm.client", "NOPM client"),
-            ("tpm.server", "TPM server"),
-            ("tpm.client", "TPM client"),
-            ("txn.new_order.lat.p95", "NO p95 µs"),
-            ("lat.p99", "p99 µs"),
-            ("errors", "errors"),
-            ("retries", "retries"),
-        ],
-        decorate: &decorate,
         live: Some(&|t| {
             let nopm = t.kind_tps.first().copied().unwrap_or(0.0) * 60.0;
             format!("client TPM {:.0}  NOPM {:.0}  lat {:.2} ms", t.tps * 60.0, nopm, t.lat_mean_us / 1e3)
@@ -305,29 +273,6 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
     };
     let connect = db.connector();
     oltp::run_steps(rec, g, &workload, &connect, steps, &warnings)
-}
-
-/// Adds the client's NOPM and the per-second client TPM and NOPM series.
-/// `txn.new_order.*` counts committed New-Orders only: the designed
-/// rollbacks are their own kind (`txn.new_order_rollback.*`).
-fn decorate(r: &mut StepReport, window: std::time::Duration) {
-    let minutes = window.as_secs_f64() / 60.0;
-    let new_orders = r.get("txn.new_order.count").unwrap_or(0.0);
-    if minutes > 0.0 {
-        r.figure("nopm.client", new_orders / minutes, Unit::PerMin);
-    }
-    let extra: Vec<Sample> = r
-        .samples
-        .iter()
-        .filter_map(|s| match s.name.as_str() {
-            "tps" => Some(Sample { t_ms: s.t_ms, name: "tpm.client".into(), value: s.value * 60.0 }),
-            "txn.new_order.tps" => {
-                Some(Sample { t_ms: s.t_ms, name: "nopm.client".into(), value: s.value * 60.0 })
-            }
-            _ => None,
-        })
-        .collect();
-    r.samples.extend(extra);
 }
 
 fn check(g: &Global, a: DbArg) -> Result<ExitCode> {

@@ -11,7 +11,6 @@
 //! stdout carries; progress (the bar, a line per finished query) goes to
 //! stderr and `--quiet` hides it.
 
-use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -20,9 +19,12 @@ use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::{json, Value};
-use storbench_db::{Connection, Dialect, Stmt};
-use storbench_metrics::{StepReport, Unit};
-use storbench_workloads::tpch::{self, Item, ItemResult, RunOptions, Status};
+use storbench_db::{Connection, Stmt};
+use storbench_metrics::StepReport;
+use storbench_workloads::tpch::test::{
+    min_streams, run_tests, status_text, TestError, TestKind as Kind, TestSink, Tests,
+};
+use storbench_workloads::tpch::{self, ItemResult, RunOptions};
 
 use crate::cli::Global;
 use crate::cmd::backup::{managed_database, managed_or_url};
@@ -109,6 +111,8 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Use the specification's validation parameters instead of drawn ones.
+    /// Times the queries only: their answers are not compared here (`tpch
+    /// check` compares them with the SF 1 reference answers).
     #[arg(long)]
     pub validation: bool,
     /// Per-query limit; the server cancels a query that reaches it, and the
@@ -221,223 +225,69 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
     let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
     std::mem::drop(conn);
     let config = json!({ "db": db.shown, "scale": scale, "jobs": jobs, "indexes": tpch::schema::INDEXES });
-    let mut rec = Recorder::begin(g, "tpch-build", format!("tpch build SF {scale}"), config, env, &targets)?;
-    let bar = Live::bar(g.quiet, 100, "building {bar:40} {pos}% {msg} (eta {eta})");
-    let clock = rec.clock();
-    let stop = crate::interrupt::flag();
-    let res = tpch::build_until(&db.connector(), scale, jobs, stop, &|p| {
-        if let Some(pct) = (p.rows_done * 100).checked_div(p.rows_total) {
-            bar.pos(pct.min(100));
-        }
-        bar.set(p.table.to_string());
-    });
-    bar.finish();
-    match res {
-        Ok(s) => {
-            let mut r = StepReport::default();
-            r.figure("rows", s.rows as f64, Unit::Count);
-            r.figure("build.seconds", s.seconds, Unit::S);
-            r.figure("rows.per_s", s.rows as f64 / s.load_seconds.max(1e-9), Unit::PerS);
-            r.figure("build.load_seconds", s.load_seconds, Unit::S);
-            r.figure("build.index_seconds", s.index_seconds, Unit::S);
-            r.figure("build.analyze_seconds", s.analyze_seconds, Unit::S);
-            for (t, n) in &s.per_table {
-                r.figure(format!("rows.{t}"), *n as f64, Unit::Count);
+    let rec = Recorder::begin(g, "tpch-build", format!("tpch build SF {scale}"), config, env, &targets)?;
+    oltp::build_step(g, rec, "build", json!({ "scale": scale, "jobs": jobs }), || {
+        let bar = Live::bar(g.quiet, 100, "building {bar:40} {pos}% {msg} (eta {eta})");
+        let stop = crate::interrupt::flag();
+        let res = tpch::build_until(&db.connector(), scale, jobs, stop, &|p| {
+            if let Some(pct) = (p.rows_done * 100).checked_div(p.rows_total) {
+                bar.pos(pct.min(100));
             }
-            rec.write_step(clock, "build", json!({ "scale": scale, "jobs": jobs }), r)?;
-            oltp::result(
-                g,
-                format!(
-                    "tpch build: SF {scale}, {} rows in {:.1} s (load {:.1} s at {:.0} rows/s, keys and indexes {:.1} s, statistics {:.1} s)",
-                    s.rows,
-                    s.seconds,
-                    s.load_seconds,
-                    s.rows as f64 / s.load_seconds.max(1e-9),
-                    s.index_seconds,
-                    s.analyze_seconds
-                ),
-            );
-            rec.finish(Outcome::Complete)
-        }
-        Err(_) if stop.load(Ordering::Relaxed) => {
-            eprintln!("tpch build: interrupted; the half-loaded schema stays until `--replace` or `storbench tpch drop`");
-            rec.finish(Outcome::Interrupted)
-        }
-        Err(e) => rec.finish(Outcome::Failed(anyhow::anyhow!("building in {}: {e}", db.shown))),
-    }
-}
-
-/// The specification's minimum stream count for a scale (clause 5.3.4.1).
-fn min_streams(sf: f64) -> usize {
-    match sf {
-        s if s < 10.0 => 2,
-        s if s < 30.0 => 3,
-        s if s < 100.0 => 4,
-        s if s < 300.0 => 5,
-        s if s < 1000.0 => 6,
-        _ => 7,
-    }
-}
-
-fn status_text(s: &Status) -> String {
-    match s {
-        Status::Ok => "ok".into(),
-        Status::TimedOut => "timed out".into(),
-        Status::Cancelled => "cancelled".into(),
-        Status::Failed(m) => format!("failed: {m}"),
-    }
-}
-
-fn item_figures(r: &mut StepReport, prefix: &str, it: &ItemResult) {
-    r.figure(format!("{prefix}seconds"), it.seconds, Unit::S);
-    r.figure(format!("{prefix}rows"), it.rows as f64, Unit::Count);
-    r.figure(format!("{prefix}timed_out"), (it.status == Status::TimedOut) as u8 as f64, Unit::Count);
-    r.figure(format!("{prefix}failed"), matches!(it.status, Status::Failed(_)) as u8 as f64, Unit::Count);
-    if let Some(b) = it.temp_bytes {
-        r.figure(format!("{prefix}temp_bytes"), b as f64, Unit::Bytes);
-    }
-}
-
-/// A query's substitution values as recorded.
-fn param_values(it: &ItemResult) -> serde_json::Map<String, Value> {
-    it.params.iter().map(|(k, v)| (k.to_string(), json!(v.display()))).collect()
-}
-
-fn params_json(it: &ItemResult) -> Value {
-    json!({ "stream": it.stream, "item": it.item.label(), "params": param_values(it) })
-}
-
-/// The throughput step's parameters: every query stream's queries in the
-/// order they ran with the parameters each drew, and the refresh stream's
-/// functions with their pair numbers, so a run can be checked against the
-/// specification's orders and reproduced.
-fn throughput_params(streams: usize, opts: &RunOptions, items: &[ItemResult]) -> Value {
-    let mut queries: BTreeMap<usize, Vec<Value>> = (1..=streams).map(|s| (s, Vec::new())).collect();
-    let mut refresh = Vec::new();
-    // Items are in the order they ended; a stream runs its own in sequence.
-    for it in items {
-        let status = status_text(&it.status);
-        match it.item {
-            Item::Query(q) => queries.entry(it.stream).or_default().push(json!({
-                "query": q, "params": param_values(it), "status": status,
-            })),
-            Item::Rf1(pair) | Item::Rf2(pair) => {
-                refresh.push(json!({ "item": it.item.label(), "pair": pair, "status": status }))
+            bar.set(p.table.to_string());
+        });
+        bar.finish();
+        let s = match res {
+            Ok(s) => s,
+            Err(_) if stop.load(Ordering::Relaxed) => {
+                eprintln!(
+                    "tpch build: interrupted; the half-loaded schema stays until `--replace` or `storbench tpch drop`"
+                );
+                return Err(Outcome::Interrupted);
             }
-        }
-    }
-    let queries: serde_json::Map<String, Value> =
-        queries.into_iter().map(|(s, v)| (format!("s{s}"), json!(v))).collect();
-    json!({
-        "streams": streams,
-        "seed": opts.seed,
-        "validation": opts.validation,
-        "queries": queries,
-        "refresh_stream": streams + 1,
-        "refresh": refresh,
+            Err(e) => return Err(Outcome::Failed(anyhow::anyhow!("building in {}: {e}", db.shown))),
+        };
+        let line = format!(
+            "tpch build: SF {scale}, {}",
+            storbench_workloads::figures::build_summary(
+                s.rows,
+                s.seconds,
+                s.load_seconds,
+                s.index_seconds,
+                s.analyze_seconds
+            )
+        );
+        Ok((s.report(), line))
     })
 }
 
-struct Printer {
+/// The tests' steps go to the results store, their items to stderr.
+struct Sink<'a> {
+    rec: &'a mut Recorder,
     quiet: bool,
 }
 
-impl Printer {
-    fn item(&self, it: &ItemResult) {
+impl TestSink for Sink<'_> {
+    type Clock = crate::record::StepClock;
+
+    fn clock(&self) -> Self::Clock {
+        self.rec.clock()
+    }
+
+    fn step(
+        &mut self,
+        clock: Self::Clock,
+        label: &str,
+        params: Value,
+        r: StepReport,
+    ) -> Result<StepReport, String> {
+        self.rec.write_step(clock, label, params, r).map_err(|e| format!("{e:#}"))
+    }
+
+    fn phase(&self, line: &str) {
         if !self.quiet {
-            eprintln!(
-                "  stream {:>2}  {:<4} {:>10.3} s  {:>7} rows  {}",
-                it.stream,
-                it.item.label(),
-                it.seconds,
-                it.rows,
-                status_text(&it.status)
-            );
+            eprintln!("{line}");
         }
     }
-}
-
-/// What the power test gave: per-query seconds of the completed queries,
-/// the refresh seconds, and whether all ran.
-struct PowerOutcome {
-    query_s: Vec<(u8, f64)>,
-    refresh_s: Vec<f64>,
-    failures: Vec<String>,
-    interrupted: bool,
-}
-
-fn power(rec: &mut Recorder, db: &Db, opts: &RunOptions, refresh: bool, p: &Printer) -> Result<PowerOutcome> {
-    let stop = crate::interrupt::flag();
-    let connect = db.connector();
-    let mut conn = db.open()?;
-    let pg = conn.dialect() == Dialect::Postgres;
-    if refresh {
-        tpch::refresh::clean(conn.as_mut(), 1, opts.scale)?;
-    }
-    let canceller = tpch::Canceller::new(stop);
-    canceller.register(conn.as_mut());
-    let mut out =
-        PowerOutcome { query_s: Vec::new(), refresh_s: Vec::new(), failures: Vec::new(), interrupted: false };
-    let mut items: Vec<Item> = Vec::new();
-    if refresh {
-        items.push(Item::Rf1(1));
-    }
-    items.extend(opts.order(0).into_iter().map(Item::Query));
-    if refresh {
-        items.push(Item::Rf2(1));
-    }
-    let res = std::thread::scope(|s| -> Result<()> {
-        s.spawn(|| canceller.watch(&connect));
-        let r = (|| -> Result<()> {
-            for item in items {
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                let before = if pg { tpch::temp_bytes(conn.as_mut()) } else { None };
-                let clock = rec.clock();
-                let mut it = match item {
-                    Item::Query(q) => {
-                        tpch::set_timeout(conn.as_mut(), opts.timeout)?;
-                        let (qt, params) = opts.query(q, 0, conn.dialect());
-                        tpch::run_query(conn.as_mut(), 0, &qt, params)
-                    }
-                    rf => {
-                        if opts.timeout.is_some() {
-                            tpch::set_timeout(conn.as_mut(), None)?;
-                        }
-                        tpch::run_refresh(conn.as_mut(), 0, rf, opts.scale)
-                    }
-                };
-                if stop.load(Ordering::Relaxed) && it.status != Status::Ok {
-                    it.status = Status::Cancelled;
-                }
-                if let (Some(b), Some(a)) = (before, if pg { tpch::temp_bytes(conn.as_mut()) } else { None })
-                {
-                    it.temp_bytes = Some(a.saturating_sub(b));
-                }
-                p.item(&it);
-                if it.status == Status::Cancelled {
-                    break;
-                }
-                let mut r = StepReport::default();
-                item_figures(&mut r, "", &it);
-                rec.write_step(clock, &format!("power {}", it.item.label()), params_json(&it), r)?;
-                match (&it.status, it.item) {
-                    (Status::Ok, Item::Query(q)) => out.query_s.push((q, it.seconds)),
-                    (Status::Ok, _) => out.refresh_s.push(it.seconds),
-                    (Status::TimedOut, _) => {}
-                    (Status::Failed(m), i) => out.failures.push(format!("{}: {m}", i.label())),
-                    (Status::Cancelled, _) => {}
-                }
-            }
-            Ok(())
-        })();
-        canceller.finish();
-        r
-    });
-    res?;
-    out.interrupted = stop.load(Ordering::Relaxed);
-    Ok(out)
 }
 
 fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
@@ -506,111 +356,40 @@ fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
     storbench_metrics::runner::wait_for_start_instant(crate::interrupt::flag());
     let opts =
         RunOptions { scale: sf, seed: a.seed, validation: a.validation, only: a.queries.clone(), timeout };
-    let printer = Printer { quiet: g.quiet };
-    let mut summary = StepReport::default();
-    let clock = rec.clock();
-    let mut failures = Vec::new();
-    let mut power_size = None;
-    let mut interrupted = false;
-
-    if matches!(a.test, TestKind::Power | TestKind::Both) {
-        if !g.quiet {
+    let kind = match a.test {
+        TestKind::Power => Kind::Power,
+        TestKind::Throughput => Kind::Throughput,
+        TestKind::Both => Kind::Both,
+    };
+    let quiet = g.quiet;
+    let on_item = |it: &ItemResult| {
+        if !quiet {
             eprintln!(
-                "tpch power test, SF {sf}{}",
-                if subset { " (subset: no refresh functions)" } else { "" }
+                "  stream {:>2}  {:<4} {:>10.3} s  {:>7} rows  {}",
+                it.stream,
+                it.item.label(),
+                it.seconds,
+                it.rows,
+                status_text(&it.status)
             );
         }
-        let out = match power(&mut rec, &db, &opts, !subset, &printer) {
-            Ok(o) => o,
-            Err(e) => return rec.finish(Outcome::Failed(e)),
-        };
-        interrupted |= out.interrupted;
-        failures.extend(out.failures.iter().cloned());
-        let qs: Vec<f64> = out.query_s.iter().map(|x| x.1).collect();
-        for (q, s) in &out.query_s {
-            summary.figure(format!("q{q}.seconds"), *s, Unit::S);
+    };
+    let tests = Tests { kind, opts: &opts, streams, subset, on_item: &on_item };
+    let connect = db.connector();
+    let mut sink = Sink { rec: &mut rec, quiet: g.quiet };
+    let out = match run_tests(&mut sink, &connect, &tests, crate::interrupt::flag()) {
+        Ok(o) => o,
+        // Recording a step failed: the run still ends `failed`, not `running`.
+        Err(TestError::Sink(e)) => {
+            return rec.finish(Outcome::Failed(anyhow::anyhow!("recording a step: {e}")))
         }
-        for (i, s) in out.refresh_s.iter().enumerate() {
-            summary.figure(format!("rf{}.seconds", i + 1), *s, Unit::S);
+        Err(TestError::Throughput(e)) => {
+            return rec.finish(Outcome::Failed(anyhow::anyhow!("throughput test on {}: {e}", db.shown)))
         }
-        summary.figure("power.queries_done", qs.len() as f64, Unit::Count);
-        if !qs.is_empty() {
-            summary.figure("power.geomean", tpch::geomean(&qs), Unit::S);
-            summary.figure("power.seconds", qs.iter().sum::<f64>(), Unit::S);
-        }
-        if !subset && qs.len() == 22 && out.refresh_s.len() == 2 {
-            let p = tpch::power_size(sf, &qs, &out.refresh_s);
-            summary.figure("tpch.power", p, Unit::Ratio);
-            power_size = Some(p);
-        }
-    }
-    if !interrupted && matches!(a.test, TestKind::Throughput | TestKind::Both) {
-        if !g.quiet {
-            eprintln!("tpch throughput test, SF {sf}, {streams} query streams + 1 refresh stream");
-        }
-        // Temp-file bytes of the whole test: the server counts them per
-        // database, so concurrent streams cannot be told apart.
-        let mut watch = db.open()?;
-        let temp_before = tpch::temp_bytes(watch.as_mut());
-        let tclock = rec.clock();
-        let connect = db.connector();
-        let stop = crate::interrupt::flag();
-        let res = tpch::throughput(&connect, streams, &opts, stop, &|it| printer.item(it));
-        let run = match res {
-            Ok(r) => r,
-            Err(e) => {
-                return rec.finish(Outcome::Failed(anyhow::anyhow!("throughput test on {}: {e}", db.shown)))
-            }
-        };
-        interrupted |= run.interrupted;
-        let mut r = StepReport::default();
-        let mut all_ok = true;
-        // A query Ctrl-C cancelled measured nothing: it is left out.
-        for it in run.items.iter().filter(|i| i.status != Status::Cancelled) {
-            let prefix = match it.item {
-                Item::Query(q) => format!("s{}.q{q}.", it.stream),
-                Item::Rf1(p) => format!("rf.{p}.rf1."),
-                Item::Rf2(p) => format!("rf.{p}.rf2."),
-            };
-            item_figures(&mut r, &prefix, it);
-            match &it.status {
-                Status::Ok => {}
-                Status::Failed(m) => {
-                    all_ok = false;
-                    failures.push(format!("stream {} {}: {m}", it.stream, it.item.label()));
-                }
-                _ => all_ok = false,
-            }
-        }
-        let per_stream = opts.order(0).len();
-        let qs: Vec<f64> = run
-            .items
-            .iter()
-            .filter(|i| matches!(i.item, Item::Query(_)) && i.status == Status::Ok)
-            .map(|i| i.seconds)
-            .collect();
-        r.figure("throughput.seconds", run.seconds, Unit::S);
-        if let (Some(b), Some(a)) = (temp_before, tpch::temp_bytes(watch.as_mut())) {
-            r.figure("temp_bytes", a.saturating_sub(b) as f64, Unit::Bytes);
-        }
-        r.figure("throughput.streams", streams as f64, Unit::Count);
-        if !qs.is_empty() {
-            r.figure("throughput.geomean", tpch::geomean(&qs), Unit::S);
-        }
-        let complete = all_ok && !run.interrupted && qs.len() == streams * per_stream;
-        if complete && !subset {
-            let t = tpch::throughput_size(sf, streams, 22, run.seconds);
-            r.figure("tpch.throughput", t, Unit::Ratio);
-            summary.figure("tpch.throughput", t, Unit::Ratio);
-            if let Some(p) = power_size {
-                summary.figure("tpch.qphh", tpch::qphh(p, t), Unit::Ratio);
-            }
-        }
-        summary.figure("throughput.seconds", run.seconds, Unit::S);
-        let params = throughput_params(streams, &opts, &run.items);
-        rec.write_step(tclock, "throughput", params, r)?;
-    }
-    let shown = rec.write_step(clock, "summary", json!({ "test": test }), summary)?;
+        Err(e) => return rec.finish(Outcome::Failed(e.into())),
+    };
+    let (shown, power_size, interrupted, failures) =
+        (out.summary, out.power_size, out.interrupted, out.failures);
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header(vec!["figure", "value"]);

@@ -38,7 +38,14 @@ fn result(number: u32, name: &str, bad: Vec<String>) -> CheckResult {
 /// Runs every condition.
 pub fn check(conn: &mut dyn Connection) -> Result<Vec<CheckResult>, DbError> {
     let mut out = Vec::new();
+    orders_and_districts(conn, &mut out)?;
+    deliveries_and_history(conn, &mut out)?;
+    customers_and_backlog(conn, &mut out)?;
+    Ok(out)
+}
 
+/// Conditions 1-4: warehouse and district totals, order ids, order lines.
+fn orders_and_districts(conn: &mut dyn Connection, out: &mut Vec<CheckResult>) -> Result<(), DbError> {
     // 1. W_YTD = sum(D_YTD)
     let mut bad = Vec::new();
     for r in rows(conn, "SELECT w_id, w_ytd, (SELECT SUM(d_ytd) FROM district WHERE d_w_id = w_id) FROM warehouse ORDER BY w_id")? {
@@ -100,7 +107,11 @@ pub fn check(conn: &mut dyn Connection) -> Result<Vec<CheckResult>, DbError> {
         }
     }
     out.push(result(4, "sum(O_OL_CNT) = count(ORDER_LINE)", bad));
+    Ok(())
+}
 
+/// Conditions 5-9: carriers, order lines per order, delivery dates, payments.
+fn deliveries_and_history(conn: &mut dyn Connection, out: &mut Vec<CheckResult>) -> Result<(), DbError> {
     // 5. O_CARRIER_ID null exactly when a NEW_ORDER row exists
     let bad = keys(
         conn,
@@ -162,7 +173,11 @@ pub fn check(conn: &mut dyn Connection) -> Result<Vec<CheckResult>, DbError> {
         }
     }
     out.push(result(9, "D_YTD = sum(H_AMOUNT)", bad));
+    Ok(())
+}
 
+/// Conditions 10-12: customer balances and the undelivered backlog.
+fn customers_and_backlog(conn: &mut dyn Connection, out: &mut Vec<CheckResult>) -> Result<(), DbError> {
     // 10 and 12: customer balances against delivered lines and payments.
     let base = "SELECT c_w_id, c_d_id, c_id, c_balance, c_ytd_payment, COALESCE(dl.s, 0), COALESCE(h.s, 0) \
          FROM customer \
@@ -231,7 +246,7 @@ pub fn check(conn: &mut dyn Connection) -> Result<Vec<CheckResult>, DbError> {
     }
     out.push(eleven);
     out.push(result(12, "C_BALANCE + C_YTD_PAYMENT = delivered", bad12));
-    Ok(out)
+    Ok(())
 }
 
 fn show(v: Option<i64>) -> String {

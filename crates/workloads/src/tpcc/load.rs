@@ -169,6 +169,15 @@ pub fn items(seed: u64, sink: &mut Sink<'_>) -> Result<(), DbError> {
 pub fn warehouse(w: i64, c_load: i64, now: &str, seed: u64, sink: &mut Sink<'_>) -> Result<(), DbError> {
     let mut r = TpcRng::seeded(seed ^ (w as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let now = Value::Text(now.to_string());
+    warehouse_and_districts(w, &mut r, sink)?;
+    customers_and_history(w, c_load, &now, &mut r, sink)?;
+    stock(w, &mut r, sink)?;
+    orders(w, &now, &mut r, sink)?;
+    Ok(())
+}
+
+/// The warehouse row and its ten districts.
+fn warehouse_and_districts(w: i64, r: &mut TpcRng, sink: &mut Sink<'_>) -> Result<(), DbError> {
     {
         let mut b = Batcher::new("warehouse", sink);
         b.push(vec![
@@ -178,7 +187,7 @@ pub fn warehouse(w: i64, c_load: i64, now: &str, seed: u64, sink: &mut Sink<'_>)
             text(r.astring(10, 20)),
             text(r.astring(10, 20)),
             text(r.astring(2, 2)),
-            zip(&mut r),
+            zip(r),
             Value::Float(r.uniform(0, 2000) as f64 / 10_000.0),
             Value::Float(300_000.0),
         ])?;
@@ -195,7 +204,7 @@ pub fn warehouse(w: i64, c_load: i64, now: &str, seed: u64, sink: &mut Sink<'_>)
                 text(r.astring(10, 20)),
                 text(r.astring(10, 20)),
                 text(r.astring(2, 2)),
-                zip(&mut r),
+                zip(r),
                 Value::Float(r.uniform(0, 2000) as f64 / 10_000.0),
                 Value::Float(30_000.0),
                 Value::Int(3001),
@@ -203,6 +212,17 @@ pub fn warehouse(w: i64, c_load: i64, now: &str, seed: u64, sink: &mut Sink<'_>)
         }
         b.finish()?;
     }
+    Ok(())
+}
+
+/// 3,000 customers per district and a history row each.
+fn customers_and_history(
+    w: i64,
+    c_load: i64,
+    now: &Value,
+    r: &mut TpcRng,
+    sink: &mut Sink<'_>,
+) -> Result<(), DbError> {
     {
         let mut b = Batcher::new("customer", sink);
         for d in 1..=10 {
@@ -219,7 +239,7 @@ pub fn warehouse(w: i64, c_load: i64, now: &str, seed: u64, sink: &mut Sink<'_>)
                     text(r.astring(10, 20)),
                     text(r.astring(10, 20)),
                     text(r.astring(2, 2)),
-                    zip(&mut r),
+                    zip(r),
                     text(r.nstring(16, 16)),
                     now.clone(),
                     Value::Text(if r.uniform(1, 10) == 1 { "BC" } else { "GC" }.into()),
@@ -253,6 +273,11 @@ pub fn warehouse(w: i64, c_load: i64, now: &str, seed: u64, sink: &mut Sink<'_>)
         }
         b.finish()?;
     }
+    Ok(())
+}
+
+/// 100,000 stock rows.
+fn stock(w: i64, r: &mut TpcRng, sink: &mut Sink<'_>) -> Result<(), DbError> {
     {
         let mut b = Batcher::new("stock", sink);
         for i in 1..=100_000i64 {
@@ -264,11 +289,16 @@ pub fn warehouse(w: i64, c_load: i64, now: &str, seed: u64, sink: &mut Sink<'_>)
                 row.push(text(r.astring(24, 24)));
             }
             row.extend([Value::Int(0), Value::Int(0), Value::Int(0)]);
-            row.push(data(&mut r, 26, 50));
+            row.push(data(r, 26, 50));
             b.push(row)?;
         }
         b.finish()?;
     }
+    Ok(())
+}
+
+/// 3,000 orders per district with their lines, the last 900 of them new.
+fn orders(w: i64, now: &Value, r: &mut TpcRng, sink: &mut Sink<'_>) -> Result<(), DbError> {
     // Orders: a random permutation of customers per district.
     let mut perm: Vec<i64> = (1..=3000).collect();
     let mut counts = [0u8; 3001];

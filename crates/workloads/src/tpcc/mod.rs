@@ -16,8 +16,9 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use storbench_db::{Connection, DbError, Dialect, ErrorKind, Stmt, Value};
-use storbench_metrics::{Figure, Unit};
+use storbench_metrics::{Figure, Sample, StepReport, Unit};
 
+use crate::figures::{build_report, BuildFigures, Column, FigureSpec};
 use crate::rand_tpc::TpcRng;
 use crate::runner::{Connector, Done, Probe, Worker, Workload};
 pub use txn::{Input, Keys, Line};
@@ -28,6 +29,31 @@ pub use txn::{Input, Keys, Line};
 /// committed and every transaction is counted under exactly one kind.
 pub const KINDS: [&str; 6] =
     ["new_order", "payment", "order_status", "delivery", "stock_level", "new_order_rollback"];
+
+/// TPC-C's headline figures, headline first: NOPM from the districts'
+/// next order ids (HammerDB's method), TPM from the server's counters.
+pub const FIGURES: &[FigureSpec] = &[
+    FigureSpec { base: "nopm", label: "NOPM", source: "districts' order ids" },
+    FigureSpec { base: "tpm", label: "TPM", source: "server counters" },
+];
+
+/// The figures of a `tpcc-build` run the report shows.
+pub const BUILD_FIGURES: &[FigureSpec] =
+    &[FigureSpec { base: "build.seconds", label: "build time", source: "" }];
+
+/// A step's line and the run's summary.
+pub const COLUMNS: &[Column] = &[
+    ("nopm.districts", "NOPM"),
+    ("nopm.client", "NOPM client"),
+    ("tpm.server", "TPM server"),
+    ("tpm.client", "TPM client"),
+    ("txn.new_order.lat.p95", "NO p95 µs"),
+    ("lat.p99", "p99 µs"),
+    ("lat.p99.9", "p99.9 µs"),
+    ("lat.max", "max µs"),
+    ("errors", "errors"),
+    ("retries", "retries"),
+];
 
 /// How a run drives the schema.
 #[derive(Clone, Debug)]
@@ -98,6 +124,23 @@ pub struct BuildStats {
     pub per_table: BTreeMap<String, u64>,
     /// Whether server-side routines were created.
     pub procedures: bool,
+}
+
+impl BuildStats {
+    /// The build step's figures ([`build_report`]).
+    pub fn report(&self) -> StepReport {
+        build_report(&BuildFigures {
+            rows: self.rows,
+            load_seconds: self.load_seconds,
+            phases: &[
+                ("build.seconds", self.seconds),
+                ("build.load_seconds", self.load_seconds),
+                ("build.index_seconds", self.index_seconds),
+                ("build.analyze_seconds", self.analyze_seconds),
+            ],
+            per_table: None,
+        })
+    }
 }
 
 /// What a built schema is.
@@ -209,79 +252,11 @@ pub fn build(
     };
 
     let t_load = Instant::now();
+    let work = Units { next: &next_unit, count: units, generate: &generate, account: &account };
     if caps.concurrent_writers {
-        let threads = jobs.min(units);
-        std::thread::scope(|s| -> Result<(), DbError> {
-            let handles: Vec<_> = (0..threads)
-                .map(|_| {
-                    s.spawn(|| -> Result<(), DbError> {
-                        let mut c = connect()?;
-                        let mut sink = |t: &'static str, rows: Vec<Vec<Value>>| {
-                            c.load(t, load::columns(t), &rows)?;
-                            account(t, rows.len());
-                            Ok(())
-                        };
-                        loop {
-                            let u = next_unit.fetch_add(1, Ordering::Relaxed);
-                            if u >= units {
-                                return Ok(());
-                            }
-                            generate(u, &mut sink)?;
-                        }
-                    })
-                })
-                .collect();
-            let mut first = Ok(());
-            for h in handles {
-                let r = h
-                    .join()
-                    .unwrap_or_else(|_| Err(DbError::new(ErrorKind::Other, "tpcc: a loader panicked")));
-                if first.is_ok() {
-                    first = r;
-                }
-            }
-            first
-        })?;
+        load_parallel(connect, &work, jobs.min(units))?;
     } else {
-        // One writer: generators run in parallel and hand batches over.
-        let threads = jobs.min(units).max(1);
-        let (tx, rx) = mpsc::sync_channel::<(&'static str, Vec<Vec<Value>>)>(2 * threads);
-        let failed = std::sync::atomic::AtomicBool::new(false);
-        std::thread::scope(|s| -> Result<(), DbError> {
-            for _ in 0..threads {
-                let tx = tx.clone();
-                let (next_unit, generate, failed) = (&next_unit, &generate, &failed);
-                s.spawn(move || {
-                    let mut sink = |t: &'static str, rows: Vec<Vec<Value>>| {
-                        tx.send((t, rows)).map_err(|_| DbError::new(ErrorKind::Other, "tpcc: writer stopped"))
-                    };
-                    loop {
-                        let u = next_unit.fetch_add(1, Ordering::Relaxed);
-                        if u >= units || failed.load(Ordering::Relaxed) {
-                            return;
-                        }
-                        if generate(u, &mut sink).is_err() {
-                            return;
-                        }
-                    }
-                });
-            }
-            std::mem::drop(tx);
-            let mut result = Ok(());
-            for (t, rows) in rx {
-                if result.is_err() {
-                    continue;
-                }
-                match conn.load(t, load::columns(t), &rows) {
-                    Ok(()) => account(t, rows.len()),
-                    Err(e) => {
-                        failed.store(true, Ordering::Relaxed);
-                        result = Err(e);
-                    }
-                }
-            }
-            result
-        })?;
+        load_one_writer(conn.as_mut(), &work, jobs.min(units).max(1))?;
     }
     let load_seconds = t_load.elapsed().as_secs_f64();
 
@@ -331,6 +306,91 @@ pub fn build(
         analyze_seconds: t_analyze.elapsed().as_secs_f64(),
         per_table,
         procedures: has_procs,
+    })
+}
+
+/// The units of a load (unit 0 the items, unit w warehouse w) and how to
+/// make and count one; loaders take the next unit until none is left.
+struct Units<'a> {
+    next: &'a AtomicUsize,
+    count: usize,
+    generate: &'a (dyn Fn(usize, &mut load::Sink<'_>) -> Result<(), DbError> + Sync),
+    account: &'a (dyn Fn(&'static str, usize) + Sync),
+}
+
+/// Loads over `threads` connections, each generating and writing its units.
+fn load_parallel(connect: Connector<'_>, work: &Units<'_>, threads: usize) -> Result<(), DbError> {
+    std::thread::scope(|s| -> Result<(), DbError> {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| -> Result<(), DbError> {
+                    let mut c = connect()?;
+                    let mut sink = |t: &'static str, rows: Vec<Vec<Value>>| {
+                        c.load(t, load::columns(t), &rows)?;
+                        (work.account)(t, rows.len());
+                        Ok(())
+                    };
+                    loop {
+                        let u = work.next.fetch_add(1, Ordering::Relaxed);
+                        if u >= work.count {
+                            return Ok(());
+                        }
+                        (work.generate)(u, &mut sink)?;
+                    }
+                })
+            })
+            .collect();
+        let mut first = Ok(());
+        for h in handles {
+            let r =
+                h.join().unwrap_or_else(|_| Err(DbError::new(ErrorKind::Other, "tpcc: a loader panicked")));
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    })
+}
+
+/// One writer (`conn`): `threads` generators run in parallel and hand
+/// batches over.
+fn load_one_writer(conn: &mut dyn Connection, work: &Units<'_>, threads: usize) -> Result<(), DbError> {
+    let (tx, rx) = mpsc::sync_channel::<(&'static str, Vec<Vec<Value>>)>(2 * threads);
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| -> Result<(), DbError> {
+        for _ in 0..threads {
+            let tx = tx.clone();
+            let failed = &failed;
+            s.spawn(move || {
+                let mut sink = |t: &'static str, rows: Vec<Vec<Value>>| {
+                    tx.send((t, rows)).map_err(|_| DbError::new(ErrorKind::Other, "tpcc: writer stopped"))
+                };
+                loop {
+                    let u = work.next.fetch_add(1, Ordering::Relaxed);
+                    if u >= work.count || failed.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    if (work.generate)(u, &mut sink).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        std::mem::drop(tx);
+        let mut result = Ok(());
+        for (t, rows) in rx {
+            if result.is_err() {
+                continue;
+            }
+            match conn.load(t, load::columns(t), &rows) {
+                Ok(()) => (work.account)(t, rows.len()),
+                Err(e) => {
+                    failed.store(true, Ordering::Relaxed);
+                    result = Err(e);
+                }
+            }
+        }
+        result
     })
 }
 
@@ -535,6 +595,9 @@ impl Workload for Tpcc {
         if let Some(c) = conn.counters()? {
             p.insert("xact_all".into(), c.xact_all as f64);
             p.insert("xact_db".into(), c.xact_db as f64);
+            if conn.dialect() == Dialect::Postgres {
+                p.insert(crate::figures::PUBLISHED_LATE.into(), 1.0);
+            }
         }
         let r = conn.query_one(&Stmt::new("SELECT SUM(d_next_o_id) FROM district"), &[])?;
         p.insert("next_o_id".into(), r.float(0)?);
@@ -552,7 +615,8 @@ impl Workload for Tpcc {
             _ => None,
         };
         if let Some(x) = delta("xact_db") {
-            f.push(Figure::new("tpm.server", x / mins, Unit::PerMin));
+            let late = before.contains_key(crate::figures::PUBLISHED_LATE);
+            crate::figures::server_rate(&mut f, "tpm.server", Unit::PerMin, x, window, late);
         }
         if let Some(x) = delta("next_o_id") {
             f.push(Figure::new("nopm.districts", x / mins, Unit::PerMin));
@@ -565,6 +629,33 @@ impl Workload for Tpcc {
         f.push(Figure::new("step.txn.count", step.iter().sum::<u64>() as f64, Unit::Count));
         f.push(Figure::new("step.txn.new_order.count", step[txn::NEW_ORDER] as f64, Unit::Count));
         f
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
+    }
+
+    /// Adds the client's NOPM and the per-second client TPM and NOPM
+    /// series. `txn.new_order.*` counts committed New-Orders only: the
+    /// designed rollbacks are their own kind (`txn.new_order_rollback.*`).
+    fn derive(&self, r: &mut StepReport, window: Duration) {
+        let minutes = window.as_secs_f64() / 60.0;
+        let new_orders = r.get("txn.new_order.count").unwrap_or(0.0);
+        if minutes > 0.0 {
+            r.figure("nopm.client", new_orders / minutes, Unit::PerMin);
+        }
+        let extra: Vec<Sample> = r
+            .samples
+            .iter()
+            .filter_map(|s| match s.name.as_str() {
+                "tps" => Some(Sample { t_ms: s.t_ms, name: "tpm.client".into(), value: s.value * 60.0 }),
+                "txn.new_order.tps" => {
+                    Some(Sample { t_ms: s.t_ms, name: "nopm.client".into(), value: s.value * 60.0 })
+                }
+                _ => None,
+            })
+            .collect();
+        r.samples.extend(extra);
     }
 }
 

@@ -394,7 +394,8 @@ pub fn run_client(conn: &mut dyn Connection, q: &Sql, inp: &Input, b: &mut Bufs)
             Ok(true)
         }
         Ok(false) => {
-            conn.commit()?;
+            // A failed COMMIT may leave the transaction open (SQLITE_BUSY).
+            crate::runner::commit(conn)?;
             Ok(false)
         }
         Err(e) => {

@@ -13,6 +13,7 @@ pub mod params;
 pub mod queries;
 pub mod refresh;
 pub mod schema;
+pub mod test;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -53,6 +54,30 @@ pub struct BuildStats {
     /// Rows per table.
     pub per_table: BTreeMap<String, u64>,
 }
+
+impl BuildStats {
+    /// The build step's figures ([`crate::build_report`]), rows per table
+    /// included.
+    pub fn report(&self) -> storbench_metrics::StepReport {
+        crate::build_report(&crate::BuildFigures {
+            rows: self.rows,
+            load_seconds: self.load_seconds,
+            phases: &[
+                ("build.seconds", self.seconds),
+                ("build.load_seconds", self.load_seconds),
+                ("build.index_seconds", self.index_seconds),
+                ("build.analyze_seconds", self.analyze_seconds),
+            ],
+            per_table: Some(&self.per_table),
+        })
+    }
+}
+
+/// TPC-H's headline figures, headline first.
+pub const FIGURES: &[crate::FigureSpec] = &[
+    crate::FigureSpec { base: "power.geomean", label: "geomean query time", source: "client clock" },
+    crate::FigureSpec { base: "tpch.qphh", label: "QphH@Size", source: "client clock" },
+];
 
 /// What a built schema is.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
@@ -204,33 +229,7 @@ pub fn build_until(
                 })
                 .collect();
             std::mem::drop(tx);
-            // Commit every ~500k rows: big transactions, bounded WAL.
-            let mut in_txn = 0usize;
-            let mut res = Ok(());
-            for (t, rows) in rx.iter() {
-                let r = (|| {
-                    if in_txn == 0 {
-                        conn.begin()?;
-                    }
-                    conn.load(t, &schema::columns(t), &rows)?;
-                    in_txn += rows.len();
-                    if in_txn >= 500_000 {
-                        conn.commit()?;
-                        in_txn = 0;
-                    }
-                    Ok(())
-                })();
-                if let Err(e) = r {
-                    res = Err(e);
-                    stop.store(true, Ordering::Relaxed);
-                    break;
-                }
-                account(t, rows.len());
-            }
-            std::mem::drop(rx);
-            if res.is_ok() && in_txn > 0 {
-                res = conn.commit();
-            }
+            let res = write_batches(conn.as_mut(), rx, &stop, &account);
             let gen = first_error(handles.into_iter().map(|h| h.join()).collect());
             res.and(gen)
         })?;
@@ -243,12 +242,8 @@ pub fn build_until(
     progress(LoadProgress { rows_done: done.load(Ordering::Relaxed), rows_total, table: "indexes" });
     let t_idx = Instant::now();
     let idx = schema::indexes(dialect);
-    if caps.concurrent_writers {
-        let setup = if dialect == Dialect::Postgres { "SET maintenance_work_mem = '256MB'" } else { "" };
-        run_parallel(connect, setup, &idx, jobs)?;
-    } else {
-        run_all(conn.as_mut(), &idx)?;
-    }
+    let setup = if dialect == Dialect::Postgres { "SET maintenance_work_mem = '256MB'" } else { "" };
+    run_spread(conn.as_mut(), connect, caps.concurrent_writers, setup, &idx, jobs)?;
     run_all(conn.as_mut(), &schema::attach_keys(dialect))?;
     let index_seconds = t_idx.elapsed().as_secs_f64();
     if stop_flag.load(Ordering::Relaxed) {
@@ -258,11 +253,7 @@ pub fn build_until(
     progress(LoadProgress { rows_done: done.load(Ordering::Relaxed), rows_total, table: "analyze" });
     let t_an = Instant::now();
     let an = schema::analyze(dialect);
-    if caps.concurrent_writers {
-        run_parallel(connect, "", &an, jobs)?;
-    } else {
-        run_all(conn.as_mut(), &an)?;
-    }
+    run_spread(conn.as_mut(), connect, caps.concurrent_writers, "", &an, jobs)?;
     let analyze_seconds = t_an.elapsed().as_secs_f64();
     let per_table = per_table.into_inner().expect("per_table");
     Ok(BuildStats {
@@ -273,6 +264,61 @@ pub fn build_until(
         analyze_seconds,
         per_table,
     })
+}
+
+/// Runs `stmts` over `jobs` connections (each after `setup`) where writers
+/// may run together, else one after another on `conn`.
+fn run_spread(
+    conn: &mut dyn Connection,
+    connect: Connector<'_>,
+    concurrent: bool,
+    setup: &str,
+    stmts: &[String],
+    jobs: usize,
+) -> Result<(), DbError> {
+    if concurrent {
+        run_parallel(connect, setup, stmts, jobs)
+    } else {
+        run_all(conn, stmts)
+    }
+}
+
+/// The one writer of a load (SQLite): writes the generators' batches as
+/// they come, committing every ~500k rows (big transactions, bounded WAL);
+/// on an error tells the generators to stop.
+fn write_batches(
+    conn: &mut dyn Connection,
+    rx: mpsc::Receiver<(&'static str, Vec<Vec<Value>>)>,
+    stop: &AtomicBool,
+    account: &dyn Fn(&'static str, usize),
+) -> Result<(), DbError> {
+    let mut in_txn = 0usize;
+    let mut res = Ok(());
+    for (t, rows) in rx.iter() {
+        let r = (|| {
+            if in_txn == 0 {
+                conn.begin()?;
+            }
+            conn.load(t, &schema::columns(t), &rows)?;
+            in_txn += rows.len();
+            if in_txn >= 500_000 {
+                conn.commit()?;
+                in_txn = 0;
+            }
+            Ok(())
+        })();
+        if let Err(e) = r {
+            res = Err(e);
+            stop.store(true, Ordering::Relaxed);
+            break;
+        }
+        account(t, rows.len());
+    }
+    std::mem::drop(rx);
+    if res.is_ok() && in_txn > 0 {
+        res = conn.commit();
+    }
+    res
 }
 
 /// The built schema, or `None` when there is none.
@@ -773,7 +819,7 @@ pub fn check(
                 mismatch: if sf1 {
                     answer::compare_sf1(q, &answer::cells(&got.answer), &w)
                 } else {
-                    answer::compare(&answer::cells(&got.answer), &w)
+                    answer::compare_engine(q, &answer::cells(&got.answer), &w)
                 },
                 error: None,
             },

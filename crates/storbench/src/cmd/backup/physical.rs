@@ -30,15 +30,15 @@ use anyhow::{anyhow, Result};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::json;
 use storbench_db::{Connection, DbUrl, Engine, Stmt};
-use storbench_media::pg::Temporary;
-use storbench_media::tempserver::{self, Registration};
+use storbench_instances::pg::Temporary;
+use storbench_instances::tempserver::{self, Registration};
 use storbench_metrics::{StepReport, Unit};
 
 use super::{
     analyze, remove, resolve_target, run_tool, server_parts, size_of, tool, verify, Kind, RestoreArgs, Usage,
 };
 use crate::cli::Global;
-use crate::cmd::media::media_err as media;
+use crate::cmd::pg::err as media;
 use crate::dbarg::Db;
 use crate::error::{target_failed, usage};
 use crate::record::{Outcome, Recorder};
@@ -154,7 +154,7 @@ pub(super) fn restore(g: &Global, a: RestoreArgs, kind: Kind, from: &Path) -> Re
             cp: tool("cp", "coreutils")?,
         },
         _ => Tools::Pg {
-            bindir: storbench_media::pg::bindir_for(&from).map_err(media)?,
+            bindir: storbench_instances::pg::bindir_for(&from).map_err(media)?,
             cp: tool("cp", "coreutils")?,
         },
     };
@@ -636,14 +636,9 @@ impl Mariadbd {
 
     fn stop(&mut self) -> Result<()> {
         let Some(mut child) = self.child.take() else { return Ok(()) };
-        // SAFETY: signalling the server we started and have not reaped.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        let t0 = Instant::now();
-        while t0.elapsed() < STOP_TIMEOUT {
-            if let Ok(Some(_)) = child.try_wait() {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        storbench_proc::signal(child.id(), storbench_proc::Sig::SIGTERM);
+        if let Ok(Some(_)) = storbench_proc::wait_child(&mut child, STOP_TIMEOUT) {
+            return Ok(());
         }
         let _ = child.kill();
         let _ = child.wait();
@@ -669,7 +664,7 @@ fn server_user(data: &Path, run: &Path) -> Result<Option<String>> {
         return Ok(Some("root".into()));
     }
     for p in [data, run] {
-        storbench_media::chown(p, "mysql").map_err(media)?;
+        storbench_proc::chown(p, "mysql").map_err(|e| media(e.into()))?;
     }
     Ok(Some("mysql".into()))
 }

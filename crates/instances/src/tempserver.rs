@@ -12,12 +12,12 @@
 //! device and inode). Nothing here prints.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::registry::state_dir;
-use crate::MediaError;
+use crate::InstanceError;
+use storbench_proc::state_dir;
 
 /// How long a temporary server may take from its launch to accepting
 /// connections, its crash recovery or WAL replay included (a large
@@ -28,9 +28,9 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(600);
 /// one line, the same shape for every engine, naming the server, its data
 /// directory and its log's last word; a target failure (exit 4: the server
 /// could not be started).
-pub fn did_not_start(program: &str, data: &Path, timeout: Duration, last: &str) -> MediaError {
+pub fn did_not_start(program: &str, data: &Path, timeout: Duration, last: &str) -> InstanceError {
     let last = if last.is_empty() { "its log says nothing" } else { last };
-    MediaError::Failed(format!(
+    InstanceError::Failed(format!(
         "{program} on {} accepted no connection within {} s: {last}",
         data.display(),
         timeout.as_secs()
@@ -75,11 +75,11 @@ fn dir() -> PathBuf {
 impl Registration {
     /// Records that this process is about to make `data` and `dirs` and
     /// launch `program` on `data`.
-    pub fn new(program: &str, data: &Path, dirs: &[PathBuf]) -> Result<Registration, MediaError> {
+    pub fn new(program: &str, data: &Path, dirs: &[PathBuf]) -> Result<Registration, InstanceError> {
         let me = std::process::id();
         let rec = Record {
             owner: me,
-            owner_start: crate::sys::process_start(me).unwrap_or(0),
+            owner_start: storbench_proc::start_time(me).unwrap_or(0),
             program: program.to_string(),
             pid: None,
             data: data.to_path_buf(),
@@ -92,16 +92,16 @@ impl Registration {
     }
 
     /// Records the server's pid, once it is launched.
-    pub fn set_pid(&mut self, pid: u32) -> Result<(), MediaError> {
+    pub fn set_pid(&mut self, pid: u32) -> Result<(), InstanceError> {
         self.rec.pid = Some(pid);
         self.write()
     }
 
     /// Records the identity of the data directory, just made (empty) by
     /// this process: before anything is copied into it or served from it.
-    pub fn set_data_made(&mut self) -> Result<(), MediaError> {
+    pub fn set_data_made(&mut self) -> Result<(), InstanceError> {
         self.rec.data_id = Some(identity(&self.rec.data).ok_or_else(|| {
-            MediaError::Failed(format!("{}: not a directory this restore made", self.rec.data.display()))
+            InstanceError::Failed(format!("{}: not a directory this restore made", self.rec.data.display()))
         })?);
         self.write()
     }
@@ -112,14 +112,14 @@ impl Registration {
     }
 
     /// Written whole or not at all (a temporary file, then renamed).
-    fn write(&self) -> Result<(), MediaError> {
+    fn write(&self) -> Result<(), InstanceError> {
         let d = dir();
         let tmp = d.join(format!(".PID-{}.tmp", self.rec.owner));
         let text = serde_json::to_string_pretty(&self.rec).expect("a record serialises");
         std::fs::create_dir_all(&d)
             .and_then(|_| std::fs::write(&tmp, text))
             .and_then(|_| std::fs::rename(&tmp, &self.path))
-            .map_err(|e| MediaError::Failed(format!("writing {}: {e}", self.path.display())))
+            .map_err(|e| InstanceError::Failed(format!("writing {}: {e}", self.path.display())))
     }
 }
 
@@ -180,7 +180,7 @@ fn identity(p: &Path) -> Option<(u64, u64)> {
 /// The process runs, and is the one that started at `start` when that is
 /// known.
 fn alive(pid: u32, start: u64) -> bool {
-    crate::sys::process_runs(pid) && (start == 0 || crate::sys::process_start(pid) == Some(start))
+    storbench_proc::alive(pid) && (start == 0 || storbench_proc::start_time(pid) == Some(start))
 }
 
 /// The process is the record's server: its program, started on its data
@@ -188,6 +188,10 @@ fn alive(pid: u32, start: u64) -> bool {
 fn serves(pid: u32, rec: &Record) -> bool {
     let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else { return false };
     let args: Vec<String> = cmd.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    serves_args(&args, rec)
+}
+
+fn serves_args(args: &[String], rec: &Record) -> bool {
     let want = rec.data.to_string_lossy();
     let prog = args.first().and_then(|a| Path::new(a).file_name()).map(|n| n.to_string_lossy().into_owned());
     prog.as_deref() == Some(rec.program.as_str())
@@ -200,43 +204,37 @@ fn servers(rec: &Record) -> Vec<u32> {
     if let Some(p) = rec.pid.filter(|p| serves(*p, rec)) {
         return vec![p];
     }
-    let Ok(rd) = std::fs::read_dir("/proc") else { return Vec::new() };
-    rd.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).filter(|p| serves(*p, rec)).collect()
+    storbench_proc::find(|p| serves_args(&p.cmdline, rec))
 }
 
 /// Stops the record's server; true once none runs.
 fn stop(rec: &Record) -> bool {
-    let pids: Vec<u32> = servers(rec).into_iter().filter(|p| alive(*p, 0)).collect();
-    let first = if rec.program == "postgres" { libc::SIGQUIT } else { libc::SIGKILL };
-    for (sig, wait) in [(first, Duration::from_secs(30)), (libc::SIGKILL, Duration::from_secs(5))] {
-        for p in pids.iter().filter(|p| alive(**p, 0) && serves(**p, rec)) {
-            // SAFETY: signalling a process whose command line names the
-            // recorded server program and data directory.
-            unsafe { libc::kill(*p as i32, sig) };
-        }
-        let t0 = Instant::now();
-        while pids.iter().any(|p| alive(*p, 0)) && t0.elapsed() < wait {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-    !pids.iter().any(|p| alive(*p, 0))
+    use storbench_proc::{Sig, Step};
+    let first = if rec.program == "postgres" { Sig::SIGQUIT } else { Sig::SIGKILL };
+    let steps = [Step::new(first, Duration::from_secs(30)), Step::new(Sig::SIGKILL, Duration::from_secs(5))];
+    // Each by its identity (pid and start), so a reused pid is never signalled.
+    let who: Vec<storbench_proc::Identity> =
+        servers(rec).into_iter().filter_map(storbench_proc::Identity::of).collect();
+    // Every one is stopped, even after one that would not.
+    who.into_iter().filter(|w| storbench_proc::stop(*w, &rec.program, &steps).is_err()).count() == 0
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     #[test]
     fn a_server_that_did_not_start_is_one_line_and_a_failure() {
         let e = did_not_start("postgres", Path::new("/d"), START_TIMEOUT, "");
-        assert!(matches!(&e, MediaError::Failed(_)));
+        assert!(matches!(&e, InstanceError::Failed(_)));
         assert_eq!(e.to_string(), "postgres on /d accepted no connection within 600 s: its log says nothing");
     }
 
     #[test]
     fn this_process_is_alive_and_another_start_time_is_not_it() {
         let me = std::process::id();
-        let start = crate::sys::process_start(me).expect("a start time");
+        let start = storbench_proc::start_time(me).expect("a start time");
         assert!(alive(me, start) && alive(me, 0));
         assert!(!alive(me, start + 1), "a reused pid is another process");
     }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::MediaError;
+use crate::InstanceError;
 
 /// A link's shape, as `--link rtt=1ms,bw=1gbit,jitter=0.1ms` or
 /// `--link up=0.2ms,down=0.8ms,down_bw=100mbit` gives it.
@@ -58,8 +58,8 @@ impl Link {
     /// them alone leaves the other 0), then `[,bw=1gbit]` (each direction)
     /// or `[,up_bw=..][,down_bw=..]`, `[,jitter=0.1ms]`; names the bad part
     /// and what is allowed.
-    pub fn parse(s: &str) -> Result<Link, MediaError> {
-        let bad = |m: String| MediaError::Usage(format!("--link {s}: {m}"));
+    pub fn parse(s: &str) -> Result<Link, InstanceError> {
+        let bad = |m: String| InstanceError::Usage(format!("--link {s}: {m}"));
         let mut l = Link::default();
         let (mut rtt, mut up, mut down) = (None, None, None);
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -311,8 +311,8 @@ pub fn ping(addr: SocketAddr, count: usize) -> std::io::Result<Vec<Duration>> {
 /// ping through a zero-delay proxy minus the median direct ping, both to
 /// an echo server in this process (pings alternate in small batches so a
 /// busy machine weighs on both alike).
-pub fn floor() -> Result<u64, MediaError> {
-    let io = |e: std::io::Error| MediaError::Failed(format!("measuring the proxy's floor: {e}"));
+pub fn floor() -> Result<u64, InstanceError> {
+    let io = |e: std::io::Error| InstanceError::Failed(format!("measuring the proxy's floor: {e}"));
     let echo = echo_server().map_err(io)?;
     let port = spawn_local(echo, Link::default()).map_err(io)?;
     let via: SocketAddr = ([127, 0, 0, 1], port).into();

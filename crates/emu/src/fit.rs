@@ -1,0 +1,1409 @@
+//! Fitting a device model to measurements: a grid of cells (block size,
+//! pattern, read share, queue depth), each with what was measured (IOPS,
+//! MB/s, mean and p99 latency), gives the parameters of a model family
+//! (`hdd`, `ssd`, `net`), says which parameters the cells could not
+//! determine and what was assumed for them, and the fit's error per cell.
+//!
+//! Prediction is the model itself: [`predict`] runs a cell's closed loop
+//! (`qd` requests always outstanding, a new one issued as one completes)
+//! in virtual time through the same steps as the daemon's scheduler
+//! ([`crate::sched`]: the model's approach, its units, its pick among the
+//! queued requests, [`Model::service_time`], the way back), so what the fit
+//! predicts is what the emulator serves. Each parameter is found by
+//! bisection on the prediction of the cell that determines it, never by a
+//! separate formula. Pure functions: nothing here measures or prints.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::model::{Model, Op, Req, Spec, State};
+
+/// How a cell's offsets go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pattern {
+    /// Uniform random offsets, aligned to the block size.
+    Random,
+    /// Consecutive offsets.
+    Sequential,
+    /// Write one block then flush, at queue depth 1 (what pg_test_fsync
+    /// times); its latency is the write plus the flush.
+    Flush,
+}
+
+impl Pattern {
+    /// Parses `random`, `sequential` or `flush`.
+    pub fn parse(s: &str) -> Option<Pattern> {
+        match s.trim() {
+            "random" => Some(Pattern::Random),
+            "sequential" => Some(Pattern::Sequential),
+            "flush" => Some(Pattern::Flush),
+            _ => None,
+        }
+    }
+
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Pattern::Random => "random",
+            Pattern::Sequential => "sequential",
+            Pattern::Flush => "flush",
+        }
+    }
+}
+
+/// One cell of a grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Cell {
+    /// Block size, bytes.
+    pub bs: u64,
+    /// Offsets.
+    pub pattern: Pattern,
+    /// Share of reads, percent.
+    pub read_pct: u8,
+    /// Requests outstanding.
+    pub qd: u32,
+}
+
+impl Cell {
+    /// `4k random 100% QD1`.
+    pub fn label(&self) -> String {
+        let rw = match self.read_pct {
+            100 => "read".to_string(),
+            0 => "write".to_string(),
+            r => format!("{r}/{} r/w", 100 - r),
+        };
+        format!("{} {} {} QD{}", size_label(self.bs), self.pattern.as_str(), rw, self.qd)
+    }
+}
+
+/// `4k`, `128k`, `1m`.
+pub fn size_label(b: u64) -> String {
+    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
+        format!("{}m", b >> 20)
+    } else if b.is_multiple_of(1024) {
+        format!("{}k", b >> 10)
+    } else {
+        b.to_string()
+    }
+}
+
+/// What was measured (or predicted) in a cell; any may be missing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Figures {
+    /// I/Os per second (for a flush cell: write+flush pairs per second).
+    pub iops: Option<f64>,
+    /// MB/s (10^6 bytes).
+    pub mb_s: Option<f64>,
+    /// Mean latency, µs.
+    pub lat_mean_us: Option<f64>,
+    /// Median latency, µs.
+    pub lat_p50_us: Option<f64>,
+    /// 99th percentile latency, µs.
+    pub lat_p99_us: Option<f64>,
+}
+
+impl Figures {
+    /// IOPS, or MB/s turned into IOPS at the cell's block size.
+    pub fn iops_at(&self, bs: u64) -> Option<f64> {
+        self.iops.or(self.mb_s.map(|m| m * 1e6 / bs as f64))
+    }
+
+    /// MB/s, or IOPS turned into MB/s.
+    pub fn mb_s_at(&self, bs: u64) -> Option<f64> {
+        self.mb_s.or(self.iops.map(|i| i * bs as f64 / 1e6))
+    }
+}
+
+/// A measured cell and where its figures come from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Row {
+    /// The cell.
+    pub cell: Cell,
+    /// Its figures.
+    pub fig: Figures,
+    /// A citation (a table's source column) or the run that measured it.
+    pub source: String,
+}
+
+/// A sustained write: MB/s per second of a long write, to see a write
+/// cache fill (or an SSD's garbage collection start).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Sustained {
+    /// Block size of the writes.
+    pub bs: u64,
+    /// MB/s in each second, in order.
+    pub mb_s: Vec<f64>,
+    /// Where it comes from.
+    pub source: String,
+}
+
+/// A model family a fit produces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    /// A hard disk (`base = "hdd"`).
+    Hdd,
+    /// A flash drive (`base = "sata-ssd"`).
+    Ssd,
+    /// Network storage (`base = "gbe-nas"` in front of an nvme backing).
+    Net,
+}
+
+impl Family {
+    /// Parses a family name, or says what is allowed.
+    pub fn parse(s: &str) -> Result<Family, String> {
+        match s {
+            "hdd" => Ok(Family::Hdd),
+            "ssd" => Ok(Family::Ssd),
+            "net" => Ok(Family::Net),
+            _ => Err(format!("--family {s}: use one of hdd, ssd, net")),
+        }
+    }
+
+    /// The name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Family::Hdd => "hdd",
+            Family::Ssd => "ssd",
+            Family::Net => "net",
+        }
+    }
+
+    /// The built-in model a fit of this family starts from.
+    pub fn base(self) -> &'static str {
+        match self {
+            Family::Hdd => "hdd",
+            Family::Ssd => "sata-ssd",
+            Family::Net => "gbe-nas",
+        }
+    }
+}
+
+/// One parameter of a fit: its value and where it came from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ParamFit {
+    /// The model key.
+    pub key: String,
+    /// Its value as written in the model file.
+    pub value: String,
+    /// The cells that determined it, or what was assumed and why.
+    pub source: String,
+    /// False: the cells could not determine it (`source` says what was assumed).
+    pub determined: bool,
+}
+
+/// A cell's measured and predicted figures and the relative errors.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CellFit {
+    /// The cell.
+    pub cell: Cell,
+    /// Measured.
+    pub measured: Figures,
+    /// Predicted by the fitted model.
+    pub predicted: Figures,
+    /// The measured figures' source.
+    pub source: String,
+}
+
+impl CellFit {
+    /// Relative errors (predicted − measured) / measured, percent, for
+    /// IOPS (or MB/s), mean and p99 latency, where both exist.
+    pub fn errors(&self) -> [Option<f64>; 3] {
+        let e = |p: Option<f64>, m: Option<f64>| match (p, m) {
+            (Some(p), Some(m)) if m > 0.0 => Some((p - m) / m * 100.0),
+            _ => None,
+        };
+        [
+            e(self.predicted.iops_at(self.cell.bs), self.measured.iops_at(self.cell.bs)),
+            e(self.predicted.lat_mean_us, self.measured.lat_mean_us),
+            e(self.predicted.lat_p99_us, self.measured.lat_p99_us),
+        ]
+    }
+}
+
+/// The result of a fit.
+#[derive(Clone, Debug)]
+pub struct Fitted {
+    /// The family.
+    pub family: Family,
+    /// The model: its base and every parameter the fit set.
+    pub spec: Spec,
+    /// Each parameter with its source.
+    pub params: Vec<ParamFit>,
+    /// Every cell, measured against predicted.
+    pub cells: Vec<CellFit>,
+}
+
+/// How long a prediction runs, in virtual time and requests.
+#[derive(Clone, Copy, Debug)]
+pub struct SimLength {
+    /// Virtual seconds measured (after the warm-up).
+    pub seconds: f64,
+    /// Virtual seconds run before measuring.
+    pub warmup: f64,
+    /// At most this many requests measured.
+    pub max_ios: usize,
+}
+
+impl SimLength {
+    /// Short, for bisection.
+    pub const SEARCH: SimLength = SimLength { seconds: 2.0, warmup: 0.0, max_ios: 1500 };
+    /// The error table's.
+    pub const TABLE: SimLength = SimLength { seconds: 5.0, warmup: 1.0, max_ios: 20_000 };
+}
+
+/// A small deterministic generator (offsets must not depend on the host).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+}
+
+/// The requests of a cell, as the io engine issues them.
+struct Gen {
+    cell: Cell,
+    blocks: u64,
+    next_seq: u64,
+    rng: Lcg,
+    flush_next: bool,
+}
+
+impl Gen {
+    fn new(cell: Cell, capacity: u64) -> Gen {
+        Gen { cell, blocks: (capacity / cell.bs).max(1), next_seq: 0, rng: Lcg(0x5eed), flush_next: false }
+    }
+
+    fn next(&mut self) -> Req {
+        let bs = self.cell.bs;
+        if self.cell.pattern == Pattern::Flush {
+            self.flush_next = !self.flush_next;
+            if !self.flush_next {
+                return Req { op: Op::Flush, offset: 0, len: 0 };
+            }
+            let b = self.next_seq % self.blocks.min(4096);
+            self.next_seq += 1;
+            return Req { op: Op::Write, offset: b * bs, len: bs };
+        }
+        let block = match self.cell.pattern {
+            Pattern::Sequential => {
+                let b = self.next_seq % self.blocks;
+                self.next_seq += 1;
+                b
+            }
+            _ => self.rng.next() % self.blocks,
+        };
+        let op = if (self.rng.next() % 100) < self.cell.read_pct as u64 { Op::Read } else { Op::Write };
+        Req { op, offset: block * bs, len: bs }
+    }
+}
+
+/// Predicts a cell on a model of a medium of `capacity` bytes: a closed
+/// loop of `qd` requests in virtual time, scheduled as the daemon does.
+pub fn predict(model: &Model, cell: &Cell, capacity: u64, len: SimLength) -> Figures {
+    let qd = if cell.pattern == Pattern::Flush { 1 } else { cell.qd.max(1) as usize };
+    let mut st = State::default();
+    let mut units = vec![0u64; model.units().max(1)];
+    let window = model.queue_window().max(1);
+    let mut queue: VecDeque<(Req, u64, u64)> = VecDeque::new();
+    // (at, seq, arrival or u64::MAX for a unit's wake-up)
+    let mut heap: BinaryHeap<Reverse<(u64, u64, u64)>> = BinaryHeap::new();
+    let mut seq = 0u64;
+    let mut gen = Gen::new(*cell, capacity);
+    let warm_ns = (len.warmup * 1e9) as u64;
+    let end_ns = warm_ns + (len.seconds * 1e9) as u64;
+    let mut lat: Vec<u64> = Vec::new();
+    let mut pair_start: Option<u64> = None;
+    let mut measured_end = 0u64;
+    let mut cand: Vec<Req> = Vec::new();
+    let mut cand_at: Vec<usize> = Vec::new();
+    let mut dispatch = |now: u64,
+                        queue: &mut VecDeque<(Req, u64, u64)>,
+                        heap: &mut BinaryHeap<Reverse<(u64, u64, u64)>>,
+                        st: &mut State,
+                        seq: &mut u64| {
+        while !queue.is_empty() {
+            let (u, free_at) = units.iter().copied().enumerate().min_by_key(|(_, f)| *f).expect("a unit");
+            if free_at > now {
+                break;
+            }
+            let first_ready = queue.iter().take(window).map(|e| e.2).min().expect("queued");
+            let start = free_at.max(first_ready);
+            cand.clear();
+            cand_at.clear();
+            for (i, e) in queue.iter().take(window).enumerate() {
+                if e.2 <= start {
+                    cand.push(e.0);
+                    cand_at.push(i);
+                }
+            }
+            let k = if cand.len() == 1 { 0 } else { model.pick(&cand, st, start) };
+            let (req, arrival, _) = queue.remove(cand_at[k]).expect("picked");
+            let free = start + model.service_time(&req, st, start).as_nanos() as u64;
+            units[u] = free;
+            let back = model.back(&req).as_nanos() as u64;
+            if back > 0 {
+                *seq += 1;
+                heap.push(Reverse((free, *seq, u64::MAX)));
+            }
+            *seq += 1;
+            heap.push(Reverse((free + back, *seq, arrival)));
+        }
+    };
+    for _ in 0..qd {
+        let r = gen.next();
+        let ready = model.approach(&r, &mut st, 0);
+        queue.push_back((r, 0, ready));
+        if cell.pattern == Pattern::Flush {
+            pair_start = Some(0);
+        }
+        dispatch(0, &mut queue, &mut heap, &mut st, &mut seq);
+    }
+    let mut count = 0usize;
+    while let Some(Reverse((now, _, arrival))) = heap.pop() {
+        if arrival != u64::MAX {
+            let mut issue = true;
+            if cell.pattern == Pattern::Flush {
+                // A pair ends with its flush; the next pair starts now.
+                if gen.flush_next {
+                    // The write completed: its flush follows at once.
+                } else {
+                    let s = pair_start.unwrap_or(arrival);
+                    if s >= warm_ns {
+                        lat.push(now - s);
+                        count += 1;
+                        measured_end = now;
+                    }
+                    pair_start = Some(now);
+                }
+            } else if arrival >= warm_ns {
+                lat.push(now - arrival);
+                count += 1;
+                measured_end = now;
+            }
+            if now >= end_ns || count >= len.max_ios {
+                issue = false;
+            }
+            if !issue {
+                break;
+            }
+            let r = gen.next();
+            let ready = model.approach(&r, &mut st, now);
+            queue.push_back((r, now, ready));
+        }
+        dispatch(now, &mut queue, &mut heap, &mut st, &mut seq);
+    }
+    if lat.is_empty() {
+        return Figures::default();
+    }
+    let span = measured_end.saturating_sub(warm_ns).max(1) as f64 / 1e9;
+    // Over a short span the closed loop's rate is what completed per time.
+    let iops = if cell.pattern == Pattern::Flush || qd == 1 {
+        1e9 / (lat.iter().sum::<u64>() as f64 / lat.len() as f64)
+    } else {
+        lat.len() as f64 / span
+    };
+    let mean = lat.iter().sum::<u64>() as f64 / lat.len() as f64 / 1e3;
+    lat.sort_unstable();
+    let q = |p: f64| lat[((lat.len() as f64 * p).ceil() as usize).clamp(1, lat.len()) - 1] as f64 / 1e3;
+    Figures {
+        iops: Some(iops),
+        mb_s: Some(iops * cell.bs as f64 / 1e6),
+        lat_mean_us: Some(mean),
+        lat_p50_us: Some(q(0.5)),
+        lat_p99_us: Some(q(0.99)),
+    }
+}
+
+/// A fit's error: bad input (a table that cannot be fitted).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct FitError(pub String);
+
+/// Parameters being fitted: the spec grows as each is found.
+struct Fitter<'a> {
+    rows: &'a [Row],
+    capacity: u64,
+    spec: Spec,
+    params: Vec<ParamFit>,
+}
+
+fn us(d: f64) -> String {
+    format!("{:.1}us", d.max(0.0))
+}
+
+fn mbs(r: f64) -> String {
+    format!("{:.1}MB/s", r / 1e6)
+}
+
+impl<'a> Fitter<'a> {
+    fn model(&self) -> Model {
+        self.spec.build(self.capacity).expect("fitted values are valid")
+    }
+
+    fn set(&mut self, key: &str, value: String, source: String, determined: bool) {
+        self.spec.set.insert(key.to_string(), value.clone());
+        self.params.push(ParamFit { key: key.into(), value, source, determined });
+    }
+
+    fn assume(&mut self, key: &str, why: &str) {
+        let b = crate::model::builtins().iter().find(|b| b.name == self.spec.base).expect("base");
+        let v = match self.spec.set.get(key) {
+            Some(v) => v.clone(),
+            None => b.params.iter().find(|p| p.key == key).map(|p| p.default.to_string()).unwrap_or_default(),
+        };
+        self.params.push(ParamFit {
+            key: key.into(),
+            value: v.clone(),
+            source: format!("assumed {v}: {why}"),
+            determined: false,
+        });
+    }
+
+    /// The row that best matches: the smallest block size among cells of
+    /// this pattern and read share, with the wanted figure, at a queue
+    /// depth in `qds` (the first such depth found wins).
+    fn find(
+        &self,
+        pattern: Pattern,
+        read_pct: u8,
+        qd_min: u32,
+        qd_max: u32,
+        want: fn(&Row) -> bool,
+        largest: bool,
+    ) -> Option<&'a Row> {
+        let mut c: Vec<&Row> = self
+            .rows
+            .iter()
+            .filter(|r| {
+                r.cell.pattern == pattern
+                    && r.cell.read_pct == read_pct
+                    && (qd_min..=qd_max).contains(&r.cell.qd)
+                    && want(r)
+            })
+            .collect();
+        c.sort_by_key(|r| (r.cell.bs, r.cell.qd));
+        if largest {
+            c.last().copied()
+        } else {
+            c.first().copied()
+        }
+    }
+
+    /// Bisection of a duration parameter (in µs, on a log scale) so the
+    /// prediction of `row` matches its measured value; `metric` picks the
+    /// figure (rising with the parameter when `rising`).
+    fn solve_us(
+        &mut self,
+        key: &str,
+        lo: f64,
+        hi: f64,
+        row: &Row,
+        metric: fn(&Figures, u64) -> Option<f64>,
+        rising: bool,
+    ) -> f64 {
+        let target = metric(&row.fig, row.cell.bs).expect("chosen for it");
+        let (mut a, mut b) = (lo.max(0.01).ln(), hi.ln());
+        for _ in 0..28 {
+            let m = (a + b) / 2.0;
+            self.spec.set.insert(key.into(), us(m.exp()));
+            let p = metric(&predict(&self.model(), &row.cell, self.capacity, SimLength::SEARCH), row.cell.bs)
+                .unwrap_or(0.0);
+            if (p < target) == rising {
+                a = m;
+            } else {
+                b = m;
+            }
+        }
+        ((a + b) / 2.0).exp()
+    }
+
+    /// The same for a rate (bytes/s).
+    fn solve_rate(&mut self, key: &str, row: &Row) -> f64 {
+        let target = row.fig.mb_s_at(row.cell.bs).expect("chosen for it");
+        let (mut a, mut b) = ((1e5f64).ln(), (1e11f64).ln());
+        for _ in 0..32 {
+            let m = (a + b) / 2.0;
+            self.spec.set.insert(key.into(), mbs(m.exp()));
+            let p = predict(&self.model(), &row.cell, self.capacity, SimLength::TABLE).mb_s.unwrap_or(0.0);
+            if p < target {
+                a = m;
+            } else {
+                b = m;
+            }
+        }
+        ((a + b) / 2.0).exp()
+    }
+
+    /// The smallest whole number in `1..=max` whose prediction of `row`'s
+    /// IOPS reaches it (IOPS rises with it); the nearest of the two around.
+    fn solve_int(&mut self, key: &str, max: u64, row: &Row) -> u64 {
+        let target = row.fig.iops_at(row.cell.bs).expect("chosen for it");
+        let at = |s: &mut Self, v: u64| {
+            s.spec.set.insert(key.into(), v.to_string());
+            predict(&s.model(), &row.cell, s.capacity, SimLength::SEARCH).iops.unwrap_or(0.0)
+        };
+        let (mut lo, mut hi) = (1u64, max);
+        while lo < hi {
+            let m = (lo + hi) / 2;
+            if at(self, m) < target {
+                lo = m + 1;
+            } else {
+                hi = m;
+            }
+        }
+        if lo > 1 {
+            let (a, b) = (at(self, lo - 1), at(self, lo));
+            if (target - a).abs() < (b - target).abs() {
+                return lo - 1;
+            }
+        }
+        lo
+    }
+}
+
+fn has_lat(r: &Row) -> bool {
+    r.fig.lat_mean_us.is_some()
+}
+fn has_iops(r: &Row) -> bool {
+    r.fig.iops_at(r.cell.bs).is_some()
+}
+fn lat_of(f: &Figures, _bs: u64) -> Option<f64> {
+    f.lat_mean_us
+}
+fn iops_of(f: &Figures, bs: u64) -> Option<f64> {
+    f.iops_at(bs)
+}
+fn cite(r: &Row) -> String {
+    let what = match (r.fig.lat_mean_us, r.fig.iops_at(r.cell.bs)) {
+        (Some(l), _) => format!("{l:.1} µs mean"),
+        (None, Some(i)) => format!("{i:.0} IOPS ({:.1} MB/s)", i * r.cell.bs as f64 / 1e6),
+        _ => "?".into(),
+    };
+    format!("{}: {what} [{}]", r.cell.label(), r.source)
+}
+
+/// Fits a family's parameters to `rows` (and a sustained write, if one
+/// was measured) for a medium of `capacity` bytes; every row is then
+/// predicted with the fitted model for the error table.
+pub fn fit(
+    family: Family,
+    rows: &[Row],
+    sustained: Option<&Sustained>,
+    capacity: u64,
+) -> Result<Fitted, FitError> {
+    if rows.is_empty() {
+        return Err(FitError("no cells to fit".into()));
+    }
+    let mut f = Fitter {
+        rows,
+        capacity,
+        spec: Spec { base: family.base().into(), ..Spec::default() },
+        params: Vec::new(),
+    };
+    match family {
+        Family::Ssd => fit_ssd(&mut f, sustained),
+        Family::Hdd => fit_hdd(&mut f),
+        Family::Net => fit_net(&mut f),
+    }
+    if !f.params.iter().any(|p| p.determined) {
+        return Err(FitError(format!(
+            "the cells determine no {} parameter: give at least a 4k random read at QD1 with its mean latency",
+            family.as_str()
+        )));
+    }
+    let cells = evaluate(&f.spec, rows, capacity)?;
+    Ok(Fitted { family, spec: f.spec, params: f.params, cells })
+}
+
+/// Predicts every row with a model (the error table of a fit, or of a
+/// held-out half).
+pub fn evaluate(spec: &Spec, rows: &[Row], capacity: u64) -> Result<Vec<CellFit>, FitError> {
+    let model = spec.build(capacity).map_err(|e| FitError(e.to_string()))?;
+    Ok(rows
+        .iter()
+        .map(|r| CellFit {
+            cell: r.cell,
+            measured: r.fig,
+            predicted: predict(&model, &r.cell, capacity, SimLength::TABLE),
+            source: r.source.clone(),
+        })
+        .collect())
+}
+
+type Metric = fn(&Figures, u64) -> Option<f64>;
+
+/// The row that gives a request's time at QD1 (`read_pct` 100 or 0), among
+/// cells of 16k or less, by precedence: a random QD1 cell with its mean
+/// latency; else a sequential QD1 cell with its mean latency (datasheets
+/// quote "average sequential latency": on flash a 4k request at QD1 costs
+/// the same at a sequential or a random offset, there is no seek, and the
+/// model's service time does not depend on the offset); else a random QD1
+/// cell with IOPS only (at QD1 the mean latency is 1 / IOPS; last, because
+/// such figures come from reviews whose host stack is in them, while a
+/// stated latency is the device's own). With the metric to match, whether
+/// it rises with the time, and a note for the source.
+fn qd1_time<'a>(f: &Fitter<'a>, read_pct: u8) -> Option<(&'a Row, Metric, bool, &'static str)> {
+    let small = |r: Option<&'a Row>| r.filter(|r| r.cell.bs <= 16 << 10);
+    if let Some(r) = small(f.find(Pattern::Random, read_pct, 1, 1, has_lat, false)) {
+        return Some((r, lat_of, true, ""));
+    }
+    if let Some(r) = small(f.find(Pattern::Sequential, read_pct, 1, 1, has_lat, false)) {
+        return Some((
+            r,
+            lat_of,
+            true,
+            " (no random QD1 latency: on flash a 4k request at QD1 costs the same at a sequential offset, no seek)",
+        ));
+    }
+    small(f.find(Pattern::Random, read_pct, 1, 1, has_iops, false))
+        .map(|r| (r, iops_of as Metric, false, " (no QD1 latency: at QD1 the mean latency is 1 / IOPS)"))
+}
+
+/// The deepest-queued random cell (QD4 or more) of the smallest block size
+/// with IOPS: units only bound IOPS once the queue is at least as deep.
+fn deep_random<'a>(f: &Fitter<'a>, read_pct: u8) -> Option<&'a Row> {
+    let mut c: Vec<&'a Row> = f
+        .rows
+        .iter()
+        .filter(|r| {
+            r.cell.pattern == Pattern::Random && r.cell.read_pct == read_pct && r.cell.qd >= 4 && has_iops(r)
+        })
+        .collect();
+    c.sort_by_key(|r| (r.cell.bs, Reverse(r.cell.qd)));
+    c.first().copied()
+}
+
+fn fit_ssd(f: &mut Fitter<'_>, sustained: Option<&Sustained>) {
+    let small = qd1_time(f, 100);
+    // The channel rate is the slope of QD1 read latency over block size:
+    // a second, larger random read at QD1 gives it (then the read time is
+    // found again with it).
+    let large = f.find(Pattern::Random, 100, 1, 1, has_lat, true).filter(|r| {
+        small.is_some_and(|s| s.0.cell.pattern == Pattern::Random && r.cell.bs >= 4 * s.0.cell.bs)
+    });
+    match small {
+        Some((r, metric, rising, note)) => {
+            let mut v = f.solve_us("read", 1.0, 100_000.0, r, metric, rising);
+            if let Some(l) = large {
+                for _ in 0..3 {
+                    f.spec.set.insert("read".into(), us(v));
+                    let c = f.solve_rate("channel_rate", l);
+                    f.spec.set.insert("channel_rate".into(), mbs(c));
+                    v = f.solve_us("read", 1.0, 100_000.0, r, metric, rising);
+                }
+            }
+            f.set("read", us(v), format!("{}{note}", cite(r)), true);
+        }
+        None => f.assume("read", "no read at QD1 of 16k or less with a mean latency or IOPS"),
+    }
+    match (small, large) {
+        (Some(_), Some(l)) => {
+            let c = f.spec.set["channel_rate"].clone();
+            f.set("channel_rate", c, format!("{} against the smaller read at QD1", cite(l)), true);
+        }
+        _ => f.assume(
+            "channel_rate",
+            "no second random read at QD1 of 4× the block size: the NAND channel rate is not seen apart from the read time (400 MB/s, ONFI 3)",
+        ),
+    }
+    match qd1_time(f, 0) {
+        Some((r, metric, rising, note)) => {
+            let v = f.solve_us("write", 1.0, 100_000.0, r, metric, rising);
+            f.set("write", us(v), format!("{}{note}", cite(r)), true);
+        }
+        None => f.assume("write", "no write at QD1 of 16k or less with a mean latency or IOPS"),
+    }
+    // Bandwidth before parallelism: the interface bounds large transfers
+    // (found with units enough that it does), then the units from the
+    // deep random read, then the interface again with those units.
+    let seq = f
+        .find(Pattern::Sequential, 100, 1, 1024, |r| r.fig.mb_s_at(r.cell.bs).is_some(), true)
+        .filter(|r| r.cell.bs >= 64 << 10);
+    let mut first = None;
+    if let Some(r) = seq {
+        f.spec.set.insert("units".into(), "64".into());
+        let v = f.solve_rate("interface_rate", r);
+        f.spec.set.insert("interface_rate".into(), mbs(v));
+        f.spec.set.remove("units");
+        first = Some(v);
+    }
+    // One `units` serves reads and writes: fitted to the deep random read
+    // when the read time is known (the deep random write's error is then
+    // in the error table as it is), else to the deep random write when the
+    // write time is known.
+    let determined = |f: &Fitter<'_>, k: &str| f.params.iter().any(|p| p.key == k && p.determined);
+    let deep_read = deep_random(f, 100).filter(|_| determined(f, "read"));
+    let deep_write = deep_random(f, 0).filter(|_| determined(f, "write"));
+    match (deep_read, deep_write) {
+        (Some(r), w) => {
+            let v = f.solve_int("units", 1024, r);
+            let also = match w {
+                Some(w) => format!("; one units for reads and writes, fitted to the reads: {} is predicted, not fitted", w.cell.label()),
+                None => String::new(),
+            };
+            f.set("units", v.to_string(), format!("{} with the read time{also}", cite(r)), true);
+        }
+        (None, Some(w)) => {
+            let v = f.solve_int("units", 1024, w);
+            f.set("units", v.to_string(), format!("{} with the write time (no deep random read with a read time)", cite(w)), true);
+        }
+        (None, None) => f.assume(
+            "units",
+            "no random read (or write) at QD4 or more with IOPS together with a QD1 time of the same kind to divide",
+        ),
+    }
+    match seq {
+        Some(r) => {
+            let v = f.solve_rate("interface_rate", r);
+            // Bounded by the units, not the interface: keep the first.
+            let v = match first {
+                Some(v1) if v > 2.0 * v1 => v1,
+                _ => v,
+            };
+            f.set("interface_rate", mbs(v), cite(r), true);
+        }
+        None => f.assume("interface_rate", "no sequential read of 64k or more with MB/s"),
+    }
+    match f.find(Pattern::Flush, 0, 1, 1, has_lat, false) {
+        Some(r) => {
+            let v = f.solve_us("flush", 0.01, 1_000_000.0, r, lat_of, true);
+            let target = r.fig.lat_mean_us.expect("has lat");
+            let p = predict(&f.model(), &r.cell, f.capacity, SimLength::SEARCH).lat_mean_us.unwrap_or(0.0);
+            if p > 1.25 * target {
+                // Even no flush time leaves the cell slower than measured:
+                // the write time (assumed or not) already exceeds it. The
+                // cell bounds the flush near zero; it does not determine it.
+                f.set(
+                    "flush",
+                    us(v),
+                    format!(
+                        "assumed {}: {} is below the write alone ({p:.0} µs predicted with no flush time), so it bounds write + flush and the flush is kept at its least",
+                        us(v),
+                        cite(r)
+                    ),
+                    false,
+                );
+            } else {
+                f.set("flush", us(v), cite(r), true);
+            }
+        }
+        None => f.assume("flush", "no write-then-flush cell"),
+    }
+    match sustained.and_then(cliff) {
+        Some((after, write_us, src)) => {
+            f.set("cliff_after", after.to_string(), src.clone(), true);
+            f.set("cliff_write", us(write_us), src, true);
+        }
+        None => {
+            let why = match sustained {
+                Some(s) => format!(
+                    "the sustained write ({} s of {} writes) kept its rate: no cache fill or write cliff seen",
+                    s.mb_s.len(),
+                    size_label(s.bs)
+                ),
+                None => "no sustained-write segment (a table has none): a fresh drive, no write cliff".into(),
+            };
+            f.set("cliff_after", "0".into(), why, sustained.is_some());
+        }
+    }
+    f.assume(
+        "write_cache",
+        "whether acknowledged writes are volatile is not seen in timings (the flush cell prices it)",
+    );
+    f.assume("cache_size", "not seen apart from the write cliff");
+}
+
+/// A sustained write whose rate fell by more than 30 % and stayed down:
+/// bytes written before the fall, the write time after it (µs per block,
+/// one at a time), and a description.
+fn cliff(s: &Sustained) -> Option<(u64, f64, String)> {
+    if s.mb_s.len() < 6 {
+        return None;
+    }
+    let mut head = s.mb_s[..3].to_vec();
+    head.sort_by(f64::total_cmp);
+    let before = head[1];
+    let at = s.mb_s.iter().position(|&v| v < 0.7 * before)?;
+    let mut tail = s.mb_s[at..].to_vec();
+    if tail.len() < 3 {
+        return None;
+    }
+    tail.sort_by(f64::total_cmp);
+    let after = tail[tail.len() / 2];
+    if after >= 0.7 * before {
+        return None;
+    }
+    let bytes: f64 = s.mb_s[..at].iter().sum::<f64>() * 1e6;
+    let write_us = s.bs as f64 / (after * 1e6) * 1e6;
+    Some((
+        bytes as u64,
+        write_us,
+        format!(
+            "sustained {} write: {before:.0} MB/s for {at} s ({:.0} MB), then {after:.0} MB/s [{}]",
+            size_label(s.bs),
+            bytes / 1e6,
+            s.source
+        ),
+    ))
+}
+
+fn fit_hdd(f: &mut Fitter<'_>) {
+    f.assume("rpm", "rotation and seek are not told apart by mean latencies: the class's spindle speed");
+    let seq = f
+        .find(Pattern::Sequential, 100, 1, 1024, |r| r.fig.mb_s_at(r.cell.bs).is_some(), true)
+        .filter(|r| r.cell.bs >= 64 << 10);
+    let small = f.find(Pattern::Sequential, 100, 1, 1, has_lat, false).filter(|r| r.cell.bs <= 16 << 10);
+    // The media rate first (the overhead is small against a large
+    // transfer), then the command overhead from a small sequential read at
+    // QD1 (transfer only), then the rate again with that overhead.
+    let rate = |f: &mut Fitter<'_>, r: &Row| {
+        let v = f.solve_rate("outer_rate", r);
+        // The inner edge at half the outer (zoned recording), as the class.
+        f.spec.set.insert("inner_rate".into(), mbs(v / 2.0));
+        f.solve_rate("outer_rate", r)
+    };
+    if let Some(r) = seq {
+        let v = rate(f, r);
+        f.spec.set.insert("inner_rate".into(), mbs(v / 2.0));
+    }
+    match small {
+        Some(r) => {
+            let v = f.solve_us("overhead", 1.0, 50_000.0, r, lat_of, true);
+            f.set("overhead", us(v), cite(r), true);
+        }
+        None => f.assume("overhead", "no small sequential read at QD1"),
+    }
+    match seq {
+        Some(r) => {
+            let v = rate(f, r);
+            f.set("outer_rate", mbs(v), cite(r), true);
+            f.set(
+                "inner_rate",
+                mbs(v / 2.0),
+                "half the outer rate (zoned recording), as the class".into(),
+                false,
+            );
+        }
+        None => {
+            f.assume("outer_rate", "no sequential read of 64k or more with MB/s");
+            f.assume("inner_rate", "half the outer rate, as the class");
+        }
+    }
+    match f.find(Pattern::Random, 100, 1, 1, has_lat, false) {
+        Some(r) => {
+            // The seek curve scales with the average seek: track-to-track and
+            // full stroke keep the class's proportions (1/8.5 and 2×).
+            let mut best = 0.0;
+            let (mut a, mut b) = ((0.05f64).ln(), (100_000f64).ln());
+            let target = r.fig.lat_mean_us.expect("has lat");
+            for _ in 0..24 {
+                let m = (a + b) / 2.0;
+                let avg = m.exp();
+                f.spec.set.insert("avg_seek".into(), us(avg));
+                f.spec.set.insert("track_to_track".into(), us(avg / 8.5));
+                f.spec.set.insert("full_stroke".into(), us(avg * 16.0 / 8.5));
+                let p = predict(
+                    &f.model(),
+                    &r.cell,
+                    f.capacity,
+                    SimLength { seconds: 60.0, warmup: 0.0, max_ios: 800 },
+                )
+                .lat_mean_us
+                .unwrap_or(0.0);
+                best = avg;
+                if p < target {
+                    a = m;
+                } else {
+                    b = m;
+                }
+            }
+            f.set("avg_seek", us(best), cite(r), true);
+            f.set(
+                "track_to_track",
+                us(best / 8.5),
+                "the class's ratio to the average seek (1 : 8.5)".into(),
+                false,
+            );
+            f.set(
+                "full_stroke",
+                us(best * 16.0 / 8.5),
+                "the class's ratio to the average seek (16 : 8.5)".into(),
+                false,
+            );
+        }
+        None => {
+            f.assume("avg_seek", "no random read at QD1 with a mean latency");
+        }
+    }
+    match f.find(Pattern::Random, 0, 1, 1, has_lat, false) {
+        Some(r) => {
+            let read = f.find(Pattern::Random, 100, 1, 1, has_lat, false).and_then(|x| x.fig.lat_mean_us);
+            let fast = r.fig.lat_mean_us.expect("has lat") < 0.3 * read.unwrap_or(f64::MAX);
+            f.set(
+                "write_cache",
+                fast.to_string(),
+                format!(
+                    "{} against the QD1 read: {}",
+                    cite(r),
+                    if fast { "acknowledged from a cache" } else { "written to the platter" }
+                ),
+                true,
+            );
+        }
+        None => match f.find(Pattern::Flush, 0, 1, 1, has_lat, false) {
+            // A write-then-flush cell prices the cache: with it on, the
+            // flush destages one block; with it off, the write itself goes
+            // to the platter. The nearer prediction says which.
+            Some(r) => {
+                // Only a prediction within 25 % of the cell counts: else
+                // the cell shows something the model does not reproduce
+                // and the class's value stays, with both predictions told.
+                let target = r.fig.lat_mean_us.expect("has lat");
+                let mut got = Vec::new();
+                for on in [true, false] {
+                    f.spec.set.insert("write_cache".into(), on.to_string());
+                    let p = predict(&f.model(), &r.cell, f.capacity, SimLength::SEARCH)
+                        .lat_mean_us
+                        .unwrap_or(0.0);
+                    got.push((on, p, (p - target).abs() / target));
+                }
+                f.spec.set.remove("write_cache");
+                got.sort_by(|a, b| a.2.total_cmp(&b.2));
+                let (on, p, e) = got[0];
+                if e <= 0.25 {
+                    let what = if on { "a cache the flush destages" } else { "writes to the platter" };
+                    f.set(
+                        "write_cache",
+                        on.to_string(),
+                        format!("{}: {what} predicts {p:.0} µs, the nearer of on and off", cite(r)),
+                        true,
+                    );
+                } else {
+                    f.assume(
+                        "write_cache",
+                        &format!(
+                            "{} is matched by neither value (on predicts {:.0} µs, off {:.0} µs): the model's write to the next block pays no rotational wait, so one revolution per commit is not reproduced",
+                            cite(r),
+                            got.iter().find(|g| g.0).map_or(0.0, |g| g.1),
+                            got.iter().find(|g| !g.0).map_or(0.0, |g| g.1),
+                        ),
+                    );
+                }
+            }
+            None => f.assume("write_cache", "no random write at QD1 and no write-then-flush cell"),
+        },
+    }
+    match f.find(Pattern::Random, 100, 2, 1024, has_iops, true) {
+        Some(r) if f.spec.set.contains_key("avg_seek") => {
+            let target = r.fig.iops_at(r.cell.bs).expect("has");
+            let mut best = (1u64, f64::MAX);
+            for d in [1u64, 2, 4, 8, 16, 32] {
+                f.spec.set.insert("ncq_depth".into(), d.to_string());
+                let p = predict(
+                    &f.model(),
+                    &r.cell,
+                    f.capacity,
+                    SimLength { seconds: 60.0, warmup: 0.0, max_ios: 800 },
+                )
+                .iops
+                .unwrap_or(0.0);
+                if (p - target).abs() < best.1 {
+                    best = (d, (p - target).abs());
+                }
+            }
+            f.set("ncq_depth", best.0.to_string(), cite(r), true);
+        }
+        _ => f.assume("ncq_depth", "no random read at QD2 or more with IOPS"),
+    }
+    f.assume("cache_size", "a cache's size is not seen in these cells");
+}
+
+fn fit_net(f: &mut Fitter<'_>) {
+    f.spec.set.insert("backing".into(), "nvme".into());
+    f.params.push(ParamFit {
+        key: "backing".into(),
+        value: "nvme".into(),
+        source: "assumed nvme: the device behind the link is not seen apart from the round trip".into(),
+        determined: false,
+    });
+    match f.find(Pattern::Random, 100, 1, 1, has_lat, false) {
+        Some(r) => {
+            let v = f.solve_us("rtt", 0.01, 1_000_000.0, r, lat_of, true);
+            f.set("rtt", us(v), format!("{} less the backing nvme's read", cite(r)), true);
+        }
+        None => f.assume("rtt", "no random read at QD1 with a mean latency"),
+    }
+    let seq = f
+        .find(Pattern::Sequential, 100, 1, 1024, |r| r.fig.mb_s_at(r.cell.bs).is_some(), true)
+        .filter(|r| r.cell.bs >= 64 << 10);
+    match seq {
+        Some(r) => {
+            let v = f.solve_rate("link_rate", r);
+            f.set("link_rate", mbs(v), cite(r), true);
+        }
+        None => f.assume("link_rate", "no sequential read of 64k or more with MB/s"),
+    }
+    match f.find(Pattern::Random, 100, 4, 1024, has_iops, false) {
+        Some(r) => {
+            let v = f.solve_int("backing.units", 1024, r);
+            f.set("backing.units", v.to_string(), cite(r), true);
+        }
+        None => f.assume("rtt", "no random read at QD4 or more"),
+    }
+}
+
+/// Relative-error summaries: the median of |error| for IOPS, mean and
+/// p99 over the cells given (None where no cell has both figures).
+pub fn median_abs(cells: &[&CellFit]) -> [Option<f64>; 3] {
+    let mut out = [None; 3];
+    for (i, o) in out.iter_mut().enumerate() {
+        let mut v: Vec<f64> = cells.iter().filter_map(|c| c.errors()[i]).map(f64::abs).collect();
+        if v.is_empty() {
+            continue;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        *o = Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 });
+    }
+    out
+}
+
+/// Time in µs as a Duration (for callers comparing with the floor).
+pub fn micros(v: f64) -> Duration {
+    Duration::from_nanos((v.max(0.0) * 1e3) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CAP: u64 = 1 << 30;
+
+    fn cell(bs: u64, pattern: Pattern, read_pct: u8, qd: u32) -> Cell {
+        Cell { bs, pattern, read_pct, qd }
+    }
+
+    fn rows_from(spec: &Spec, cells: &[Cell]) -> Vec<Row> {
+        let m = spec.build(CAP).unwrap();
+        cells
+            .iter()
+            .map(|c| Row { cell: *c, fig: predict(&m, c, CAP, SimLength::TABLE), source: "synthetic".into() })
+            .collect()
+    }
+
+    fn grid() -> Vec<Cell> {
+        vec![
+            cell(4096, Pattern::Random, 100, 1),
+            cell(65536, Pattern::Random, 100, 1),
+            cell(4096, Pattern::Random, 0, 1),
+            cell(4096, Pattern::Random, 100, 32),
+            cell(4096, Pattern::Sequential, 100, 1),
+            cell(256 << 10, Pattern::Sequential, 100, 32),
+            cell(8192, Pattern::Flush, 0, 1),
+            cell(16384, Pattern::Random, 70, 8),
+        ]
+    }
+
+    fn value(f: &Fitted, key: &str) -> String {
+        f.params.iter().find(|p| p.key == key).unwrap().value.clone()
+    }
+
+    fn dur_us(s: &str) -> f64 {
+        crate::model::parse_dur(s).unwrap().as_nanos() as f64 / 1e3
+    }
+
+    fn near(got: f64, want: f64, tol: f64) {
+        assert!((got - want).abs() / want <= tol, "got {got}, want {want} ±{}%", tol * 100.0);
+    }
+
+    #[test]
+    fn an_ssd_at_qd1_is_its_read_time_plus_the_channel_transfer() {
+        let spec = Spec { base: "sata-ssd".into(), ..Spec::default() };
+        let m = spec.build(CAP).unwrap();
+        let p = predict(&m, &cell(4096, Pattern::Random, 100, 1), CAP, SimLength::TABLE);
+        near(p.lat_mean_us.unwrap(), 90.0 + 4096.0 / 400.0, 0.001);
+        // Eight units: QD32 reaches 8 / ~100 µs.
+        let p = predict(&m, &cell(4096, Pattern::Random, 100, 32), CAP, SimLength::TABLE);
+        near(p.iops.unwrap(), 8.0 / 100.24e-6, 0.02);
+        // Write then flush: the write and one program time.
+        let p = predict(&m, &cell(8192, Pattern::Flush, 0, 1), CAP, SimLength::TABLE);
+        near(p.lat_mean_us.unwrap(), 40.0 + 500.0, 0.001);
+    }
+
+    #[test]
+    fn a_fit_recovers_an_ssds_parameters_from_its_own_predictions() {
+        let mut spec = Spec { base: "sata-ssd".into(), ..Spec::default() };
+        for (k, v) in [
+            ("read", "120us"),
+            ("write", "30us"),
+            ("units", "12"),
+            ("interface_rate", "700MB/s"),
+            ("flush", "2ms"),
+            ("channel_rate", "800MB/s"),
+        ] {
+            spec.set.insert(k.into(), v.into());
+        }
+        let rows = rows_from(&spec, &grid());
+        let f = fit(Family::Ssd, &rows, None, CAP).unwrap();
+        near(dur_us(&value(&f, "read")), 120.0, 0.01);
+        near(dur_us(&value(&f, "write")), 30.0, 0.01);
+        assert_eq!(value(&f, "units"), "12");
+        near(crate::model::parse_rate(&value(&f, "interface_rate")).unwrap(), 700e6, 0.02);
+        near(dur_us(&value(&f, "flush")), 2000.0, 0.02);
+        near(crate::model::parse_rate(&value(&f, "channel_rate")).unwrap(), 800e6, 0.03);
+        assert!(f.params.iter().any(|p| p.key == "write_cache" && !p.determined));
+        for c in &f.cells {
+            for e in c.errors().into_iter().flatten() {
+                assert!(e.abs() < 3.0, "{}: {e}%", c.cell.label());
+            }
+        }
+    }
+
+    #[test]
+    fn a_fit_recovers_an_hdds_seek_rate_and_queueing() {
+        let mut spec = Spec { base: "hdd".into(), ..Spec::default() };
+        for (k, v) in [
+            ("avg_seek", "6ms"),
+            ("track_to_track", &*us(6000.0 / 8.5)),
+            ("full_stroke", &*us(6000.0 * 16.0 / 8.5)),
+            ("outer_rate", "150MB/s"),
+            ("inner_rate", "75MB/s"),
+            ("ncq_depth", "8"),
+        ] {
+            spec.set.insert(k.into(), v.to_string());
+        }
+        let rows = rows_from(&spec, &grid());
+        let f = fit(Family::Hdd, &rows, None, CAP).unwrap();
+        near(dur_us(&value(&f, "avg_seek")), 6000.0, 0.08);
+        near(crate::model::parse_rate(&value(&f, "outer_rate")).unwrap(), 150e6, 0.03);
+        near(dur_us(&value(&f, "overhead")), 100.0, 0.05);
+        assert_eq!(value(&f, "write_cache"), "true");
+        let ncq: u64 = value(&f, "ncq_depth").parse().unwrap();
+        assert!((4..=16).contains(&ncq), "{ncq}");
+        assert!(f.params.iter().any(|p| p.key == "rpm" && !p.determined));
+    }
+
+    #[test]
+    fn a_net_fit_finds_the_round_trip_and_link() {
+        let mut spec = Spec { base: "gbe-nas".into(), ..Spec::default() };
+        for (k, v) in [("backing", "nvme"), ("rtt", "400us"), ("link_rate", "110MB/s")] {
+            spec.set.insert(k.into(), v.into());
+        }
+        let rows = rows_from(&spec, &grid());
+        let f = fit(Family::Net, &rows, None, CAP).unwrap();
+        near(dur_us(&value(&f, "rtt")), 400.0, 0.02);
+        near(crate::model::parse_rate(&value(&f, "link_rate")).unwrap(), 110e6, 0.03);
+    }
+
+    #[test]
+    fn a_sustained_write_that_slows_sets_the_write_cliff() {
+        let s = Sustained {
+            bs: 1 << 20,
+            mb_s: vec![500.0, 510.0, 505.0, 500.0, 120.0, 118.0, 121.0, 119.0],
+            source: "run".into(),
+        };
+        let (after, w, _) = cliff(&s).unwrap();
+        assert_eq!(after, 2_015_000_000);
+        near(w, (1u64 << 20) as f64 / 119.5, 0.02);
+        let flat = Sustained { mb_s: vec![500.0; 10], ..s };
+        assert!(cliff(&flat).is_none());
+    }
+
+    /// Rows as datasheets give them: each cell keeps only the figure named.
+    fn sheet(spec: &Spec, cells: &[(Cell, &str)]) -> Vec<Row> {
+        let m = spec.build(CAP).unwrap();
+        cells
+            .iter()
+            .map(|(c, what)| {
+                let p = predict(&m, c, CAP, SimLength::TABLE);
+                let fig = match *what {
+                    "lat" => Figures { lat_mean_us: p.lat_mean_us, ..Figures::default() },
+                    "iops" => Figures { iops: p.iops, ..Figures::default() },
+                    _ => Figures { mb_s: p.mb_s, ..Figures::default() },
+                };
+                Row { cell: *c, fig, source: format!("sheet {}", c.label()) }
+            })
+            .collect()
+    }
+
+    fn param<'f>(f: &'f Fitted, key: &str) -> &'f ParamFit {
+        f.params.iter().find(|p| p.key == key).unwrap()
+    }
+
+    fn ssd(pairs: &[(&str, &str)]) -> Spec {
+        let mut spec = Spec { base: "sata-ssd".into(), ..Spec::default() };
+        for (k, v) in pairs {
+            spec.set.insert(k.to_string(), v.to_string());
+        }
+        spec
+    }
+
+    #[test]
+    fn a_datasheets_sequential_qd1_latency_and_qd32_iops_determine_read_write_and_units() {
+        // Shaped like models/tables/s2-ssd-intel320.csv: QD1 latency only as
+        // "average sequential", QD32 random IOPS for reads and writes.
+        let spec = ssd(&[("read", "70us"), ("write", "85us"), ("units", "5"), ("interface_rate", "300MB/s")]);
+        let rows = sheet(
+            &spec,
+            &[
+                (cell(4096, Pattern::Random, 100, 32), "iops"),
+                (cell(4096, Pattern::Random, 0, 32), "iops"),
+                (cell(128 << 10, Pattern::Sequential, 100, 32), "mb_s"),
+                (cell(4096, Pattern::Sequential, 100, 1), "lat"),
+                (cell(4096, Pattern::Sequential, 0, 1), "lat"),
+            ],
+        );
+        let f = fit(Family::Ssd, &rows, None, CAP).unwrap();
+        near(dur_us(&value(&f, "read")), 70.0, 0.01);
+        near(dur_us(&value(&f, "write")), 85.0, 0.01);
+        assert_eq!(value(&f, "units"), "5");
+        near(crate::model::parse_rate(&value(&f, "interface_rate")).unwrap(), 300e6, 0.02);
+        for k in ["read", "write", "units", "interface_rate"] {
+            assert!(param(&f, k).determined, "{k}: {}", param(&f, k).source);
+        }
+        assert!(param(&f, "read").source.contains("4k sequential read QD1"), "{}", param(&f, "read").source);
+        assert!(
+            param(&f, "write").source.contains("4k sequential write QD1"),
+            "{}",
+            param(&f, "write").source
+        );
+        let units = &param(&f, "units").source;
+        assert!(
+            units.contains("4k random read QD32") && units.contains("4k random write QD32 is predicted"),
+            "{units}"
+        );
+        // The model's own rows: every cell fits, the writes' included.
+        for c in &f.cells {
+            for e in c.errors().into_iter().flatten() {
+                assert!(e.abs() < 3.0, "{}: {e}%", c.cell.label());
+            }
+        }
+    }
+
+    #[test]
+    fn a_stated_latency_outranks_a_qd1_iops_and_an_iops_alone_still_determines_the_read() {
+        let spec = ssd(&[("read", "50us"), ("units", "6")]);
+        let both = sheet(
+            &spec,
+            &[
+                (cell(4096, Pattern::Random, 100, 1), "iops"),
+                (cell(4096, Pattern::Sequential, 100, 1), "lat"),
+            ],
+        );
+        let f = fit(Family::Ssd, &both, None, CAP).unwrap();
+        assert!(param(&f, "read").source.contains("sequential read QD1"), "{}", param(&f, "read").source);
+        near(dur_us(&value(&f, "read")), 50.0, 0.01);
+        let alone = sheet(
+            &spec,
+            &[(cell(4096, Pattern::Random, 100, 1), "iops"), (cell(4096, Pattern::Random, 100, 8), "iops")],
+        );
+        let f = fit(Family::Ssd, &alone, None, CAP).unwrap();
+        near(dur_us(&value(&f, "read")), 50.0, 0.01);
+        assert!(param(&f, "read").determined && param(&f, "read").source.contains("1 / IOPS"));
+        assert_eq!(value(&f, "units"), "6");
+    }
+
+    #[test]
+    fn the_deepest_queue_sets_the_units_and_writes_do_when_reads_cannot() {
+        // A QD4 cell cannot tell 12 units from 4; the QD64 cell can.
+        // (Below the default interface rate, which no row here determines.)
+        let spec = ssd(&[("read", "100us"), ("write", "120us"), ("units", "12")]);
+        let rows = sheet(
+            &spec,
+            &[
+                (cell(4096, Pattern::Random, 100, 1), "lat"),
+                (cell(4096, Pattern::Random, 100, 4), "iops"),
+                (cell(4096, Pattern::Random, 100, 64), "iops"),
+            ],
+        );
+        let f = fit(Family::Ssd, &rows, None, CAP).unwrap();
+        assert_eq!(value(&f, "units"), "12");
+        assert!(param(&f, "units").source.contains("QD64"));
+        let rows = sheet(
+            &spec,
+            &[(cell(4096, Pattern::Random, 0, 1), "lat"), (cell(4096, Pattern::Random, 0, 32), "iops")],
+        );
+        let f = fit(Family::Ssd, &rows, None, CAP).unwrap();
+        assert_eq!(value(&f, "units"), "12");
+        assert!(param(&f, "units").determined && param(&f, "units").source.contains("with the write time"));
+        assert!(!param(&f, "read").determined);
+    }
+
+    #[test]
+    fn a_flush_cell_faster_than_the_assumed_write_bounds_the_flush_and_says_so() {
+        // Shaped like s4-kingston-dc1500m.csv: a 25 µs fsync, no write time.
+        let rows = vec![
+            Row {
+                cell: cell(4096, Pattern::Flush, 0, 1),
+                fig: Figures { lat_mean_us: Some(25.0), ..Figures::default() },
+                source: "fsync".into(),
+            },
+            Row {
+                cell: cell(128 << 10, Pattern::Sequential, 100, 32),
+                fig: Figures { mb_s: Some(3100.0), ..Figures::default() },
+                source: "seq".into(),
+            },
+        ];
+        let f = fit(Family::Ssd, &rows, None, CAP).unwrap();
+        let fl = param(&f, "flush");
+        assert!(!fl.determined && fl.source.contains("below the write alone"), "{}", fl.source);
+        assert!(dur_us(&fl.value) < 1.0, "{}", fl.value);
+        // With the write known from a QD1 cell, the same cell determines it.
+        let spec = ssd(&[("write", "15us"), ("flush", "10us")]);
+        let rows = sheet(
+            &spec,
+            &[(cell(4096, Pattern::Random, 0, 1), "lat"), (cell(4096, Pattern::Flush, 0, 1), "lat")],
+        );
+        let f = fit(Family::Ssd, &rows, None, CAP).unwrap();
+        assert!(param(&f, "flush").determined);
+        near(dur_us(&value(&f, "flush")), 10.0, 0.02);
+    }
+
+    #[test]
+    fn an_hdd_flush_cell_the_model_cannot_reproduce_leaves_the_cache_assumed_and_says_why() {
+        let mut rows = sheet(
+            &Spec { base: "hdd".into(), ..Spec::default() },
+            &[(cell(4096, Pattern::Random, 100, 1), "lat")],
+        );
+        // One revolution per commit at 7,200 rpm: the model's next-block
+        // write pays no rotational wait, with the cache on or off.
+        rows.push(Row {
+            cell: cell(8192, Pattern::Flush, 0, 1),
+            fig: Figures { lat_mean_us: Some(8300.0), ..Figures::default() },
+            source: "rotation".into(),
+        });
+        let f = fit(Family::Hdd, &rows, None, CAP).unwrap();
+        let wc = param(&f, "write_cache");
+        assert!(
+            !wc.determined && wc.source.contains("matched by neither") && wc.source.contains("off"),
+            "{}",
+            wc.source
+        );
+        // A flush cell the model does reproduce decides it.
+        let spec = Spec { base: "hdd".into(), ..Spec::default() };
+        let rows = sheet(
+            &spec,
+            &[(cell(4096, Pattern::Random, 100, 1), "lat"), (cell(8192, Pattern::Flush, 0, 1), "lat")],
+        );
+        let f = fit(Family::Hdd, &rows, None, CAP).unwrap();
+        assert!(param(&f, "write_cache").determined, "{}", param(&f, "write_cache").source);
+    }
+
+    #[test]
+    fn a_fit_with_nothing_to_determine_says_what_is_missing() {
+        let rows = vec![Row {
+            cell: cell(4096, Pattern::Random, 100, 32),
+            fig: Figures::default(),
+            source: "x".into(),
+        }];
+        let e = fit(Family::Ssd, &rows, None, CAP).unwrap_err().0;
+        assert!(e.contains("4k random read at QD1"), "{e}");
+    }
+}

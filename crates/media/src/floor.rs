@@ -1,0 +1,159 @@
+//! The emulator's own floor, measured when a modelled medium is made: a
+//! throwaway daemon with a model that takes no time (`constant`, every time
+//! 0) serves a small image under its own loop device, and direct 4 KiB
+//! reads on that device time what the loop device, FUSE and the daemon add
+//! to a request (the QD1 median) and the most they serve (IOPS at QD16).
+//! The medium's daemon then absorbs that round trip (it replies at the
+//! arrival plus the model time less the floor, never before the arrival:
+//! `storbench_emu::sched`), and the figures are kept with the medium, so
+//! every run on it records them and `media validate` can tell cells outside
+//! the emulator's envelope. `STORBENCH_EMU_FLOOR=off` skips the probe
+//! (nothing absorbed); a number (µs) sets the floor without measuring.
+
+use std::fs::File;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use storbench_emu::Spec;
+
+use crate::{emu, sys, MediaError};
+
+/// What the emulator adds and serves on this machine, measured at creation.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Floor {
+    /// Median added to a 4 KiB direct read at QD1, µs (what is absorbed).
+    pub qd1_p50_us: f64,
+    /// Mean of the same, µs.
+    pub qd1_mean_us: f64,
+    /// 4 KiB direct reads per second at QD16 with a model that takes no
+    /// time: the emulator's ceiling (0 when not measured).
+    pub qd16_iops: f64,
+    /// How it was obtained: `measured`, or `set by STORBENCH_EMU_FLOOR`.
+    pub how: String,
+}
+
+impl Floor {
+    /// The round trip the daemon absorbs.
+    pub fn absorbed(&self) -> Duration {
+        Duration::from_nanos((self.qd1_p50_us * 1e3) as u64)
+    }
+}
+
+const PROBE_SIZE: u64 = 64 << 20;
+const BS: usize = 4096;
+
+/// An aligned buffer for direct I/O.
+struct Aligned(Vec<u8>, usize);
+
+impl Aligned {
+    fn new() -> Aligned {
+        let v = vec![0u8; BS * 2];
+        let off = v.as_ptr().align_offset(BS);
+        Aligned(v, off)
+    }
+    fn buf(&mut self) -> &mut [u8] {
+        &mut self.0[self.1..self.1 + BS]
+    }
+}
+
+fn open_direct(dev: &str) -> Result<File, MediaError> {
+    File::options()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(dev)
+        .map_err(|e| MediaError::Failed(format!("opening {dev} to measure the emulator's floor: {e}")))
+}
+
+/// Times direct 4 KiB reads on a device: QD1 median and mean, QD16 IOPS.
+fn time_reads(dev: &str) -> Result<(f64, f64, f64), MediaError> {
+    let f = open_direct(dev)?;
+    let mut b = Aligned::new();
+    let blocks = PROBE_SIZE / BS as u64;
+    let mut x = 0x9e3779b97f4a7c15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % blocks) * BS as u64
+    };
+    let mut lat = Vec::with_capacity(2000);
+    for i in 0..2300 {
+        let t = Instant::now();
+        f.read_at(b.buf(), next()).map_err(|e| MediaError::Failed(format!("reading {dev}: {e}")))?;
+        if i >= 300 {
+            lat.push(t.elapsed().as_nanos() as f64 / 1e3);
+        }
+    }
+    let mean = lat.iter().sum::<f64>() / lat.len() as f64;
+    lat.sort_by(f64::total_cmp);
+    let p50 = lat[lat.len() / 2];
+    let window = Duration::from_millis(400);
+    let done: u64 = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..16u64)
+            .map(|t| {
+                s.spawn(move || -> u64 {
+                    let Ok(f) = open_direct(dev) else { return 0 };
+                    let mut b = Aligned::new();
+                    let mut x = 0x2545F4914F6CDD1Du64 ^ (t + 1);
+                    let (t0, mut n) = (Instant::now(), 0u64);
+                    while t0.elapsed() < window {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        if f.read_at(b.buf(), (x % blocks) * BS as u64).is_err() {
+                            break;
+                        }
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap_or(0)).sum()
+    });
+    Ok((p50, mean, done as f64 / window.as_secs_f64()))
+}
+
+/// Measures the floor for medium `name` with a probe image in `dir`
+/// (removed after), or takes it from `STORBENCH_EMU_FLOOR`. `None`: off.
+pub(crate) fn measure(name: &str, dir: &Path) -> Result<Option<Floor>, MediaError> {
+    match std::env::var("STORBENCH_EMU_FLOOR").ok().as_deref().map(str::trim) {
+        Some("off") => return Ok(None),
+        Some(v) if !v.is_empty() => {
+            let us: f64 = v.parse().ok().filter(|u: &f64| u.is_finite() && *u >= 0.0).ok_or_else(|| {
+                MediaError::Usage(format!("STORBENCH_EMU_FLOOR={v}: give off or a time in µs (e.g. 20)"))
+            })?;
+            return Ok(Some(Floor {
+                qd1_p50_us: us,
+                qd1_mean_us: us,
+                qd16_iops: 0.0,
+                how: "set by STORBENCH_EMU_FLOOR".into(),
+            }));
+        }
+        _ => {}
+    }
+    let probe = format!("{name}.floor");
+    let image = dir.join(format!("{probe}.img"));
+    let _ = std::fs::remove_file(&image);
+    File::create(&image)
+        .and_then(|f| f.set_len(PROBE_SIZE))
+        .map_err(|e| MediaError::Failed(format!("creating {}: {e}", image.display())))?;
+    let mut undo = sys::Undo::default();
+    undo.remove_file(&image);
+    let res = (|| {
+        let spec = Spec { base: "constant".into(), ..Spec::default() };
+        let d = emu::start_daemon(&probe, &image, PROBE_SIZE, &spec, None, None)?;
+        let stop = d.clone();
+        undo.call(move || {
+            let _ = emu::stop(&stop);
+        });
+        let dev = sys::losetup(&d.served)?;
+        undo.detach(&dev);
+        time_reads(&dev)
+    })();
+    undo.run();
+    let (p50, mean, iops) = res?;
+    Ok(Some(Floor { qd1_p50_us: p50, qd1_mean_us: mean, qd16_iops: iops, how: "measured".into() }))
+}

@@ -1,0 +1,100 @@
+//! Writers that remember what the server acknowledged (the idea of
+//! diskchecker.pl): each client inserts numbered rows `(client, seq)`, one
+//! commit each (autocommit), and keeps the last `seq` whose commit came
+//! back; afterwards every acknowledged row is looked for. Used by the
+//! durability (power cut) and failover (kill -9, promote) checks.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use storbench_db::{Connection, DbError, Stmt, Value};
+
+/// The statement that (re)makes the checks' table.
+pub fn create_table(table: &str) -> String {
+    format!(
+        "DROP TABLE IF EXISTS {table}; CREATE TABLE {table} (client int NOT NULL, seq bigint NOT NULL, PRIMARY KEY (client, seq))"
+    )
+}
+
+/// Clients inserting numbered rows, one thread each.
+pub struct Writers {
+    acked: Arc<Vec<AtomicI64>>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Writers {
+    /// Starts one writer per connection, client ids 0, 1, ….
+    pub fn start(table: &str, conns: Vec<Box<dyn Connection>>) -> Writers {
+        let acked: Arc<Vec<AtomicI64>> = Arc::new(conns.iter().map(|_| AtomicI64::new(0)).collect());
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = conns
+            .into_iter()
+            .enumerate()
+            .map(|(id, mut c)| {
+                let (acked, stop) = (acked.clone(), stop.clone());
+                let ins = Stmt::new(format!("INSERT INTO {table} (client, seq) VALUES ($1, $2)"));
+                std::thread::spawn(move || {
+                    let mut seq = 1i64;
+                    while !stop.load(Ordering::Relaxed) {
+                        // An error is the server (or its storage) going
+                        // away: this client stops, having counted only
+                        // what the server acknowledged.
+                        if c.execute(&ins, &[Value::Int(id as i64), Value::Int(seq)]).is_err() {
+                            break;
+                        }
+                        acked[id].store(seq, Ordering::SeqCst);
+                        seq += 1;
+                    }
+                })
+            })
+            .collect();
+        Writers { acked, stop, threads }
+    }
+
+    /// The last acknowledged `seq` of each client now.
+    pub fn acked(&self) -> Vec<i64> {
+        self.acked.iter().map(|a| a.load(Ordering::SeqCst)).collect()
+    }
+
+    /// Stops the writers and waits for them; the final counts.
+    pub fn stop(self) -> Vec<i64> {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads {
+            let _ = t.join();
+        }
+        self.acked.iter().map(|a| a.load(Ordering::SeqCst)).collect()
+    }
+}
+
+/// What was found of one client's acknowledged rows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientCount {
+    /// The client id.
+    pub client: u32,
+    /// Rows whose commit was acknowledged.
+    pub acknowledged: i64,
+    /// Of those, rows found afterwards.
+    pub found: i64,
+}
+
+impl ClientCount {
+    /// Acknowledged rows that are missing.
+    pub fn missing(&self) -> i64 {
+        self.acknowledged - self.found
+    }
+}
+
+/// Looks for every acknowledged row (`acked[i]` of client `i`) in `table`.
+pub fn look_for(conn: &mut dyn Connection, table: &str, acked: &[i64]) -> Result<Vec<ClientCount>, DbError> {
+    let count = Stmt::new(format!("SELECT count(*) FROM {table} WHERE client = $1 AND seq <= $2"));
+    acked
+        .iter()
+        .enumerate()
+        .map(|(c, &n)| {
+            let found = conn.query_one(&count, &[Value::Int(c as i64), Value::Int(n)])?.int(0)?;
+            Ok(ClientCount { client: c as u32, acknowledged: n, found })
+        })
+        .collect()
+}

@@ -1,0 +1,233 @@
+//! Calibrating a device model and validating it: the measurement grid
+//! (random and sequential; read, write and 70/30; 4 KiB to 256 KiB; QD 1 to
+//! 32; write-then-flush at QD1), each cell as an io profile for our own
+//! engine and its figures as the fit reads them, the sustained-write
+//! segment that shows a write cache filling, and the emulator's envelope
+//! (which cells a modelled medium can serve faithfully). The binary runs
+//! the profiles and records them; `storbench_emu::fit` fits.
+
+use std::time::Duration;
+
+use storbench_emu::fit::{Cell, Figures, Pattern, Sustained};
+use storbench_io::profile::Pattern as IoPattern;
+use storbench_io::Profile;
+use storbench_metrics::StepReport;
+
+/// How long each cell runs.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    /// Measured time per cell.
+    pub cell: Duration,
+    /// Ramp-up per cell.
+    pub rampup: Duration,
+    /// The sustained write's length.
+    pub sustained: Duration,
+}
+
+impl Timing {
+    /// The default grid's: 46 cells of 1 + 5 s and a 60 s sustained write
+    /// (about 6 minutes with the file's preparation).
+    pub const DEFAULT: Timing = Timing {
+        cell: Duration::from_secs(5),
+        rampup: Duration::from_secs(1),
+        sustained: Duration::from_secs(60),
+    };
+    /// `--quick`: 16 cells of 0.5 + 3 s and 15 s sustained (about 75 s).
+    pub const QUICK: Timing = Timing {
+        cell: Duration::from_secs(3),
+        rampup: Duration::from_millis(500),
+        sustained: Duration::from_secs(15),
+    };
+}
+
+const K: u64 = 1024;
+
+/// The grid: the default's cells, or `--quick`'s fewer.
+pub fn grid(quick: bool) -> Vec<Cell> {
+    let mut out = Vec::new();
+    let (sizes, qds): (&[u64], &[u32]) =
+        if quick { (&[4 * K, 64 * K], &[1, 32]) } else { (&[4 * K, 16 * K, 64 * K, 256 * K], &[1, 4, 32]) };
+    for &bs in sizes {
+        for read_pct in [100u8, 0, 70] {
+            for &qd in qds {
+                out.push(Cell { bs, pattern: Pattern::Random, read_pct, qd });
+            }
+        }
+    }
+    let seq: &[(u64, u8, u32)] = if quick {
+        &[(4 * K, 100, 1), (256 * K, 100, 32), (256 * K, 0, 32)]
+    } else {
+        &[
+            (4 * K, 100, 1),
+            (4 * K, 100, 32),
+            (4 * K, 0, 1),
+            (4 * K, 0, 32),
+            (256 * K, 100, 1),
+            (256 * K, 100, 32),
+            (256 * K, 0, 1),
+            (256 * K, 0, 32),
+        ]
+    };
+    for &(bs, read_pct, qd) in seq {
+        out.push(Cell { bs, pattern: Pattern::Sequential, read_pct, qd });
+    }
+    let flush: &[u64] = if quick { &[8 * K] } else { &[4 * K, 8 * K] };
+    for &bs in flush {
+        out.push(Cell { bs, pattern: Pattern::Flush, read_pct: 0, qd: 1 });
+    }
+    out
+}
+
+/// A short name for a cell's step: `rand-4k-r100-qd1`, `flush-8k`.
+pub fn step_name(c: &Cell) -> String {
+    let bs = storbench_emu::fit::size_label(c.bs);
+    match c.pattern {
+        Pattern::Flush => format!("flush-{bs}"),
+        Pattern::Random => format!("rand-{bs}-r{}-qd{}", c.read_pct, c.qd),
+        Pattern::Sequential => format!("seq-{bs}-r{}-qd{}", c.read_pct, c.qd),
+    }
+}
+
+/// The io profile that measures a cell: direct I/O, one thread, uniform
+/// random offsets (independent draws) over the whole target; a flush cell
+/// writes consecutive blocks of a 16 MiB span, each followed by fdatasync.
+pub fn profile(c: &Cell, t: &Timing) -> Profile {
+    let mut p = Profile::new(&step_name(c));
+    p.bs = c.bs;
+    p.read_pct = c.read_pct;
+    p.qd = c.qd;
+    p.duration = t.cell;
+    p.rampup = t.rampup;
+    p.source = "media calibrate grid";
+    match c.pattern {
+        Pattern::Random => p.pattern = IoPattern::Random,
+        Pattern::Sequential => p.pattern = IoPattern::Sequential,
+        Pattern::Flush => {
+            p.pattern = IoPattern::Sequential;
+            p.read_pct = 0;
+            p.qd = 1;
+            p.fsync_every = 1;
+            p.fdatasync = true;
+            p.span = Some(16 << 20);
+        }
+    }
+    p
+}
+
+/// The sustained write: 256 KiB sequential writes at QD32.
+pub fn sustained_profile(t: &Timing) -> Profile {
+    let mut p = Profile::new("sustained-write-256k");
+    p.bs = 256 * K;
+    p.pattern = IoPattern::Sequential;
+    p.read_pct = 0;
+    p.qd = 32;
+    p.duration = t.sustained;
+    p.rampup = Duration::ZERO;
+    p.source = "media calibrate sustained write";
+    p
+}
+
+/// A sustained write's figures from its once-a-second MB/s.
+pub fn sustained(per_second: Vec<f64>, source: String) -> Sustained {
+    Sustained { bs: 256 * K, mb_s: per_second, source }
+}
+
+/// What a cell's step measured, as the fit reads it. A flush cell's
+/// latency is a write and its fdatasync: the inverse of the pairs' rate.
+pub fn figures(c: &Cell, r: &StepReport) -> Figures {
+    let get = |k: &str| r.get(k).filter(|v| v.is_finite() && *v > 0.0);
+    if c.pattern == Pattern::Flush {
+        let iops = get("io.write.iops");
+        return Figures {
+            iops,
+            mb_s: iops.map(|i| i * c.bs as f64 / 1e6),
+            lat_mean_us: iops.map(|i| 1e6 / i),
+            lat_p50_us: None,
+            lat_p99_us: None,
+        };
+    }
+    Figures {
+        iops: get("io.iops"),
+        mb_s: get("io.mbps"),
+        lat_mean_us: get("io.lat.mean"),
+        lat_p50_us: get("io.lat.p50"),
+        lat_p99_us: get("io.lat.p99"),
+    }
+}
+
+/// What the emulator can serve faithfully on this machine.
+#[derive(Clone, Copy, Debug)]
+pub struct Envelope {
+    /// The daemon's round trip at QD1, µs (absorbed by the daemon).
+    pub floor_us: f64,
+    /// 4 KiB reads per second at QD16 with a model that takes no time
+    /// (0: unknown).
+    pub ceiling_iops: f64,
+}
+
+/// A model's time must be at least this many floors for a cell to be
+/// inside the envelope.
+pub const FLOOR_TIMES: f64 = 3.0;
+/// A cell's IOPS must be under this share of the ceiling.
+pub const CEILING_SHARE: f64 = 0.8;
+
+impl Envelope {
+    /// Why a cell whose model figures are `model` is outside the envelope,
+    /// or None when inside.
+    pub fn outside(&self, model: &Figures) -> Option<String> {
+        if let Some(l) = model.lat_mean_us {
+            if l < FLOOR_TIMES * self.floor_us {
+                return Some(format!(
+                    "model time {l:.0} µs under {FLOOR_TIMES}× the daemon's round trip ({:.0} µs)",
+                    self.floor_us
+                ));
+            }
+        }
+        if let Some(i) = model.iops {
+            if self.ceiling_iops > 0.0 && i > CEILING_SHARE * self.ceiling_iops {
+                return Some(format!(
+                    "model IOPS {i:.0} above {:.0} % of the emulator's ceiling ({:.0} IOPS)",
+                    CEILING_SHARE * 100.0,
+                    self.ceiling_iops
+                ));
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grids_cover_what_the_fit_needs() {
+        for quick in [false, true] {
+            let g = grid(quick);
+            let has = |p: Pattern, r: u8, qd: u32| {
+                g.iter().any(|c| c.pattern == p && c.read_pct == r && c.qd == qd)
+            };
+            assert!(
+                has(Pattern::Random, 100, 1) && has(Pattern::Random, 0, 1) && has(Pattern::Random, 100, 32)
+            );
+            assert!(
+                has(Pattern::Sequential, 100, 32)
+                    && has(Pattern::Sequential, 100, 1)
+                    && has(Pattern::Flush, 0, 1)
+            );
+            assert!(g.iter().any(|c| c.bs == 256 * K) && g.iter().any(|c| c.read_pct == 70));
+        }
+        assert_eq!(grid(false).len(), 46);
+        assert_eq!(grid(true).len(), 16);
+    }
+
+    #[test]
+    fn the_envelope_keeps_out_fast_cells_and_cells_above_the_ceiling() {
+        let e = Envelope { floor_us: 20.0, ceiling_iops: 50_000.0 };
+        let f =
+            |lat: f64, iops: f64| Figures { lat_mean_us: Some(lat), iops: Some(iops), ..Figures::default() };
+        assert!(e.outside(&f(100.0, 10_000.0)).is_none());
+        assert!(e.outside(&f(50.0, 10_000.0)).unwrap().contains("under 3× the daemon's round trip"));
+        assert!(e.outside(&f(500.0, 45_000.0)).unwrap().contains("ceiling"));
+    }
+}

@@ -1,0 +1,283 @@
+//! Processes and what they hold, for every crate that starts or stops one:
+//! whether a process runs ([`alive`], a zombie does not), which process a
+//! pid names over time ([`Identity`]), its children, stopping it with
+//! escalation and checking that it went ([`stop`]), running a command as
+//! another user ([`as_user`]), waiting for a condition or a child with a
+//! timeout ([`wait_until`], [`wait_child`]), and the mount table, read in
+//! one place with one unescaping ([`mounts`], [`holders`]), memory groups
+//! ([`MemoryGroup`]), and the state directory where storbench records what
+//! it started so a later one can stop it ([`state_dir`]). Built on
+//! `procfs`, `nix` and `wait-timeout`; nothing here prints.
+
+#![deny(missing_docs)]
+
+mod memory;
+mod mounts;
+mod state;
+mod user;
+mod wait;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+pub use memory::MemoryGroup;
+pub use mounts::{holders, is_mounted, mount_of, mounts, unescape, Holder, Mount};
+pub use nix::sys::signal::Signal as Sig;
+pub use state::{load_json, lock, private_file, save_json, state_dir, Lock};
+pub use user::{chown, reachable};
+pub use wait::{wait_child, wait_until};
+
+/// A process error.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcError {
+    /// A process outlived every step of a stop.
+    #[error("process {pid} ({what}) still runs after {steps}")]
+    Survived {
+        /// Its pid.
+        pid: u32,
+        /// What it is, as the caller named it.
+        what: String,
+        /// The steps tried, as `SIGINT 60s, SIGQUIT 10s, SIGKILL 5s`.
+        steps: String,
+    },
+    /// Reading /proc failed.
+    #[error("reading /proc: {0}")]
+    Proc(String),
+    /// Something the machine lacks or refuses (no memory controller, not
+    /// root): the caller's input cannot be served here.
+    #[error("{0}")]
+    Refused(String),
+    /// A step failed (a file could not be written, a command failed).
+    #[error("{0}")]
+    Failed(String),
+}
+
+fn stat(pid: u32) -> Option<procfs::process::Stat> {
+    procfs::process::Process::new(pid as i32).ok()?.stat().ok()
+}
+
+/// Whether process `pid` runs: it exists and has not ended (a zombie, or
+/// one being reaped, only waits for its parent).
+pub fn alive(pid: u32) -> bool {
+    pid > 0 && stat(pid).is_some_and(|s| s.state != 'Z' && s.state != 'X')
+}
+
+/// When process `pid` started, in clock ticks after boot: with the pid, it
+/// names one process even after the pid is reused.
+pub fn start_time(pid: u32) -> Option<u64> {
+    stat(pid).map(|s| s.starttime)
+}
+
+/// One process over time: its pid and start time, so a reused pid is not
+/// taken for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Identity {
+    /// The process id.
+    pub pid: u32,
+    /// Its start time ([`start_time`]).
+    pub start: u64,
+}
+
+impl Identity {
+    /// The process `pid` is now, if it runs.
+    pub fn of(pid: u32) -> Option<Identity> {
+        alive(pid).then(|| start_time(pid).map(|start| Identity { pid, start }))?
+    }
+
+    /// Whether this same process still runs.
+    pub fn alive(&self) -> bool {
+        alive(self.pid) && start_time(self.pid) == Some(self.start)
+    }
+}
+
+/// The processes whose parent is `pid`.
+pub fn children(pid: u32) -> Vec<u32> {
+    find(|p| p.ppid == pid)
+}
+
+/// What [`find`] shows of a process.
+pub struct Info {
+    /// Its pid.
+    pub pid: u32,
+    /// Its parent's pid.
+    pub ppid: u32,
+    /// Its arguments (empty for a kernel thread).
+    pub cmdline: Vec<String>,
+}
+
+/// The live processes `keep` accepts.
+pub fn find(keep: impl Fn(&Info) -> bool) -> Vec<u32> {
+    let Ok(all) = procfs::process::all_processes() else { return Vec::new() };
+    all.flatten()
+        .filter_map(|p| {
+            let s = p.stat().ok()?;
+            if s.state == 'Z' || s.state == 'X' {
+                return None;
+            }
+            let info =
+                Info { pid: p.pid as u32, ppid: s.ppid as u32, cmdline: p.cmdline().unwrap_or_default() };
+            keep(&info).then_some(info.pid)
+        })
+        .collect()
+}
+
+/// The files under `dir` that process `pid` has mapped into its memory
+/// (shared memory segments under /dev/shm, say), each once.
+pub fn mapped_files(pid: u32, dir: &Path) -> Vec<std::path::PathBuf> {
+    let Ok(p) = procfs::process::Process::new(pid as i32) else { return Vec::new() };
+    let Ok(maps) = p.maps() else { return Vec::new() };
+    let mut out: Vec<std::path::PathBuf> = maps
+        .into_iter()
+        .filter_map(|m| match m.pathname {
+            procfs::process::MMapPath::Path(f) if f.starts_with(dir) => Some(f),
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Sends `sig` to `pid`; a process already gone is not an error.
+pub fn signal(pid: u32, sig: Signal) {
+    if pid > 0 {
+        let _ = kill(Pid::from_raw(pid as i32), sig);
+    }
+}
+
+/// One step of a [`stop`]: a signal, and how long to wait for the process
+/// to go after it.
+#[derive(Clone, Copy, Debug)]
+pub struct Step {
+    /// The signal.
+    pub signal: Signal,
+    /// The wait after it.
+    pub wait: Duration,
+    /// Send it to the process's children too (SIGKILL to a server whose
+    /// backends would otherwise outlive it).
+    pub children: bool,
+}
+
+impl Step {
+    /// `signal`, then wait up to `wait` for the process alone.
+    pub const fn new(signal: Signal, wait: Duration) -> Step {
+        Step { signal, wait, children: false }
+    }
+
+    /// The same step sent to the children as well.
+    pub const fn with_children(mut self) -> Step {
+        self.children = true;
+        self
+    }
+}
+
+/// Stops process `who` by `steps` in turn (each sent only while it still
+/// runs), and checks that it went: returns the step that stopped it
+/// (`Ok(None)` when it was not running), or [`ProcError::Survived`].
+pub fn stop(who: Identity, what: &str, steps: &[Step]) -> Result<Option<Signal>, ProcError> {
+    if !who.alive() {
+        return Ok(None);
+    }
+    for s in steps {
+        let kids = if s.children { children(who.pid) } else { Vec::new() };
+        signal(who.pid, s.signal);
+        for k in kids {
+            signal(k, s.signal);
+        }
+        if wait_until(s.wait, || !who.alive()) {
+            return Ok(Some(s.signal));
+        }
+    }
+    Err(ProcError::Survived {
+        pid: who.pid,
+        what: what.to_string(),
+        steps: steps
+            .iter()
+            .map(|s| format!("{} {}s", s.signal.as_str(), s.wait.as_secs_f64()))
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
+}
+
+/// Whether this process runs as root (and so can give files to another
+/// user and run commands as it).
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// A command running `prog` as `user`: through `runuser -u USER --` when
+/// this process is root and `user` is another, else directly.
+pub fn as_user(user: &str, prog: &Path) -> Command {
+    if is_root() && user != "root" {
+        let mut c = Command::new("runuser");
+        c.args(["-u", user, "--"]).arg(prog);
+        c
+    } else {
+        Command::new(prog)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stopped_child_is_gone_and_a_reaped_pid_is_not_alive() {
+        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+        let who = Identity::of(child.id()).unwrap();
+        assert!(who.alive());
+        // A zombie (not yet reaped) is not alive.
+        let got = stop(who, "sleep", &[Step::new(Signal::SIGTERM, Duration::from_secs(5))]).unwrap();
+        assert_eq!(got, Some(Signal::SIGTERM));
+        assert!(!alive(child.id()));
+        child.wait().unwrap();
+        assert_eq!(stop(who, "sleep", &[]).unwrap(), None, "a gone process needs no stop");
+    }
+
+    #[test]
+    fn a_process_that_ignores_a_signal_is_stopped_by_the_next_step_and_survival_is_an_error() {
+        // A shell that ignores SIGTERM and SIGINT.
+        let mut child = Command::new("sh").args(["-c", "trap '' TERM INT; sleep 30 & wait"]).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        let who = Identity::of(child.id()).unwrap();
+        let err =
+            stop(who, "stubborn", &[Step::new(Signal::SIGTERM, Duration::from_millis(300))]).unwrap_err();
+        assert!(err.to_string().contains("still runs after SIGTERM 0.3s"), "{err}");
+        let kids = children(who.pid);
+        assert!(!kids.is_empty());
+        let got = stop(
+            who,
+            "stubborn",
+            &[
+                Step::new(Signal::SIGINT, Duration::from_millis(300)),
+                Step::new(Signal::SIGKILL, Duration::from_secs(5)).with_children(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(got, Some(Signal::SIGKILL));
+        child.wait().unwrap();
+        assert!(
+            wait_until(Duration::from_secs(5), || kids.iter().all(|k| !alive(*k))),
+            "children killed too"
+        );
+    }
+
+    #[test]
+    fn this_process_maps_its_own_executable() {
+        let exe = std::env::current_exe().unwrap();
+        let dir = exe.parent().unwrap();
+        assert!(mapped_files(std::process::id(), dir).contains(&exe));
+        assert!(mapped_files(std::process::id(), Path::new("/nonexistent")).is_empty());
+    }
+
+    #[test]
+    fn find_sees_this_process_and_its_arguments() {
+        let me = std::process::id();
+        assert_eq!(find(|p| p.pid == me), [me]);
+        assert!(find(|p| p.pid == me && !p.cmdline.is_empty()).contains(&me));
+    }
+}

@@ -1,0 +1,188 @@
+//! The figure side of the workload contract: the figures a workload shows
+//! (its headline figures with who counted them, which `report` reads, and
+//! the columns of a step's line and summary, which the binary reads), the
+//! figures it derives from a finished step (TPC-C's client NOPM, TPC-B's
+//! `tps.client` as pgbench counts it), and the figures of a build or init
+//! step, computed once for every workload. Nothing here prints or touches a
+//! database.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use storbench_metrics::{Figure, StepReport, Unit};
+
+/// A headline figure of a workload: its base name (a source is a dotted
+/// suffix of it: `nopm.districts`), what people call it, and who counted
+/// the figure stored under its bare name (DESIGN.md's definitions).
+#[derive(Clone, Copy, Debug)]
+pub struct FigureSpec {
+    /// Base metric name (`tps`, `nopm`, `power.geomean`).
+    pub base: &'static str,
+    /// What people call it (`TPS`, `NOPM`, `QphH@Size`).
+    pub label: &'static str,
+    /// Who counted it when the run's environment does not say.
+    pub source: &'static str,
+}
+
+/// A figure shown in a step's line and the run's summary: (figure, heading).
+pub type Column = (&'static str, &'static str);
+
+/// What a build (or init) measured, in the terms every workload shares.
+#[derive(Clone, Debug)]
+pub struct BuildFigures<'a> {
+    /// Rows loaded over all tables.
+    pub rows: u64,
+    /// Seconds of the row load alone: `rows.per_s` divides by these.
+    pub load_seconds: f64,
+    /// The workload's timed phases under its own figure names (seconds).
+    pub phases: &'a [(&'static str, f64)],
+    /// Rows per table, recorded as `rows.TABLE` when given.
+    pub per_table: Option<&'a BTreeMap<String, u64>>,
+}
+
+/// The build step's figures: `rows`; `rows.per_s`, the load's own rate —
+/// rows over the load's seconds, not the whole build's (keys, indexes,
+/// procedures and statistics have their own phase figures, and the whole
+/// build's rate is `rows` over `build.seconds` where a workload records
+/// it); each phase; and rows per table.
+pub fn build_report(b: &BuildFigures<'_>) -> StepReport {
+    let mut r = StepReport::default();
+    r.figure("rows", b.rows as f64, Unit::Count);
+    for (name, secs) in b.phases {
+        r.figure(*name, *secs, Unit::S);
+    }
+    r.figure("rows.per_s", load_rate(b.rows, b.load_seconds), Unit::PerS);
+    for (t, n) in b.per_table.into_iter().flatten() {
+        r.figure(format!("rows.{t}"), *n as f64, Unit::Count);
+    }
+    r
+}
+
+/// Rows per second of a load of `rows` in `seconds` (a zero-length load
+/// counts as a nanosecond, not a division by zero).
+pub fn load_rate(rows: u64, seconds: f64) -> f64 {
+    rows as f64 / seconds.max(1e-9)
+}
+
+/// The terminal's account of a build's seconds, the same for every
+/// workload: "N rows in T s (load L s at R rows/s, keys and indexes K s,
+/// statistics A s)", the rate being [`load_rate`]'s (the load alone).
+pub fn build_summary(rows: u64, seconds: f64, load: f64, index: f64, analyze: f64) -> String {
+    format!(
+        "{rows} rows in {seconds:.1} s (load {load:.1} s at {:.0} rows/s, keys and indexes {index:.1} s, statistics {analyze:.1} s)",
+        load_rate(rows, load)
+    )
+}
+
+/// The probe key saying the server publishes its counters late (PostgreSQL:
+/// a busy backend's counts at most once a second, when it goes idle).
+pub const PUBLISHED_LATE: &str = "published_late";
+
+/// A window at least this long holds server counts that are published late
+/// well enough to show: each edge may miss up to a second of each user's
+/// commits (PGSTAT_MIN_INTERVAL), 10 % or less of a 10 s window.
+pub const SERVER_WINDOW_OK: Duration = Duration::from_secs(10);
+
+/// Under this, late-published server counts are left out, not shown: a 1 s
+/// window read 0 TPS from PostgreSQL while its clients committed hundreds.
+pub const SERVER_WINDOW_MIN: Duration = Duration::from_secs(2);
+
+/// The figure that flags a server count over a window too short for it:
+/// the window's seconds.
+pub const SHORT_SERVER_WINDOW: &str = "flag.server_window";
+
+/// The figures a workload flag concerns, by name without `flag.`: the
+/// short-window flag concerns only the server's own counts, not the step's
+/// other figures. `None` for a flag that concerns the whole step (or that
+/// the workloads do not raise).
+pub fn flag_concerns(name: &str) -> Option<&'static [&'static str]> {
+    (Some(name) == SHORT_SERVER_WINDOW.strip_prefix("flag.")).then_some(&["tps.server", "tpm.server"][..])
+}
+
+/// A workload flag as people read it (name without `flag.`, its value), or
+/// `None` when the workloads do not raise it.
+pub fn flag_words(name: &str, value: f64) -> Option<String> {
+    (Some(name) == SHORT_SERVER_WINDOW.strip_prefix("flag.")).then(|| {
+        format!(
+            "server count over a {value:.0} s window, under {} s: the server publishes its counts up to a \
+             second late, so it is left out under {} s and rough under {} s",
+            SERVER_WINDOW_OK.as_secs(),
+            SERVER_WINDOW_MIN.as_secs(),
+            SERVER_WINDOW_OK.as_secs()
+        )
+    })
+}
+
+/// Pushes a server-counted rate (`count` over the window, per second or per
+/// minute by `unit`), judged by the window: when the server publishes its
+/// counts late (`late`), a window under [`SERVER_WINDOW_MIN`] gives no
+/// figure and one under [`SERVER_WINDOW_OK`] a flagged one; both carry
+/// [`SHORT_SERVER_WINDOW`] so the step says why.
+pub fn server_rate(out: &mut Vec<Figure>, name: &str, unit: Unit, count: f64, window: Duration, late: bool) {
+    let secs = window.as_secs_f64();
+    if secs <= 0.0 {
+        return;
+    }
+    if late && window < SERVER_WINDOW_OK && !out.iter().any(|f| f.name == SHORT_SERVER_WINDOW) {
+        out.push(Figure::new(SHORT_SERVER_WINDOW, secs, Unit::S));
+    }
+    if late && window < SERVER_WINDOW_MIN {
+        return;
+    }
+    let per = if unit == Unit::PerMin { secs / 60.0 } else { secs };
+    out.push(Figure::new(name, count / per, unit));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_short_window_flag_concerns_the_server_count_in_words() {
+        let mut f = Vec::new();
+        server_rate(&mut f, "tps.server", Unit::PerS, 40.0, Duration::from_secs(4), true);
+        let flag = f.iter().find(|f| f.name == SHORT_SERVER_WINDOW).unwrap();
+        let name = flag.name.strip_prefix("flag.").unwrap();
+        assert_eq!(flag_concerns(name), Some(&["tps.server", "tpm.server"][..]));
+        let words = flag_words(name, flag.value).unwrap();
+        assert!(words.starts_with("server count over a 4 s window, under 10 s"), "{words}");
+        assert_eq!(flag_concerns("steal"), None);
+        assert_eq!(flag_words("steal", 12.0), None);
+    }
+
+    #[test]
+    fn rows_per_s_is_the_loads_rate_not_the_whole_builds() {
+        let tables: BTreeMap<String, u64> = [("a".to_string(), 600u64), ("b".into(), 400)].into();
+        let r = build_report(&BuildFigures {
+            rows: 1000,
+            load_seconds: 2.0,
+            phases: &[("build.seconds", 10.0), ("build.load_seconds", 2.0)],
+            per_table: Some(&tables),
+        });
+        assert_eq!(r.get("rows.per_s"), Some(500.0));
+        assert_eq!(r.get("build.seconds"), Some(10.0));
+        assert_eq!(r.get("rows.a"), Some(600.0));
+        assert_eq!(r.get("rows"), Some(1000.0));
+        assert_eq!(load_rate(5, 0.0), 5e9);
+    }
+
+    /// Regression (issue 24): server TPS on 1 s PostgreSQL steps read 0,
+    /// and 883 against 1,330 on a 3 s step, shown as plain numbers.
+    #[test]
+    fn server_counts_published_late_are_left_out_or_flagged_on_short_windows() {
+        let get = |f: &[Figure], n: &str| f.iter().find(|x| x.name == n).map(|x| x.value);
+        let mut f = Vec::new();
+        server_rate(&mut f, "tps.server", Unit::PerS, 0.0, Duration::from_secs(1), true);
+        assert_eq!((get(&f, "tps.server"), get(&f, SHORT_SERVER_WINDOW)), (None, Some(1.0)));
+        let mut f = Vec::new();
+        server_rate(&mut f, "tpm.server", Unit::PerMin, 300.0, Duration::from_secs(3), true);
+        assert_eq!((get(&f, "tpm.server"), get(&f, SHORT_SERVER_WINDOW)), (Some(6000.0), Some(3.0)));
+        let mut f = Vec::new();
+        server_rate(&mut f, "tps.server", Unit::PerS, 300.0, Duration::from_secs(10), true);
+        assert_eq!((get(&f, "tps.server"), get(&f, SHORT_SERVER_WINDOW)), (Some(30.0), None));
+        // Counts published as they happen (MySQL) hold on any window.
+        let mut f = Vec::new();
+        server_rate(&mut f, "tps.server", Unit::PerS, 3.0, Duration::from_secs(1), false);
+        assert_eq!((get(&f, "tps.server"), get(&f, SHORT_SERVER_WINDOW)), (Some(3.0), None));
+    }
+}
