@@ -299,6 +299,9 @@ struct UserOut {
     late: u64,
     skipped: u64,
     errors: u64,
+    /// Calls the watchdog cancelled after the window's end: outside it,
+    /// neither transactions nor errors, but rolled back on the server.
+    cancelled: u64,
     first_error: Option<String>,
 }
 
@@ -529,6 +532,7 @@ fn summarise(
     let mut per_kind: Vec<LatencyHistogram> = names.iter().map(|_| LatencyHistogram::new()).collect();
     let (mut rolled_back, mut retries, mut reconnects, mut late, mut skipped, mut errors) =
         (0, 0, 0, 0, 0, 0);
+    let mut cancelled = 0;
     let mut gap = Duration::ZERO;
     for o in outs {
         all.merge(&o.all);
@@ -542,6 +546,7 @@ fn summarise(
         late += o.late;
         skipped += o.skipped;
         errors += o.errors;
+        cancelled += o.cancelled;
         gap += o.gap;
     }
     let n = all.count() as f64;
@@ -566,6 +571,7 @@ fn summarise(
     report.figure("rolled_back", rolled_back as f64, Unit::Count);
     report.figure("errors", errors as f64, Unit::Count);
     report.figure("retries", retries as f64, Unit::Count);
+    report.figure("cancelled", cancelled as f64, Unit::Count);
     report.figure("reconnects", reconnects as f64, Unit::Count);
     report.figure("reconnect.gap", gap.as_secs_f64() * 1e3, Unit::Ms);
     if let Some((from, to)) = cpu {
@@ -708,6 +714,7 @@ fn user_loop(
         late: 0,
         skipped: 0,
         errors: 0,
+        cancelled: 0,
         first_error: None,
     };
     let tl = sh.clock();
@@ -762,7 +769,10 @@ fn user_loop(
             // statement_timeout, is an error.) The worker has ended its
             // transaction (run_one's contract): a ROLLBACK from here would
             // find none open and leave a 25P01 warning in the server's log.
-            Err(e) if e.is_cancelled() && (sh.should_stop() || done_at >= tl.end) => break,
+            Err(e) if e.is_cancelled() && (sh.should_stop() || done_at >= tl.end) => {
+                out.cancelled += 1;
+                break;
+            }
             Ok(done) => {
                 consecutive_errors = 0;
                 let from = if per_user_rate.is_some() { scheduled } else { began };
