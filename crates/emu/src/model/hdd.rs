@@ -18,8 +18,15 @@
 //!   so the rotational wait is the angle still to turn after the seek;
 //! - the transfer rate falls linearly from `outer_rate` at offset 0 to
 //!   `inner_rate` at the end (zoned recording);
-//! - a request that starts where the last transfer ended pays transfer only
-//!   (the drive's track buffer and read-ahead keep streaming).
+//! - a read that starts where the last transfer ended pays transfer only
+//!   (the drive's track buffer and read-ahead keep streaming); so does a
+//!   platter write queued behind it (it arrives within the command
+//!   overhead, which the drive overlaps with the transfer). A write that
+//!   arrives later has missed its sector, which passed under the head when
+//!   the last transfer ended, and waits for it to come round: one
+//!   revolution less the pause. With the write cache off this is what
+//!   bounds a log's commits to about one per revolution (120/s at 7,200
+//!   rpm), the classic figure `pg_test_fsync` shows on such a disk.
 
 use std::time::Duration;
 
@@ -156,20 +163,27 @@ impl Hdd {
     }
 
     /// Seek plus rotational wait to reach `offset` starting at `t_ns`
-    /// (zero for a sequential request).
-    fn positioning(&self, offset: u64, st: &State, t_ns: u64) -> Duration {
+    /// (zero for a read continuing the last transfer, see the module's
+    /// notes for a write).
+    fn positioning(&self, offset: u64, write: bool, st: &State, t_ns: u64) -> Duration {
         if st.last_end == Some(offset) {
-            return Duration::ZERO;
+            let pause = t_ns.saturating_sub(st.last_end_ns);
+            let rev = self.rev.as_nanos() as u64;
+            if !write || pause <= self.overhead.as_nanos() as u64 || rev == 0 {
+                return Duration::ZERO;
+            }
+            return Duration::from_nanos(rev - pause % rev);
         }
         let seek = self.seek(st.head, offset);
         seek + self.rotation(offset, t_ns + seek.as_nanos() as u64)
     }
 
     /// Reads or writes the platter: positioning + transfer, from `t_ns`.
-    fn media(&self, offset: u64, len: u64, st: &mut State, t_ns: u64) -> Duration {
-        let d = self.positioning(offset, st, t_ns) + xfer(len, self.rate_at(offset));
+    fn media(&self, offset: u64, len: u64, write: bool, st: &mut State, t_ns: u64) -> Duration {
+        let d = self.positioning(offset, write, st, t_ns) + xfer(len, self.rate_at(offset));
         st.head = offset + len;
         st.last_end = Some(offset + len);
+        st.last_end_ns = t_ns + d.as_nanos() as u64;
         d
     }
 
@@ -189,7 +203,7 @@ impl Hdd {
         runs.rotate_left(first);
         let mut total = Duration::ZERO;
         for (b, n) in runs {
-            total += self.media(b * CACHE_BLOCK, n * CACHE_BLOCK, st, t_ns + total.as_nanos() as u64);
+            total += self.media(b * CACHE_BLOCK, n * CACHE_BLOCK, true, st, t_ns + total.as_nanos() as u64);
         }
         total
     }
@@ -198,7 +212,7 @@ impl Hdd {
         let t = start_ns + self.overhead.as_nanos() as u64;
         let body = match r.op {
             Op::Read if st.all_dirty(r.offset, r.len) => xfer(r.len, self.interface_rate),
-            Op::Read => self.media(r.offset, r.len, st, t),
+            Op::Read => self.media(r.offset, r.len, false, st, t),
             Op::Write => match self.cache {
                 Some(c) => {
                     let new = super::blocks(r.offset, r.len).filter(|b| !st.dirty.contains(b)).count() as u64;
@@ -209,7 +223,7 @@ impl Hdd {
                     st.mark_dirty(r.offset, r.len);
                     d + xfer(r.len, self.interface_rate)
                 }
-                None => self.media(r.offset, r.len, st, t),
+                None => self.media(r.offset, r.len, true, st, t),
             },
             Op::Flush => match self.cache {
                 Some(c) if !c.lie_on_flush => self.destage(st, t),
@@ -242,7 +256,7 @@ impl Hdd {
                 Op::Read if st.all_dirty(r.offset, r.len) => Duration::ZERO,
                 Op::Write if self.cache.is_some() => Duration::ZERO,
                 Op::Discard => Duration::ZERO,
-                _ => self.positioning(r.offset, st, t),
+                _ => self.positioning(r.offset, r.op == Op::Write, st, t),
             };
             if cost < best.1 {
                 best = (i, cost);
@@ -326,6 +340,40 @@ mod tests {
         let d = h.service_time(&Req { op: Op::Read, offset: 1 << 20, len: 1 << 20 }, &mut st, 12345);
         let expect = h.overhead + xfer(1 << 20, h.rate_at(1 << 20));
         assert_eq!(d, expect);
+    }
+
+    /// With the cache off, a log's next write after a pause (a commit's
+    /// fsync round trip) has missed its sector and waits a revolution less
+    /// the pause; one queued behind the last streams on.
+    #[test]
+    fn a_sequential_write_after_a_pause_waits_for_its_sector() {
+        let h = hdd(&["write_cache=false"]);
+        let rev = h.rev.as_nanos() as u64;
+        let mut st = State::default();
+        let w = |st: &mut State, off: u64, t: u64| {
+            h.service_time(&Req { op: Op::Write, offset: off, len: 8192 }, st, t)
+        };
+        let first = w(&mut st, 0, 0);
+        let done = first.as_nanos() as u64;
+        // Queued: the next write starts as the last completes.
+        let queued = w(&mut st, 8192, done);
+        assert_eq!(queued, h.overhead + xfer(8192, h.rate_at(8192)));
+        // After a 300 µs pause: a revolution less the pause and the overhead.
+        let t = done + queued.as_nanos() as u64 + 300_000;
+        let paused = w(&mut st, 16384, t);
+        let wait = rev - (300_000 + h.overhead.as_nanos() as u64);
+        assert_eq!(paused, h.overhead + Duration::from_nanos(wait) + xfer(8192, h.rate_at(16384)));
+        // So a one-at-a-time log commits about once a revolution: 120/s.
+        let (mut t, mut n) = (0u64, 0);
+        let mut st = State::default();
+        while t < 1_000_000_000 {
+            t += w(&mut st, n * 8192, t).as_nanos() as u64 + 50_000;
+            n += 1;
+        }
+        assert!((100..=125).contains(&n), "{n} commits in a second");
+        // A read continuing the last transfer still streams (read-ahead).
+        let r = h.service_time(&Req { op: Op::Read, offset: n * 8192, len: 8192 }, &mut st, t + 5_000_000);
+        assert_eq!(r, h.overhead + xfer(8192, h.rate_at(n * 8192)));
     }
 
     #[test]

@@ -453,6 +453,10 @@ pub struct State {
     pub head: u64,
     /// Where the last transfer ended (a request starting here is sequential).
     pub last_end: Option<u64>,
+    /// When the last media transfer ended (ns on the daemon's clock): a
+    /// disk write continuing it after a pause waits for its sector to come
+    /// round again.
+    pub last_end_ns: u64,
     /// Blocks (of [`CACHE_BLOCK`]) in the volatile write cache.
     pub dirty: BTreeSet<u64>,
     /// Bytes written since the model started (for an SSD's write cliff).
