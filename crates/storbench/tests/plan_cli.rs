@@ -313,3 +313,46 @@ together = "g"
     assert!(text.contains(&rate), "wanted '{rate}' in\n{text}");
     assert!(text.contains("interference: beside its neighbours vs alone"), "{text}");
 }
+
+/// Regression: a plan's managed PostgreSQL on a target (`data =
+/// "{target}"`) failed to start once `pg up` refused a data place whose
+/// parent did not exist; the plan makes the instance's directory on the
+/// target, and removes it with the instance at the plan's end.
+#[test]
+fn a_plan_starts_a_managed_postgres_on_its_target_and_removes_it_after() {
+    let d = tempfile::tempdir().unwrap();
+    // The managed server's OS user must be able to traverse it.
+    Command::new("chmod").arg("755").arg(d.path()).status().unwrap();
+    std::fs::create_dir(d.path().join("data")).unwrap();
+    let state = d.path().join("state");
+    let plan = r#"
+name = "t"
+
+[target.here]
+path = "./data"
+
+[db.pg]
+managed = { data = "{target}" }
+
+[axes]
+target = ["here"]
+
+[[workload]]
+kind = "tpcb"
+init = { scale = 1 }
+run = { db = "{db}", clients = "1", duration = "1s" }
+"#;
+    std::fs::write(d.path().join("p.toml"), plan).unwrap();
+    let out =
+        sb(d.path()).env("STORBENCH_STATE", &state).args(["run", "p.toml", "--no-report"]).output().unwrap();
+    let left: Vec<_> = std::fs::read_dir(d.path().join("data")).unwrap().map(|e| e.unwrap().path()).collect();
+    let listed = sb(d.path()).env("STORBENCH_STATE", &state).args(["--json", "pg", "list"]).output().unwrap();
+    let _ = sb(d.path()).env("STORBENCH_STATE", &state).args(["pg", "down", "--all", "--destroy"]).output();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let measured: Vec<Value> = runs(d.path()).into_iter().filter(|r| r["kind"] == "tpcb").collect();
+    assert_eq!(measured.len(), 1);
+    assert_eq!(measured[0]["status"], "complete");
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap_or(Value::Null);
+    assert_eq!(listed.as_array().map(Vec::len), Some(0), "the plan's instance is gone: {listed}");
+    assert!(left.is_empty(), "the instance's directory went with it: {left:?}");
+}

@@ -70,6 +70,7 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
         results: g.results.clone(),
         made_media: Vec::new(),
         made_pg: Vec::new(),
+        inst_dirs: BTreeMap::new(),
         paths: BTreeMap::new(),
         dbs: BTreeMap::new(),
         shard: g.shard.clone().filter(|_| sharding.given),
@@ -367,6 +368,9 @@ struct Setup<'a> {
     results: PathBuf,
     made_media: Vec<String>,
     made_pg: Vec<String>,
+    /// The directories made for each managed instance on its targets,
+    /// removed (when empty) with it.
+    inst_dirs: BTreeMap<String, Vec<PathBuf>>,
     paths: BTreeMap<String, PathBuf>,
     dbs: BTreeMap<String, String>,
     /// `--shard i/N`, passed to each cell's measured command.
@@ -502,15 +506,27 @@ impl Setup<'_> {
         if let Some(u) = self.dbs.get(&inst) {
             return Ok(u.clone());
         }
-        // Each instance gets its own directories on its targets.
-        let data_path = self.target_path(&data)?.join(&inst).join("data");
+        // Each instance gets its own directory on each of its targets
+        // (`pg up` makes the data, WAL and temp directories in it, and
+        // refuses a place whose parent does not exist).
+        let place = |this: &mut Self, target: &str, sub: &str| -> Result<PathBuf> {
+            let dir = this.target_path(target)?.join(&inst);
+            if !dir.is_dir() {
+                std::fs::create_dir_all(&dir).map_err(|e| anyhow!("creating {}: {e}", dir.display()))?;
+                this.inst_dirs.entry(inst.clone()).or_default().push(dir.clone());
+            }
+            Ok(dir.join(sub))
+        };
+        let data_path = place(self, &data, "data")?;
+        let wal_path = wal.as_deref().map(|w| place(self, w, "wal")).transpose()?;
+        let temp_path = temp.as_deref().map(|t| place(self, t, "temp")).transpose()?;
         let mut c = self.child();
         c.args(["pg", "up", &inst, "--data"]).arg(&data_path);
-        if let Some(w) = &wal {
-            c.arg("--wal").arg(self.target_path(w)?.join(&inst).join("wal"));
+        if let Some(w) = &wal_path {
+            c.arg("--wal").arg(w);
         }
-        if let Some(t) = &temp {
-            c.arg("--temp").arg(self.target_path(t)?.join(&inst).join("temp"));
+        if let Some(t) = &temp_path {
+            c.arg("--temp").arg(t);
         }
         for (k, v) in &m.conf {
             let v = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
@@ -522,7 +538,7 @@ impl Setup<'_> {
         let repl = m.replication_flags(&cell.axes);
         for pair in repl.chunks(2) {
             let v = if pair[0].starts_with("--standby-") {
-                self.target_path(&pair[1])?.join(&inst).join(&pair[0][10..]).display().to_string()
+                place(self, &pair[1], &pair[0][10..])?.display().to_string()
             } else {
                 pair[1].clone()
             };
@@ -547,12 +563,24 @@ impl Setup<'_> {
             .collect();
         let done: Vec<String> = self.made_pg.iter().filter(|i| !needed.contains(i)).cloned().collect();
         for inst in done {
-            let st = Command::new(&self.exe).args(["--quiet", "pg", "down", &inst, "--destroy"]).status();
-            if st.map(|s| s.success()).unwrap_or(false) {
+            if self.destroy_instance(&inst) {
                 self.made_pg.retain(|i| *i != inst);
                 self.dbs.remove(&inst);
             }
         }
+    }
+
+    /// `pg down --destroy` for an instance the plan made, then the
+    /// directories made for it, when empty. True when it is gone.
+    fn destroy_instance(&mut self, inst: &str) -> bool {
+        let st = Command::new(&self.exe).args(["--quiet", "pg", "down", inst, "--destroy"]).status();
+        let gone = st.map(|s| s.success()).unwrap_or(false);
+        if gone {
+            for dir in self.inst_dirs.remove(inst).unwrap_or_default() {
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
+        gone
     }
 
     /// Fills the cell's placeholders, creating what it needs.
@@ -598,9 +626,9 @@ impl Setup<'_> {
             return Ok(());
         }
         let mut errors = Vec::new();
-        for inst in self.made_pg.drain(..).rev() {
-            let st = Command::new(&self.exe).args(["--quiet", "pg", "down", &inst, "--destroy"]).status();
-            if !st.map(|s| s.success()).unwrap_or(false) {
+        let made: Vec<String> = self.made_pg.drain(..).rev().collect();
+        for inst in made {
+            if !self.destroy_instance(&inst) {
                 errors.push(format!("pg down {inst}"));
             }
         }
