@@ -78,6 +78,12 @@ pub struct Counters {
     pub blocks_hit: u64,
     /// Which scope `xact_db` counts: `database`, `server`.
     pub scope: &'static str,
+    /// Flushes of the commit log, server-wide (PostgreSQL 14-17
+    /// `pg_stat_wal.wal_sync`, 18+ `pg_stat_io`'s WAL fsyncs; InnoDB
+    /// `Innodb_os_log_fsyncs`): against `xact_all`, how many commits each
+    /// flush carried (group commit). None where the server does not count
+    /// them (PostgreSQL before 14, SQLite).
+    pub log_flushes: Option<u64>,
 }
 
 /// What the server is, for `env_json`.

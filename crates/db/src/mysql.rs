@@ -299,7 +299,7 @@ impl Connection for MyConn {
 
     fn counters(&mut self) -> Result<Option<Counters>, DbError> {
         let rows = self.text_rows(
-            "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_commit','Com_rollback','Innodb_buffer_pool_reads','Innodb_buffer_pool_read_requests')",
+            "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_commit','Com_rollback','Innodb_buffer_pool_reads','Innodb_buffer_pool_read_requests','Innodb_os_log_fsyncs')",
         )?;
         let mut c = Counters { scope: "server", ..Default::default() };
         for r in rows {
@@ -308,6 +308,7 @@ impl Connection for MyConn {
                 "Com_commit" | "Com_rollback" => c.xact_all += v,
                 "Innodb_buffer_pool_reads" => c.blocks_read = v,
                 "Innodb_buffer_pool_read_requests" => c.blocks_hit += v,
+                "Innodb_os_log_fsyncs" => c.log_flushes = Some(v),
                 _ => {}
             }
         }

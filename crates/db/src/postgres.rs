@@ -123,6 +123,25 @@ impl PgConn {
     fn simple(&mut self, sql: &str) -> Result<(), DbError> {
         self.wire.simple(sql).map(|_| ())
     }
+
+    /// The column of the counters' query that gives the server's WAL
+    /// flushes so far (see [`Counters::log_flushes`]):
+    /// `pg_stat_wal.wal_sync` on 14-17, the WAL's fsyncs in `pg_stat_io`
+    /// on 18 and later, NULL before 14. Zero where `wal_sync_method` is an
+    /// open_* method (the server counts no syncs then).
+    fn wal_flushes_sql(&self) -> &'static str {
+        let major = self
+            .wire
+            .server_params
+            .get("server_version")
+            .and_then(|v| v.split(|c: char| !c.is_ascii_digit()).next()?.parse::<u32>().ok())
+            .unwrap_or(0);
+        match major {
+            0..=13 => "NULL::int8",
+            14..=17 => "(SELECT wal_sync FROM pg_stat_wal)::int8",
+            _ => "(SELECT COALESCE(SUM(fsyncs), 0) FROM pg_stat_io WHERE object = 'wal')::int8",
+        }
+    }
 }
 
 impl Connection for PgConn {
@@ -192,13 +211,17 @@ impl Connection for PgConn {
     }
 
     fn counters(&mut self) -> Result<Option<Counters>, DbError> {
-        let sql = "SELECT COALESCE(SUM(xact_commit + xact_rollback), 0)::int8, \
-                   COALESCE(SUM(CASE WHEN datname = current_database() THEN xact_commit + xact_rollback END), 0)::int8, \
-                   COALESCE(SUM(CASE WHEN datname = current_database() THEN blks_read END), 0)::int8, \
-                   COALESCE(SUM(CASE WHEN datname = current_database() THEN blks_hit END), 0)::int8 \
-                   FROM pg_stat_database";
+        // One statement, so reading the counters is one transaction.
+        let sql = format!(
+            "SELECT COALESCE(SUM(xact_commit + xact_rollback), 0)::int8, \
+             COALESCE(SUM(CASE WHEN datname = current_database() THEN xact_commit + xact_rollback END), 0)::int8, \
+             COALESCE(SUM(CASE WHEN datname = current_database() THEN blks_read END), 0)::int8, \
+             COALESCE(SUM(CASE WHEN datname = current_database() THEN blks_hit END), 0)::int8, \
+             {} FROM pg_stat_database",
+            self.wal_flushes_sql()
+        );
         // The statistics snapshot is per transaction: read outside one.
-        let rows = self.wire.simple(sql)?;
+        let rows = self.wire.simple(&sql)?;
         let g = |i: usize| -> Result<u64, DbError> {
             rows.first()
                 .and_then(|r| r.get(i))
@@ -213,6 +236,7 @@ impl Connection for PgConn {
             blocks_read: g(2)?,
             blocks_hit: g(3)?,
             scope: "database",
+            log_flushes: g(4).ok(),
         }))
     }
 

@@ -133,6 +133,37 @@ pub fn server_rate(out: &mut Vec<Figure>, name: &str, unit: Unit, count: f64, wi
     out.push(Figure::new(name, count / per, unit));
 }
 
+/// Keeps a server's commit and log-flush counts in a probe, where it
+/// counts flushes (see [`storbench_db::Counters::log_flushes`]).
+pub fn probe_log_flushes(p: &mut crate::runner::Probe, c: &storbench_db::Counters) {
+    if let Some(n) = c.log_flushes {
+        p.insert("log.flushes".into(), n as f64);
+        p.insert("log.xact_all".into(), c.xact_all as f64);
+    }
+}
+
+/// Group commit, from the server's own counts between two probes:
+/// `log.flush.per_s` (commit-log flushes a second, server-wide) and
+/// `log.commits_per_flush` (the server's commits and rollbacks over its
+/// flushes; read-only transactions count too, so on a mixed load it is an
+/// upper bound). Published late like the other server counts (see
+/// [`server_rate`]); absent without flushes in the window.
+pub fn log_flush_figures(
+    out: &mut Vec<Figure>,
+    before: &crate::runner::Probe,
+    after: &crate::runner::Probe,
+    window: Duration,
+) {
+    let delta = |k: &str| Some(after.get(k)? - before.get(k)?);
+    let (Some(flushes), Some(xact)) = (delta("log.flushes"), delta("log.xact_all")) else { return };
+    let secs = window.as_secs_f64();
+    if flushes <= 0.0 || secs <= 0.0 {
+        return;
+    }
+    out.push(Figure::new("log.flush.per_s", flushes / secs, Unit::PerS));
+    out.push(Figure::new("log.commits_per_flush", xact / flushes, Unit::Ratio));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

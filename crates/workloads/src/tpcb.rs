@@ -83,6 +83,7 @@ pub const COLUMNS: &[Column] = &[
     ("lat.p95", "p95 µs"),
     ("lat.p99", "p99 µs"),
     ("lat.max", "max µs"),
+    ("log.commits_per_flush", "commits/flush"),
     ("errors", "errors"),
     ("retries", "retries"),
 ];
@@ -372,6 +373,7 @@ impl Workload for Tpcb {
         let mut p = Probe::new();
         if let Some(c) = conn.counters()? {
             p.insert("xact".into(), c.xact_db as f64);
+            crate::figures::probe_log_flushes(&mut p, &c);
             if conn.dialect() == Dialect::Postgres {
                 p.insert(crate::figures::PUBLISHED_LATE.into(), 1.0);
             }
@@ -403,6 +405,7 @@ impl Workload for Tpcb {
             let late = before.contains_key(crate::figures::PUBLISHED_LATE);
             crate::figures::server_rate(&mut f, "tps.server", Unit::PerS, a - b, window, late);
         }
+        crate::figures::log_flush_figures(&mut f, before, after, window);
         // Over the whole step (every user has ended when this is called),
         // for an exact check against the database's counters.
         let step = self.committed() - self.step_base.load(Ordering::Relaxed);

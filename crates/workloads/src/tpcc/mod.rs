@@ -595,6 +595,7 @@ impl Workload for Tpcc {
         if let Some(c) = conn.counters()? {
             p.insert("xact_all".into(), c.xact_all as f64);
             p.insert("xact_db".into(), c.xact_db as f64);
+            crate::figures::probe_log_flushes(&mut p, &c);
             if conn.dialect() == Dialect::Postgres {
                 p.insert(crate::figures::PUBLISHED_LATE.into(), 1.0);
             }
@@ -621,6 +622,7 @@ impl Workload for Tpcc {
         if let Some(x) = delta("next_o_id") {
             f.push(Figure::new("nopm.districts", x / mins, Unit::PerMin));
         }
+        crate::figures::log_flush_figures(&mut f, before, after, window);
         // Over the whole step (every user has ended when this is called):
         // what the districts grew by, for an exact check.
         let base = *self.tally.step_base.lock().expect("tally");
