@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod acked;
+pub mod backup;
 pub mod calibrate;
 pub mod durability;
 pub mod error;
