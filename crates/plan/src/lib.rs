@@ -291,6 +291,10 @@ pub struct WorkloadDef {
     /// side, their first steps started at one instant (a noisy neighbour).
     #[serde(default)]
     pub together: Option<Spanned<String>>,
+    /// Run flags of this workload's quick form, over `[quick] set` (e.g.
+    /// fewer TPC-B clients, to stay within the quick form's scale).
+    #[serde(default)]
+    pub quick: BTreeMap<String, Spanned<toml::Value>>,
 }
 
 /// The quick form of a plan (`storbench run --quick`).
@@ -439,6 +443,39 @@ pub struct Plan {
     pub cells: Vec<Cell>,
 }
 
+impl Plan {
+    /// What in the plan would measure something other than its storage,
+    /// each in one line with the reason and the remedy (`storbench run`
+    /// prints them before it starts). Today: a TPC-B workload whose
+    /// clients outnumber its scale's branches, where the clients queue on
+    /// the branch rows' locks and the step measures lock waits (pgbench
+    /// warns of the same).
+    pub fn warnings(&self) -> Vec<String> {
+        warnings(&self.def)
+    }
+}
+
+/// See [`Plan::warnings`].
+pub fn warnings(def: &PlanDef) -> Vec<String> {
+    let int = |v: &toml::Value| match v {
+        toml::Value::Integer(i) => Some(*i),
+        toml::Value::String(s) => s.split(',').filter_map(|x| x.trim().parse::<i64>().ok()).max(),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for w in def.workloads.iter().filter(|w| w.kind.get_ref() == "tpcb") {
+        let name = w.name.clone().unwrap_or_else(|| "tpcb".into());
+        let scale = w.init.get("scale").and_then(|v| int(v.get_ref())).unwrap_or(1);
+        let clients = w.run.get("clients").and_then(|v| int(v.get_ref())).unwrap_or(1);
+        if clients > scale {
+            out.push(format!(
+                "workload '{name}': {clients} clients on scale {scale}: TPC-B's clients outnumber its {scale} branch row(s) and queue on their locks, so the steps above {scale} clients measure lock waits, not storage (pgbench warns the same); make init's scale at least {clients}"
+            ));
+        }
+    }
+    out
+}
+
 struct Src<'a> {
     file: String,
     text: &'a str,
@@ -555,6 +592,9 @@ fn apply_quick(src: &Src<'_>, def: &mut PlanDef) -> Result<(), PlanError> {
             }
             let span = w.run.get(k).map(|o| o.span()).unwrap_or_else(|| w.kind.span());
             w.run.insert(k.clone(), Spanned::new(span, v.clone()));
+        }
+        for (k, v) in std::mem::take(&mut w.quick) {
+            w.run.insert(k, v);
         }
     }
     Ok(())
@@ -1102,6 +1142,28 @@ repeats = 1
 axes = { target = ["a"] }
 set = { duration = "1s" }
 "#;
+
+    #[test]
+    fn tpcb_clients_above_the_scale_are_warned_about() {
+        let (def, _) = parse("p.toml", PLAN, false).unwrap();
+        let w = warnings(&def);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("4 clients on scale 1") && w[0].contains("at least 4"), "{}", w[0]);
+        let ok = PLAN.replace("init = { scale = 1 }", "init = { scale = 4 }");
+        let (def, _) = parse("p.toml", &ok, false).unwrap();
+        assert!(warnings(&def).is_empty());
+        // The quick form is checked as it runs; a workload's own quick
+        // flags go over [quick] set.
+        let quick =
+            ok.replace("set = { duration = \"1s\" }", "set = { duration = \"1s\", clients = \"1,10\" }");
+        let (def, _) = parse("p.toml", &quick, true).unwrap();
+        assert!(warnings(&def)[0].contains("10 clients on scale 4"), "{:?}", warnings(&def));
+        let own =
+            quick.replace("duration = \"10s\" }", "duration = \"10s\" }\nquick = { clients = \"1,2\" }");
+        let (def, cells) = parse("p.toml", &own, true).unwrap();
+        assert!(warnings(&def).is_empty(), "{:?}", warnings(&def));
+        assert!(cells.iter().any(|c| c.command.windows(2).any(|a| a == ["--clients", "1,2"])));
+    }
 
     #[test]
     fn expands_axes_repeats_and_workloads() {

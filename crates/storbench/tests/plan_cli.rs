@@ -356,3 +356,22 @@ run = { db = "{db}", clients = "1", duration = "1s" }
     assert_eq!(listed.as_array().map(Vec::len), Some(0), "the plan's instance is gone: {listed}");
     assert!(left.is_empty(), "the instance's directory went with it: {left:?}");
 }
+
+/// A plan whose TPC-B clients outnumber its scale measures lock waits on
+/// the branch rows: `run` says so, with the remedy, before anything runs.
+#[test]
+fn a_plan_with_tpcb_clients_above_its_scale_is_warned_about_before_it_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let plan = PLAN.replace("clients = \"1\"", "clients = \"1,8\"");
+    std::fs::write(d.path().join("p.toml"), plan).unwrap();
+    let out = sb(d.path()).args(["run", "p.toml", "--dry-run"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("warning: plan t: workload 'tpcb': 8 clients on scale 1") && err.contains("at least 8"),
+        "{err}"
+    );
+    std::fs::write(d.path().join("p.toml"), PLAN).unwrap();
+    let out = sb(d.path()).args(["run", "p.toml", "--dry-run"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
+}

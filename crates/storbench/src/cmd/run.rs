@@ -57,6 +57,11 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
     let name = plan.def.name.clone();
     validate_cells(&plan)?;
     validate_targets(&plan)?;
+    // What would measure something other than storage: said before a
+    // dry run too, so a plan is fixed before it takes an afternoon.
+    for w in plan.warnings() {
+        eprintln!("storbench: warning: plan {name}: {w}");
+    }
     let total: Duration = plan.cells.iter().map(|c| c.estimate).sum();
     if a.dry_run {
         print_matrix(&plan, total);
