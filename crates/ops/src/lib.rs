@@ -12,3 +12,4 @@ pub mod calibrate;
 pub mod durability;
 pub mod error;
 pub mod failover;
+pub mod repl;
