@@ -1,9 +1,10 @@
 //! Multi-step operations a plan or the binary calls, above the engines (io,
 //! workloads, media, emu, instances), each a library function that returns
 //! what it found (nothing here prints): calibrating a device model and
-//! validating it against a device, the durability check across a power
-//! cut, the failover check of synchronous replication, and the
-//! acknowledged-writes bookkeeping both checks use.
+//! validating it against a device, backup and restore with their checks,
+//! the replication sampler a replicated step runs beside it, the
+//! durability check across a power cut, the failover check of synchronous
+//! replication, and the acknowledged-writes bookkeeping both checks use.
 
 #![deny(missing_docs)]
 
@@ -13,3 +14,4 @@ pub mod calibrate;
 pub mod durability;
 pub mod error;
 pub mod failover;
+pub mod repl;

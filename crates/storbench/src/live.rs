@@ -1,10 +1,15 @@
 //! The live progress line: one line on stderr, redrawn in place, only when
-//! stderr is a terminal and `--quiet` is not given.
+//! stderr is a terminal and `--quiet` is not given; the io step's line and
+//! the bar of a test file's filling, shared by `io` and `media calibrate |
+//! validate`.
 
 use std::io::IsTerminal;
+use std::path::Path;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use storbench_io::target::{self, Plan, TargetError};
+use storbench_io::Tick;
 
 /// A live line; a no-op when hidden.
 pub struct Live {
@@ -42,6 +47,19 @@ impl Live {
         }
     }
 
+    /// Shows an io step's second: `what` (which step), then ramp-up or
+    /// not, its time, IOPS, MB/s and p99 latency.
+    pub fn io_tick(&self, what: &str, t: &Tick) {
+        self.set(format!(
+            "{what}  {}{}s  {:.0} IOPS  {:.1} MB/s  p99 {:.0} µs",
+            if t.rampup { "ramp-up " } else { "" },
+            t.elapsed.as_secs(),
+            t.iops,
+            t.mbps,
+            t.p99_us
+        ));
+    }
+
     /// Sets the bar's position.
     pub fn pos(&self, p: u64) {
         if let Some(b) = &self.bar {
@@ -63,6 +81,18 @@ impl Live {
             b.finish_and_clear();
         }
     }
+}
+
+/// Fills the test file at `path` when `plan` says it needs it, with a
+/// progress bar (hidden when `quiet`).
+pub fn fill(quiet: bool, plan: &Plan, path: &Path) -> Result<(), TargetError> {
+    if let Plan::Fill { size } = *plan {
+        let bar = Live::bar(quiet, size, "preparing {msg} {bar:30} {bytes}/{total_bytes} ({bytes_per_sec})");
+        bar.set(path.display().to_string());
+        target::fill(path, size, &mut |d| bar.pos(d))?;
+        bar.finish();
+    }
+    Ok(())
 }
 
 impl Drop for Live {

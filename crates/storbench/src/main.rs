@@ -12,7 +12,6 @@ mod live;
 mod memlimit;
 mod oltp;
 mod record;
-mod repl;
 mod shard;
 
 use std::process::ExitCode;

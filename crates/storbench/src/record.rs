@@ -47,7 +47,7 @@ pub struct Recorder {
     json: bool,
     quiet: bool,
     monitor: Monitor,
-    repl: Option<crate::repl::ReplProbe>,
+    repl: Option<storbench_ops::repl::ReplProbe>,
     /// Modelled media behind the targets: name and daemon counters file.
     emu: Vec<(String, PathBuf)>,
     /// Live metrics (`--metrics-addr`), served while the run records.
@@ -117,7 +117,15 @@ impl Recorder {
             .map_err(|e| usage(e.to_string()))?;
         let mut store = Store::open(&g.results)?;
         let env = base_env(env);
-        let repl = crate::repl::ReplProbe::start(&env, &config);
+        // The replication sampler, for a run on a managed primary with
+        // standbys; a step lasts its ramp-up plus duration.
+        let repl = env["db"]["managed"]["name"].as_str().and_then(|name| {
+            let step_len = config["duration_s"]
+                .as_f64()
+                .map(|d| std::time::Duration::from_secs_f64(d + config["rampup_s"].as_f64().unwrap_or(0.0)));
+            let notes = Box::new(|n| eprintln!("storbench: {n}"));
+            storbench_ops::repl::ReplProbe::start(name, step_len, crate::interrupt::flag(), notes)
+        });
         if let Some(axes) = g.axes.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()) {
             config["axes"] = axes;
         }

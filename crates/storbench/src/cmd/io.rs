@@ -16,7 +16,6 @@ use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::{json, Value};
 use storbench_io::profile::{self, parse_dist, parse_rw, Distribution, Pattern};
-use storbench_io::target::{self, Plan};
 use storbench_io::{run_profile, Overrides, PrepareError, Prepared, Profile, RunOptions, Verdict};
 use storbench_metrics::units::{format_size, parse_duration, parse_size};
 use storbench_metrics::StepReport;
@@ -223,15 +222,9 @@ pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
     }
     // Prepare the file before the run is recorded: a failure here is the
     // target's, not a measurement's.
-    if let Plan::Fill { size } = prep.plan {
-        let bar =
-            Live::bar(g.quiet, size, "preparing {msg} {bar:30} {bytes}/{total_bytes} ({bytes_per_sec})");
-        bar.set(a.target.display().to_string());
-        // A target that cannot take its fill (full, failing) is a failed
-        // target, exit 4.
-        target::fill(&a.target, size, &mut |d| bar.pos(d)).map_err(|e| target_failed(e.to_string()))?;
-        bar.finish();
-    }
+    // A target that cannot take its fill (full, failing) is a failed
+    // target, exit 4.
+    crate::live::fill(g.quiet, &prep.plan, &a.target).map_err(|e| target_failed(e.to_string()))?;
     let config = json!({
         "target": prep.target.path, "size": prep.target.size, "engine": prep.engine.name(),
         "verify": a.verify, "set": a.set, "profiles": profiles,
@@ -289,6 +282,7 @@ fn run_profiles(
     for (i, p) in profiles.iter().enumerate() {
         let mut clock = rec.clock();
         rec.live_step(&p.name);
+        let what = format!("profile {}/{n} {}", i + 1, p.name);
         let res = run_profile(p, &prep.target, &opts, crate::interrupt::flag(), &mut |t| {
             rec.publish(|| LiveValues {
                 iops: Some(t.iops),
@@ -296,16 +290,7 @@ fn run_profiles(
                 latency_us: vec![("0.99".into(), t.p99_us)],
                 ..LiveValues::default()
             });
-            live.set(format!(
-                "profile {}/{n} {}  {}{}s  {:.0} IOPS  {:.1} MB/s  p99 {:.0} µs",
-                i + 1,
-                p.name,
-                if t.rampup { "ramp-up " } else { "" },
-                t.elapsed.as_secs(),
-                t.iops,
-                t.mbps,
-                t.p99_us
-            ));
+            live.io_tick(&what, t);
         });
         let r = match res {
             Ok(r) => r,

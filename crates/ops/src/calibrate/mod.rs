@@ -3,8 +3,19 @@
 //! 32; write-then-flush at QD1), each cell as an io profile for our own
 //! engine and its figures as the fit reads them, the sustained-write
 //! segment that shows a write cache filling, and the emulator's envelope
-//! (which cells a modelled medium can serve faithfully). The binary runs
-//! the profiles and records them; `storbench_emu::fit` fits.
+//! (which cells a modelled medium can serve faithfully). [`run`] prepares
+//! the target and runs a step, [`measure`] runs the calibration grid and
+//! fits (or fits a table), [`validate`] runs the grid on a device and on an
+//! emulated medium and compares, [`model_file`] reads and writes model
+//! files. Nothing here prints or records: the binary is handed each step
+//! to record and show, and prints what these return.
+
+pub mod measure;
+pub mod model_file;
+pub mod run;
+pub mod validate;
+
+pub use run::{prepare, run_step, Grid, Ran, StepFailure, Stepped};
 
 use std::time::Duration;
 
@@ -38,6 +49,57 @@ impl Timing {
         rampup: Duration::from_millis(500),
         sustained: Duration::from_secs(15),
     };
+
+    /// The grid's timing: `--quick`'s or the default's, or with `cell` a
+    /// measured time per cell (testing), a quarter of it as ramp-up and
+    /// three times it as the sustained write.
+    pub fn for_grid(quick: bool, cell: Option<Duration>) -> Timing {
+        let mut t = if quick { Timing::QUICK } else { Timing::DEFAULT };
+        if let Some(d) = cell {
+            t.cell = d;
+            t.rampup = d / 4;
+            t.sustained = d * 3;
+        }
+        t
+    }
+
+    /// The grid's name as recorded: `quick` or `default`.
+    pub fn grid_name(quick: bool) -> &'static str {
+        if quick {
+            "quick"
+        } else {
+            "default"
+        }
+    }
+}
+
+/// A calibration's or validation's error, kept apart as the binary's exit
+/// codes are: bad input, a failed target (or medium), or a failure.
+#[derive(Debug, thiserror::Error)]
+pub enum CalError {
+    /// Bad input: names the value and what is allowed.
+    #[error("{0}")]
+    Usage(String),
+    /// The target or the emulated medium failed.
+    #[error("{0}")]
+    Target(String),
+    /// Anything else failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<storbench_media::MediaError> for CalError {
+    fn from(e: storbench_media::MediaError) -> CalError {
+        match e {
+            storbench_media::MediaError::Usage(m) => CalError::Usage(m),
+            storbench_media::MediaError::Failed(m) => CalError::Target(m),
+        }
+    }
+}
+
+/// Now, as a model file dates things: RFC 3339 UTC, to the second.
+pub(crate) fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
 const K: u64 = 1024;

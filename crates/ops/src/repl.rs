@@ -3,17 +3,18 @@
 //! (each standby's write, flush and replay lag, sent−replayed distance),
 //! how far its WAL moved, and how many commits wait for a standby. A step
 //! takes its seconds as samples and lag p50/p99/max as figures. When
-//! commits wait and a standby they wait for is gone, it says so once, in
-//! one line on stderr, within about two seconds. It runs only for a run on
-//! `managed:NAME` whose instance has standbys; it never blocks the run (its
-//! queries are plain SELECTs with a connect timeout, in its own thread).
+//! commits wait and a standby they wait for is gone, it says so once
+//! (a [`ReplNote`] handed to the caller, who prints it), within about two
+//! seconds. It runs only for a run on a managed instance with standbys; it
+//! never blocks the run (its queries are plain SELECTs with a connect
+//! timeout, in its own thread) and never prints.
 
+use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use storbench_instances::pg::{self, Instance, Probe};
 use storbench_metrics::{StepReport, Unit};
 
@@ -29,13 +30,38 @@ struct Snap {
     released: i64,
 }
 
+/// What the sampler has to say, once each: the caller shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ReplNote {
+    /// Commits wait for this standby, which is down.
+    StandbyDown(String),
+    /// Commits still waiting for a standby at a step's end were released
+    /// (once per step).
+    Released,
+}
+
+impl fmt::Display for ReplNote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReplNote::StandbyDown(n) => write!(f, "commits waiting for standby {n}, which is down"),
+            ReplNote::Released => write!(
+                f,
+                "released commits still waiting for a standby at the step's end (committed on the primary only; counted as repl.released)"
+            ),
+        }
+    }
+}
+
+/// Says a [`ReplNote`] (from the sampler's thread).
+pub type Notes = Box<dyn Fn(ReplNote) + Send>;
+
 /// A running sampler; stops when dropped.
 pub struct ReplProbe {
     names: Vec<String>,
     /// When the current step should be over (start + ramp-up + duration +
     /// a second of grace), set by [`ReplProbe::step_started`].
     deadline: Arc<Mutex<Option<Instant>>>,
-    /// The run's ramp-up plus duration per step, from its config.
+    /// The run's ramp-up plus duration per step.
     step_len: Option<Duration>,
     history: Arc<Mutex<Vec<Snap>>>,
     stop: Arc<AtomicBool>,
@@ -48,11 +74,17 @@ fn waits_for(sync_names: Option<&str>, name: &str) -> bool {
 }
 
 impl ReplProbe {
-    /// Starts sampling when the run's `env` is on a managed primary with
-    /// standbys (`env.db.managed.name`); otherwise none. `config` gives a
-    /// step's length (`rampup_s` + `duration_s`) when the run has one.
-    pub fn start(env: &Value, config: &Value) -> Option<ReplProbe> {
-        let name = env["db"]["managed"]["name"].as_str()?;
+    /// Starts sampling when the managed instance `name` is a primary with
+    /// standbys; otherwise none. `step_len` is a step's ramp-up plus
+    /// duration when the run has one; `interrupted` is the run's interrupt flag
+    /// (a stop releases waiting commits too); `notes` says what the
+    /// sampler has to say.
+    pub fn start(
+        name: &str,
+        step_len: Option<Duration>,
+        interrupted: &'static AtomicBool,
+        notes: Notes,
+    ) -> Option<ReplProbe> {
         let prim: Instance = pg::get(name).ok().flatten()?;
         if prim.standbys.is_empty() {
             return None;
@@ -62,9 +94,6 @@ impl ReplProbe {
         let history = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let deadline: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
-        let step_len = config["duration_s"]
-            .as_f64()
-            .map(|d| Duration::from_secs_f64(d + config["rampup_s"].as_f64().unwrap_or(0.0)));
         let (h, st, watched, dl) = (history.clone(), stop.clone(), names.clone(), deadline.clone());
         let thread = std::thread::spawn(move || {
             let t0 = Instant::now();
@@ -93,7 +122,7 @@ impl ReplProbe {
                         gone_for[i] = if streaming { 0 } else { gone_for[i] + 1 };
                         let stuck = p.sync_waiting > 0 && waits_for(prim.sync_names.as_deref(), n);
                         if gone_for[i] >= 2 && stuck && !said[i] {
-                            eprintln!("storbench: commits waiting for standby {n}, which is down");
+                            notes(ReplNote::StandbyDown(n.clone()));
                             said[i] = true;
                         }
                         if streaming {
@@ -105,7 +134,7 @@ impl ReplProbe {
                 // step past its time (or a Ctrl-C) releases the waiters so
                 // the run ends. Their commits are local only: said, and
                 // counted as `repl.released`.
-                let over = crate::interrupt::requested()
+                let over = interrupted.load(Ordering::Relaxed)
                     || dl.lock().expect("repl deadline").is_some_and(|d| Instant::now() > d);
                 let mut released = 0;
                 if over && probe.as_ref().is_some_and(|p| p.sync_waiting > 0) {
@@ -114,9 +143,7 @@ impl ReplProbe {
                     let step = *dl.lock().expect("repl deadline");
                     if released > 0 && said_release != step {
                         said_release = step;
-                        eprintln!(
-                            "storbench: released commits still waiting for a standby at the step's end (committed on the primary only; counted as repl.released)"
-                        );
+                        notes(ReplNote::Released);
                     }
                 }
                 h.lock().expect("repl history").push(Snap { at: Instant::now(), probe, released });
@@ -127,9 +154,8 @@ impl ReplProbe {
 
     /// A step starts now: its commits may wait for a standby until its
     /// length (plus half a second for its users' connecting) has passed —
-    /// half a second before the runner's [`GRACE`] cancel.
-    ///
-    /// [`GRACE`]: storbench_workloads::runner::GRACE
+    /// half a second before the workload runner's grace cancel
+    /// (`storbench_workloads::runner::GRACE`).
     pub fn step_started(&self, at: Instant) {
         *self.deadline.lock().expect("repl deadline") = self.step_len.map(|l| at + l + HALF);
     }

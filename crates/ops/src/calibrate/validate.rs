@@ -1,0 +1,360 @@
+//! `media validate`'s work: emulating a model on a medium, running the
+//! grid on it and on the real device in alternating rounds (each step
+//! handed to the caller to run, record and show), the medians over rounds
+//! and the error per cell, with the cells outside the emulator's envelope
+//! kept out of the error figure; and the database check, TPC-B and TPC-C
+//! on SQLite on each side, whose runs the caller starts.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use storbench_emu::fit::{self, Cell, Figures, SimLength};
+use storbench_emu::model::Model;
+use storbench_emu::Spec;
+use storbench_io::{Prepared, Profile};
+use storbench_media::floor::Floor;
+use storbench_media::{CreateOptions, Medium};
+
+use super::{CalError, Envelope, Grid, Ran, Stepped};
+
+/// Destroys a medium however the validation ends.
+struct MediumGuard(String);
+
+impl Drop for MediumGuard {
+    fn drop(&mut self) {
+        let _ = storbench_media::destroy(&self.0);
+    }
+}
+
+/// The emulated medium's size: the device's, at most `size`, at least 64 MiB.
+pub fn medium_size(device_size: u64, size: u64) -> u64 {
+    device_size.min(size.max(64 << 20)).max(64 << 20)
+}
+
+/// A modelled medium made for a validation; destroyed when dropped.
+pub struct Emulated {
+    /// The medium.
+    pub medium: Medium,
+    /// The emulator's floor and ceiling, measured when it was made (None:
+    /// not measured).
+    pub floor: Option<Floor>,
+    _guard: MediumGuard,
+}
+
+impl Emulated {
+    /// Makes the medium `name` (no filesystem) emulating `spec` at `size`.
+    pub fn create(name: &str, spec: &Spec, size: u64) -> Result<Emulated, CalError> {
+        let medium = storbench_media::create(name, &options(spec, size, "none"))?;
+        let guard = MediumGuard(name.to_string());
+        let floor = medium.daemon.as_ref().and_then(|d| d.floor.clone());
+        Ok(Emulated { medium, floor, _guard: guard })
+    }
+
+    /// What the medium can serve faithfully (every cell when the floor was
+    /// not measured).
+    pub fn envelope(&self) -> Envelope {
+        Envelope {
+            floor_us: self.floor.as_ref().map(|f| f.qd1_p50_us).unwrap_or(0.0),
+            ceiling_iops: self.floor.as_ref().map(|f| f.qd16_iops).unwrap_or(0.0),
+        }
+    }
+}
+
+fn options(spec: &Spec, size: u64, fs: &str) -> CreateOptions {
+    CreateOptions {
+        size,
+        fs: fs.into(),
+        block_size: None,
+        emulate: None,
+        model: Some(spec.clone()),
+        trace: None,
+        backing: None,
+    }
+}
+
+/// Per cell, the figures of each round on the device and on the model.
+pub type Rounds = Vec<(Vec<Figures>, Vec<Figures>)>;
+
+/// Runs the grid `rounds` times on the device (`real`) and on the emulated
+/// medium (`emu`), alternating which goes first per cell and round. `step`
+/// runs one profile (named `<cell>-device-r1`, `<cell>-model-r1`) with the
+/// progress text it is given, and records it.
+pub fn run_rounds<E>(
+    real: &Prepared,
+    emu: &Prepared,
+    cells: &[Cell],
+    profiles: &[Profile],
+    rounds: u32,
+    step: &mut dyn FnMut(&Prepared, &Profile, &str) -> Result<Stepped, E>,
+) -> Result<Grid<Rounds>, E> {
+    let mut got: Rounds = vec![(Vec::new(), Vec::new()); cells.len()];
+    let n = cells.len();
+    for round in 0..rounds {
+        for (i, c) in cells.iter().enumerate() {
+            let order: [bool; 2] =
+                if (round as usize + i).is_multiple_of(2) { [true, false] } else { [false, true] };
+            for is_real in order {
+                let (prep, side) = if is_real { (real, "device") } else { (emu, "model") };
+                let mut p = profiles[i].clone();
+                p.name = format!("{}-{side}-r{}", p.name, round + 1);
+                let what =
+                    format!("round {}/{rounds} cell {}/{n} {} on the {side}", round + 1, i + 1, c.label());
+                let s = step(prep, &p, &what)?;
+                match s.ran {
+                    Ran::Done => {}
+                    Ran::Stopped => return Ok(Grid::Stopped(got)),
+                    Ran::Failed(f) => return Ok(Grid::Failed(f)),
+                }
+                let fig = s.kept().map(|r| super::figures(c, r)).unwrap_or_default();
+                if is_real {
+                    got[i].0.push(fig);
+                } else {
+                    got[i].1.push(fig);
+                }
+            }
+        }
+    }
+    Ok(Grid::Done(got))
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
+/// Medians of each figure over rounds.
+fn median_figures(rounds: &[Figures]) -> Figures {
+    let m = |f: fn(&Figures) -> Option<f64>| median(&rounds.iter().filter_map(f).collect::<Vec<_>>());
+    Figures {
+        iops: m(|f| f.iops),
+        mb_s: m(|f| f.mb_s),
+        lat_mean_us: m(|f| f.lat_mean_us),
+        lat_p50_us: m(|f| f.lat_p50_us),
+        lat_p99_us: m(|f| f.lat_p99_us),
+    }
+}
+
+/// The error of `e` against the reference `r`, percent.
+pub fn err(e: Option<f64>, r: Option<f64>) -> Option<f64> {
+    match (e, r) {
+        (Some(e), Some(r)) if r > 0.0 => Some((e - r) / r * 100.0),
+        _ => None,
+    }
+}
+
+/// A cell measured on both sides.
+#[derive(Debug)]
+pub struct CellComparison {
+    /// The cell.
+    pub cell: Cell,
+    /// The device's medians over rounds.
+    pub device: Figures,
+    /// The emulated medium's medians over rounds.
+    pub emulated: Figures,
+    /// What the model predicts.
+    pub model: Figures,
+    /// The emulated medium's error against the device, percent: IOPS,
+    /// mean, p50, p99 latency.
+    pub errors: [Option<f64>; 4],
+    /// Why the cell is outside the envelope (None: inside).
+    pub outside: Option<String>,
+}
+
+/// The device against the emulated medium over the grid.
+#[derive(Debug, Default)]
+pub struct Comparison {
+    /// The cells measured on both sides.
+    pub cells: Vec<CellComparison>,
+    /// Median |error| over the cells inside the envelope: IOPS, mean, p50, p99.
+    pub medians: [Option<f64>; 4],
+    /// Cells inside the envelope with an IOPS error.
+    pub inside: usize,
+    /// `cell: why` for each cell outside the envelope.
+    pub outside: Vec<String>,
+}
+
+/// Compares the rounds' medians per cell; `model` built at `capacity`
+/// gives the prediction the envelope is judged on.
+pub fn compare(cells: &[Cell], got: &Rounds, model: &Model, capacity: u64, env: &Envelope) -> Comparison {
+    let mut errs: [Vec<f64>; 4] = Default::default();
+    let mut out = Comparison::default();
+    for (c, (dev, emu)) in cells.iter().zip(got) {
+        if dev.is_empty() || emu.is_empty() {
+            continue;
+        }
+        let (r, e) = (median_figures(dev), median_figures(emu));
+        let predicted = fit::predict(model, c, capacity, SimLength::TABLE);
+        let why = env.outside(&predicted);
+        let es = [
+            err(e.iops_at(c.bs), r.iops_at(c.bs)),
+            err(e.lat_mean_us, r.lat_mean_us),
+            err(e.lat_p50_us, r.lat_p50_us),
+            err(e.lat_p99_us, r.lat_p99_us),
+        ];
+        match &why {
+            None => {
+                for (k, v) in es.iter().enumerate() {
+                    if let Some(v) = v {
+                        errs[k].push(v.abs());
+                    }
+                }
+            }
+            Some(w) => out.outside.push(format!("{}: {w}", c.label())),
+        }
+        out.cells.push(CellComparison {
+            cell: *c,
+            device: r,
+            emulated: e,
+            model: predicted,
+            errors: es,
+            outside: why,
+        });
+    }
+    out.medians = [0, 1, 2, 3].map(|k| median(&errs[k]));
+    out.inside = errs[0].len();
+    out
+}
+
+/// A database step on both sides.
+#[derive(Clone, Debug)]
+pub struct DbRow {
+    /// Workload, figure and load: `TPC-B TPS clients=1`.
+    pub step: String,
+    /// On the device.
+    pub device: f64,
+    /// On the emulated medium.
+    pub emulated: f64,
+}
+
+impl DbRow {
+    /// The emulated medium's error against the device, percent.
+    pub fn error_pct(&self) -> Option<f64> {
+        err(Some(self.emulated), Some(self.device))
+    }
+}
+
+/// A validation as the model file keeps it.
+pub struct Validation<'a> {
+    /// The device it was validated against.
+    pub against: &'a Path,
+    /// The short grid.
+    pub quick: bool,
+    /// Rounds on each side.
+    pub rounds: u32,
+    /// The comparison.
+    pub comparison: &'a Comparison,
+    /// The emulator's floor and ceiling.
+    pub floor: Option<&'a Floor>,
+    /// The database check's steps (empty without one).
+    pub db: &'a [DbRow],
+}
+
+/// Runs one storbench workload verb (its arguments) and returns its
+/// steps' labels and `figure`.
+pub type RunVerb<'a> = dyn FnMut(&[&str], &str) -> Result<Vec<(String, f64)>, CalError> + 'a;
+
+/// Removes a directory however the check ends.
+struct Rm(PathBuf);
+
+impl Drop for Rm {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `--db-check`: SQLite on the filesystem of `against` (a file) and on a
+/// filesystem on an emulated medium of `spec` (named `<name>-db`); TPC-B at
+/// 1 and 8 clients and TPC-C at 1 and 4 users of `d` each, alternating
+/// which side goes first. Returns per step the device's and the emulated
+/// medium's TPS / NOPM. `run` runs each workload verb.
+pub fn db_check(
+    against: &Path,
+    spec: &Spec,
+    name: &str,
+    d: Duration,
+    run: &mut RunVerb<'_>,
+) -> Result<Vec<DbRow>, CalError> {
+    let parent = std::fs::canonicalize(against)
+        .map_err(|e| CalError::Failed(e.to_string()))?
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let real_dir = parent.join(format!("storbench-dbcheck-{}", std::process::id()));
+    std::fs::create_dir_all(&real_dir)
+        .map_err(|e| CalError::Failed(format!("creating {}: {e}", real_dir.display())))?;
+    let _rm = Rm(real_dir.clone());
+    let dbname = format!("{name}-db");
+    let m = storbench_media::create(&dbname, &options(spec, 1 << 30, "ext4"))?;
+    let _guard = MediumGuard(dbname);
+    let emu_dir = m
+        .mount_point
+        .clone()
+        .ok_or_else(|| CalError::Failed("the database medium has no mount point".into()))?;
+    let secs = format!("{}s", d.as_secs().max(1));
+    let ramp = format!("{}s", (d.as_secs() / 4).max(1));
+    let sides = [real_dir, emu_dir];
+    let db = |dir: &Path, file: &str| format!("sqlite:{}", dir.join(file).display());
+    for dir in &sides {
+        let (b, c) = (db(dir, "tpcb.db"), db(dir, "tpcc.db"));
+        run(&["tpcb", "init", "--db", &b, "--scale", "1"], "tps")?;
+        run(&["tpcc", "build", "--db", &c, "--warehouses", "1"], "nopm.districts")?;
+    }
+    let mut out = Vec::new();
+    let tpcb = |dir: &Path| {
+        let b = db(dir, "tpcb.db");
+        ["tpcb", "run", "--db", &b, "--clients", "1,8", "--duration", &secs].map(String::from).to_vec()
+    };
+    both(&sides, "TPC-B TPS", true, &tpcb, "tps", run, &mut out)?;
+    let tpcc = |dir: &Path| {
+        let c = db(dir, "tpcc.db");
+        ["tpcc", "run", "--db", &c, "--users", "1,4", "--duration", &secs, "--rampup", &ramp]
+            .map(String::from)
+            .to_vec()
+    };
+    both(&sides, "TPC-C NOPM", false, &tpcc, "nopm.districts", run, &mut out)?;
+    Ok(out)
+}
+
+/// Runs one workload verb on both sides (the device's first when
+/// `first_real`) and pairs their steps.
+fn both(
+    sides: &[PathBuf; 2],
+    label: &str,
+    first_real: bool,
+    args: &dyn Fn(&Path) -> Vec<String>,
+    figure: &str,
+    run: &mut RunVerb<'_>,
+    out: &mut Vec<DbRow>,
+) -> Result<(), CalError> {
+    let order = if first_real { [0, 1] } else { [1, 0] };
+    let mut got: [Vec<(String, f64)>; 2] = Default::default();
+    for i in order {
+        let a = args(&sides[i]);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        got[i] = run(&a, figure)?;
+    }
+    for ((l, r), (_, e)) in got[0].iter().zip(&got[1]) {
+        out.push(DbRow { step: format!("{label} {l}"), device: *r, emulated: *e });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_and_errors() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(err(Some(110.0), Some(100.0)), Some(10.0));
+        assert_eq!(err(Some(1.0), Some(0.0)), None);
+        assert_eq!(err(None, Some(1.0)), None);
+    }
+}
