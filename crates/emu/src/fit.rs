@@ -526,7 +526,17 @@ impl<'a> Fitter<'a> {
 
     /// The same for a rate (bytes/s).
     fn solve_rate(&mut self, key: &str, row: &Row) -> f64 {
-        let target = row.fig.mb_s_at(row.cell.bs).expect("chosen for it");
+        // A QD1 row may give only its mean latency (a table's): at QD1 one
+        // request is in flight at a time, so its rate is bs / latency.
+        let qd1_rate = || {
+            let lat = row.fig.lat_mean_us.filter(|l| *l > 0.0 && row.cell.qd == 1)?;
+            Some(row.cell.bs as f64 / lat)
+        };
+        let Some(target) = row.fig.mb_s_at(row.cell.bs).or_else(qd1_rate) else {
+            // Callers choose rows with a rate or a QD1 latency; a row with
+            // neither leaves the parameter where it is.
+            return self.spec.set.get(key).and_then(|v| crate::model::parse_rate(v).ok()).unwrap_or(1e9);
+        };
         let (mut a, mut b) = ((1e5f64).ln(), (1e11f64).ln());
         for _ in 0..32 {
             let m = (a + b) / 2.0;
@@ -1413,6 +1423,21 @@ mod tests {
         let flush = rows.last().unwrap();
         let p = predict(&f.spec.build(CAP).unwrap(), &flush.cell, CAP, SimLength::TABLE).lat_mean_us.unwrap();
         assert!((p - 8300.0).abs() / 8300.0 < 0.1, "one revolution per commit: {p} µs");
+    }
+
+    /// Regression: a table whose large QD1 read gives only its latency
+    /// (as spec sheets do) panicked the channel-rate solve ("chosen for
+    /// it"); at QD1 the latency gives the rate.
+    #[test]
+    fn a_large_qd1_read_with_only_a_latency_gives_the_channel_rate() {
+        let mut spec = Spec { base: "sata-ssd".into(), ..Spec::default() };
+        spec.set.insert("channel_rate".into(), "400MB/s".into());
+        let rows = sheet(
+            &spec,
+            &[(cell(4096, Pattern::Random, 100, 1), "lat"), (cell(262144, Pattern::Random, 100, 1), "lat")],
+        );
+        let f = fit(Family::Ssd, &rows, None, CAP).unwrap();
+        near(crate::model::parse_rate(&value(&f, "channel_rate")).unwrap(), 400e6, 0.05);
     }
 
     #[test]
