@@ -14,6 +14,7 @@
 
 #![deny(missing_docs)]
 
+pub mod against;
 mod cache;
 mod compare;
 mod findings;
@@ -55,6 +56,10 @@ pub enum ReportError {
     /// A chart could not be drawn.
     #[error("chart '{0}': {1}")]
     Chart(String, String),
+    /// A published file (`--against`) that does not fit the plan's runs
+    /// (bad input).
+    #[error("--against {0}")]
+    Published(String),
 }
 
 impl ReportError {
@@ -65,6 +70,7 @@ impl ReportError {
             ReportError::NoSuchSelection(_)
                 | ReportError::Empty
                 | ReportError::Incomparable(_)
+                | ReportError::Published(_)
                 | ReportError::Store(StoreError::NoSuchRun(_) | StoreError::Ambiguous(_))
         )
     }

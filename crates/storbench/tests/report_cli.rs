@@ -436,3 +436,190 @@ fn html_report_renders_in_chromium_with_charts_and_tables() {
         );
     }
 }
+
+/// A plan's TPC-B runs (target fast twice, slow once; 1 and 10 clients)
+/// and a published file for them.
+fn against_fixture() -> (Fixture, [[f64; 2]; 3]) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path().join("results.db")).unwrap();
+    // (target, tps at 1 client, at 10)
+    let runs = [("fast", [150.0, 1600.0]), ("fast", [170.0, 1800.0]), ("slow", [40.0, 140.0])];
+    for (target, tps) in runs {
+        let steps = [1, 10]
+            .iter()
+            .zip(tps)
+            .map(|(c, v)| {
+                let mut r = StepReport::default();
+                r.figure("tps.client", v, Unit::PerS);
+                (format!("clients={c}"), json!({ "clients": c }), r)
+            })
+            .collect();
+        let cell = format!("target={target}/tpcb");
+        add_run(
+            &mut store,
+            "tpcb",
+            &format!("target={target}"),
+            Some(("s2", &cell)),
+            env(target, true),
+            steps,
+        );
+    }
+    // A target that has run its first step only (a quick form's).
+    let mut r = StepReport::default();
+    r.figure("tps.client", 60.0, Unit::PerS);
+    let steps = vec![("clients=1".to_string(), json!({ "clients": 1 }), r)];
+    add_run(&mut store, "tpcb", "target=mid", Some(("s2", "target=mid/tpcb")), env("mid", true), steps);
+    let f = Fixture { dir, tpcc: 0, tpcb: 0, init: 0, io_first: 0 };
+    (f, [[150.0, 1600.0], [170.0, 1800.0], [40.0, 140.0]])
+}
+
+const PUBLISHED: &str = r#"
+plan = "s2"
+source = "the paper, table 1"
+figure = "tps.client"
+unit = "per_s"
+
+[[cell]]
+axes = { target = "fast" }
+step = "clients=1"
+value = 125
+[[cell]]
+axes = { target = "fast" }
+step = "clients=10"
+value = 1758
+[[cell]]
+axes = { target = "slow" }
+step = "clients=1"
+value = 45
+[[cell]]
+axes = { target = "slow" }
+step = "clients=10"
+value = 135
+
+[[check]]
+kind = "gain"
+axes = { target = "fast" }
+from = "clients=1"
+to = "clients=10"
+[[check]]
+kind = "gain"
+axes = { target = "slow" }
+from = "clients=1"
+to = "clients=10"
+[[check]]
+kind = "order"
+axis = "target"
+step = "clients=10"
+[[check]]
+kind = "value"
+axes = { target = "slow" }
+step = "clients=1"
+within = 1.05
+"#;
+
+/// Table rows of Markdown output: cells split on `|`, trimmed.
+fn md_rows(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .filter(|l| l.starts_with('|') && !l.contains("---"))
+        .map(|l| l.trim_matches('|').split('|').map(|c| c.trim().to_string()).collect())
+        .collect()
+}
+
+#[test]
+fn report_against_reads_each_published_cell_and_check_against_the_runs() {
+    let (f, tps) = against_fixture();
+    std::fs::write(f.dir.path().join("s2.published.toml"), PUBLISHED).unwrap();
+    let out = storbench(&f, &["report", "--against", "s2.published.toml", "--md"]);
+    let text = ok_stdout(&out);
+    let rows = md_rows(&text);
+    // Here is the median over the repeats; the ratio here ÷ paper.
+    let fast1 = (tps[0][0] + tps[1][0]) / 2.0;
+    let fast10 = (tps[0][1] + tps[1][1]) / 2.0;
+    let (slow1, slow10) = (tps[2][0], tps[2][1]);
+    let cell = |label: &str| rows.iter().find(|r| r[0] == label).unwrap_or_else(|| panic!("{label}: {text}"));
+    for (label, paper, here, n) in [
+        ("target=fast clients=1", 125.0, fast1, "2"),
+        ("target=fast clients=10", 1758.0, fast10, "2"),
+        ("target=slow clients=1", 45.0, slow1, "1"),
+        ("target=slow clients=10", 135.0, slow10, "1"),
+    ] {
+        let r = cell(label);
+        assert_eq!(r[3].parse::<f64>().unwrap(), here, "{label}");
+        assert_eq!(r[4], format!("{:.2}", here / paper), "{label}");
+        assert_eq!(r[5], n, "{label}");
+    }
+    // The gains: fast ×10.6 here against ×14.1 in the paper (within 1.5:
+    // pass); slow ×3.5 against ×3.0 (pass); the order at 10 clients is the
+    // paper's; slow at 1 client is 40 against 45, outside ×1.05: FAIL.
+    let verdict = |name: &str| cell(name)[3].clone();
+    assert!(within(fast10 / fast1, 1758.0 / 125.0, 1.5));
+    assert_eq!(verdict("gain target=fast clients=1 → clients=10 (within ×1.5)"), "pass");
+    assert_eq!(verdict("gain target=slow clients=1 → clients=10 (within ×1.5)"), "pass");
+    assert_eq!(verdict("order of target at clients=10"), "pass");
+    assert_eq!(cell("order of target at clients=10")[2], "fast > slow");
+    assert_eq!(verdict("value target=slow clients=1 (within ×1.05)"), "FAIL");
+    assert!(text.contains("3 of 4 checks pass, 1 fail, 0 without data"), "{text}");
+
+    // A cell the plan has not run in full (a step one target lacks) reads
+    // "not run", and the checks that need it "no data".
+    let mid = "[[cell]]\naxes = { target = \"mid\" }\nstep = \"clients=1\"\nvalue = 50\n\
+               [[cell]]\naxes = { target = \"mid\" }\nstep = \"clients=10\"\nvalue = 150\n\
+               [[check]]\nkind = \"gain\"\naxes = { target = \"mid\" }\nfrom = \"clients=1\"\nto = \"clients=10\"\n";
+    let partial = PUBLISHED.replacen("[[check]]", &format!("{mid}[[check]]"), 1);
+    std::fs::write(f.dir.path().join("s2.published.toml"), partial).unwrap();
+    let text = ok_stdout(&storbench(&f, &["report", "--against", "s2.published.toml", "--md"]));
+    let rows = md_rows(&text);
+    let cell = |label: &str| rows.iter().find(|r| r[0] == label).unwrap_or_else(|| panic!("{label}: {text}"));
+    assert_eq!(cell("target=mid clients=1")[3], "60");
+    assert_eq!(cell("target=mid clients=10")[3], "not run");
+    assert_eq!(cell("gain target=mid clients=1 → clients=10 (within ×1.5)")[3], "no data");
+    assert_eq!(cell("order of target at clients=10")[3], "no data");
+    assert!(text.contains("2 of 5 checks pass, 1 fail, 2 without data"), "{text}");
+}
+
+fn within(a: f64, b: f64, f: f64) -> bool {
+    (a / b).max(b / a) <= f
+}
+
+#[test]
+fn report_against_refuses_an_unknown_axis_value_step_figure_or_unit_naming_it() {
+    let (f, _) = against_fixture();
+    for (from, to, says) in [
+        (
+            "axes = { target = \"fast\" }\nstep = \"clients=1\"",
+            "axes = { medium = \"fast\" }\nstep = \"clients=1\"",
+            "cell 1: 'medium' is not an axis of the plan's runs (axes: target)",
+        ),
+        (
+            "axes = { target = \"fast\" }\nstep = \"clients=1\"",
+            "axes = { target = \"nvme\" }\nstep = \"clients=1\"",
+            "cell 1: target = 'nvme' is not a value the plan ran (target: fast, mid, slow)",
+        ),
+        (
+            "axes = { target = \"fast\" }\nstep = \"clients=1\"",
+            "axes = { target = \"fast\" }\nstep = \"clients=5\"",
+            "cell 1: no step 'clients=5' in the plan's runs (steps: clients=1, clients=10)",
+        ),
+        (
+            "unit = \"per_s\"",
+            "unit = \"per_min\"",
+            "cell 1: unit 'per_min' of tps.client: the runs record it in per_s",
+        ),
+        ("unit = \"per_s\"", "unit = \"tps\"", "cell 1: unit 'tps' is not a unit"),
+        (
+            "figure = \"tps.client\"",
+            "figure = \"tps.clients\"",
+            "cell 1: figure 'tps.clients' is not recorded by the plan's runs",
+        ),
+        ("kind = \"order\"", "kind = \"shape\"", "check 3 (shape): kind 'shape' is not a check"),
+    ] {
+        assert!(PUBLISHED.contains(from), "{from}");
+        std::fs::write(f.dir.path().join("p.toml"), PUBLISHED.replacen(from, to, 1)).unwrap();
+        let out = storbench(&f, &["report", "--against", "p.toml"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{to}: {err}");
+        assert!(err.contains("p.toml: ") && err.contains(says), "{to}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(out.stdout.is_empty(), "nothing printed before the refusal");
+    }
+}

@@ -38,6 +38,11 @@ pub struct ReportArgs {
     /// median, min, max.
     #[arg(long, group = "format")]
     pub csv: bool,
+    /// Read the plan's runs against a study's published figures
+    /// (PLAN.published.toml): paper | here | ratio per cell and the study's
+    /// shape checks with a verdict each (text, or Markdown with --md).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["html", "csv"])]
+    pub against: Option<PathBuf>,
 }
 
 /// Opens the results store, refusing (exit 2) when the file does not exist
@@ -98,7 +103,27 @@ pub fn run(g: &Global, a: ReportArgs) -> Result<ExitCode> {
     if let Some(p) = &a.html {
         check_output(p)?;
     }
+    let published = match &a.against {
+        Some(f) => {
+            let text = fs::read_to_string(f)
+                .map_err(|e| usage(format!("--against '{}': cannot read it: {e}", f.display())))?;
+            Some(storbench_report::against::parse(&f.display().to_string(), &text).map_err(report_error)?)
+        }
+        None => None,
+    };
     let store = open_store(g)?;
+    if let Some(p) = published {
+        let select = if a.select.is_empty() { vec![p.plan.clone()] } else { a.select.clone() };
+        let report = Report::load(&store, &select).map_err(report_error)?;
+        let read = storbench_report::against::against(&report, &p).map_err(report_error)?;
+        let (cells, checks) = (read.cells_table(), read.checks_table());
+        if a.md {
+            print!("{}{}", cells.to_markdown(), checks.to_markdown());
+        } else {
+            print!("{}\n{}", cells.to_text(), checks.to_text());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let report = Report::load(&store, &a.select).map_err(report_error)?;
     if let Some(path) = &a.html {
         let html = report.to_html().map_err(report_error)?;
