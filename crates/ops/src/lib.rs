@@ -2,8 +2,9 @@
 //! workloads, media, emu, instances), each a library function that returns
 //! what it found (nothing here prints): calibrating a device model and
 //! validating it against a device, the durability check across a power
-//! cut, the failover check of synchronous replication, and the
-//! acknowledged-writes bookkeeping both checks use.
+//! cut, the failover check of synchronous replication, the
+//! acknowledged-writes bookkeeping both checks use, and the running of a
+//! plan's cells (targets, managed databases, child commands).
 
 #![deny(missing_docs)]
 
@@ -13,3 +14,4 @@ pub mod calibrate;
 pub mod durability;
 pub mod error;
 pub mod failover;
+pub mod plan;
