@@ -4,7 +4,9 @@
 //! validating it against a device, backup and restore with their checks,
 //! the replication sampler a replicated step runs beside it, the
 //! durability check across a power cut, the failover check of synchronous
-//! replication, and the acknowledged-writes bookkeeping both checks use.
+//! replication, the acknowledged-writes bookkeeping both checks use, and
+//! the running of a plan's cells (targets, managed databases, child
+//! commands).
 
 #![deny(missing_docs)]
 
@@ -14,4 +16,5 @@ pub mod calibrate;
 pub mod durability;
 pub mod error;
 pub mod failover;
+pub mod plan;
 pub mod repl;

@@ -8,16 +8,20 @@
 //! rerun (`--fresh` redoes them); a failed cell is recorded and the plan
 //! goes on (`--stop-on-error` stops). Media and managed databases the plan
 //! created are torn down at the end, on error and on Ctrl-C.
+//!
+//! `storbench_plan::exec` decides what runs; `storbench_ops::plan` prepares
+//! and runs each cell. This verb checks the plan, keeps the results store,
+//! the progress and the report, and says how the plan went.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Parser};
 use serde_json::json;
 use storbench_metrics::units::format_duration;
+use storbench_ops::plan::{self as plan_ops, PlanError};
 use storbench_plan::{db_placeholder, exec, target_placeholder, Cell, Plan};
 use storbench_results::{NewRun, Status, Store};
 
@@ -56,7 +60,7 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
     let plan = storbench_plan::load(&a.plan, a.quick).map_err(|e| usage(e.to_string()))?;
     let name = plan.def.name.clone();
     validate_cells(&plan)?;
-    validate_targets(&plan)?;
+    plan_ops::validate_targets(&plan).map_err(plan_err)?;
     // What would measure something other than storage: said before a
     // dry run too, so a plan is fixed before it takes an afternoon.
     for w in plan.warnings() {
@@ -69,19 +73,12 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
     }
     let store = Store::open(&g.results)?;
     let exe = std::env::current_exe().context("finding the storbench executable")?;
-    let mut env = Setup {
-        plan: &plan,
-        exe,
-        results: g.results.clone(),
-        made_media: Vec::new(),
-        made_pg: Vec::new(),
-        inst_dirs: BTreeMap::new(),
-        paths: BTreeMap::new(),
-        dbs: BTreeMap::new(),
+    let opts = plan_ops::Options {
         shard: g.shard.clone().filter(|_| sharding.given),
         build: !sharding.split(),
         metrics: g.metrics_addr.clone(),
     };
+    let mut env = plan_ops::Setup::new(&plan, exe, g.results.clone(), opts);
     // The common start instant gates the first measured command only: the
     // cells after it begin when this shard is done with the one before.
     let start_at = sharding.start_rfc3339();
@@ -122,7 +119,7 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
 struct Cells<'a, 'p> {
     g: &'a Global,
     store: &'a Store,
-    env: &'a mut Setup<'p>,
+    env: &'a mut plan_ops::Setup<'p>,
     bar: &'a Live,
     /// The common start instant: it gates the first measured command only;
     /// the cells after it begin when this shard is done with the one before.
@@ -135,20 +132,16 @@ impl exec::CellRunner for Cells<'_, '_> {
     type Error = anyhow::Error;
 
     fn completed(&mut self, cell: &Cell) -> Result<bool> {
-        Ok(self.store.completed_cell(&self.env.plan.def.name, &cell.id)?.is_some())
+        Ok(self.store.completed_cell(&self.env.plan().def.name, &cell.id)?.is_some())
     }
 
     fn run(&mut self, cell: &Cell) -> std::result::Result<i32, String> {
         self.cell_started = storbench_results::now_rfc3339();
-        let env = &mut *self.env;
-        let start_at = &mut self.start_at;
-        env.prepare(cell)
-            .and_then(|argv| run_cell(env, cell, &argv, start_at.take()))
-            .map_err(|e| format!("{e:#}"))
+        self.env.run_cell(cell, self.start_at.take()).map_err(|e| e.to_string())
     }
 
     fn record_failure(&mut self, cell: &Cell, why: &str) -> Result<()> {
-        record_failure(self.g, &self.env.plan.def.name, cell, why, &self.cell_started)
+        record_failure(self.g, &self.env.plan().def.name, cell, why, &self.cell_started)
     }
 
     fn release(&mut self, later: &[Cell]) {
@@ -283,500 +276,12 @@ fn validate_cells(plan: &Plan) -> Result<()> {
     Ok(())
 }
 
-/// Path targets must exist or be creatable; media need root.
-fn validate_targets(plan: &Plan) -> Result<()> {
-    for (name, t) in &plan.def.targets {
-        let t = t.get_ref();
-        if let Some(p) = &t.path {
-            let p = Path::new(p);
-            let parent_ok =
-                p.exists() || p.parent().map(|d| d.as_os_str().is_empty() || d.exists()).unwrap_or(false);
-            if !parent_ok {
-                return Err(usage(format!(
-                    "{}: target '{name}': {} does not exist (and neither does its parent)",
-                    plan.file.display(),
-                    p.display()
-                )));
-            }
-        }
-        if t.media.is_some() {
-            // The same check `storbench media create` makes (root, loop
-            // support, and the throttle when a class is emulated).
-            let throttled = t.media.as_ref().and_then(|m| m.emulate.as_deref()).is_some_and(|c| c != "nvme");
-            storbench_media::check_support(throttled).map_err(|e| {
-                usage(format!("{}: target '{name}' is a medium the plan creates: {e}", plan.file.display()))
-            })?;
-            if let Some(m) = t.media.as_ref().filter(|m| m.array.is_some()) {
-                let bad = |e: String| usage(format!("{}: target '{name}': {e}", plan.file.display()));
-                if m.model.is_some() || m.emulate.is_some() {
-                    return Err(bad("give array or model or emulate, one of them".into()));
-                }
-                let sets: Vec<String> = m.member_set.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                let o = storbench_emu::ArrayOptions {
-                    layout: m.array.as_deref().expect("filtered"),
-                    disks: m.disks,
-                    chunk: m.chunk.as_deref(),
-                    groups: m.groups,
-                    member: m.member.as_deref(),
-                    member_sets: &sets,
-                    link: m.member_link.as_deref(),
-                    cache: m.controller_cache.as_deref(),
-                    battery: m.cache_battery.as_deref(),
-                    destage: m.controller_destage.as_deref(),
-                };
-                storbench_emu::ArraySpec::from_options(&o).map_err(|e| bad(e.to_string()))?;
-                storbench_media::emu::check_support().map_err(|e| {
-                    usage(format!("{}: target '{name}' is a modelled medium: {e}", plan.file.display()))
-                })?;
-            }
-            if let Some(m) =
-                t.media.as_ref().filter(|m| m.model.is_some() || !m.set.is_empty() || m.wants_model())
-            {
-                let model = m.model.as_deref().ok_or_else(|| {
-                    usage(format!(
-                        "{}: target '{name}': set = {{ ... }}, cache and trace need model = \"NAME\"",
-                        plan.file.display()
-                    ))
-                })?;
-                if m.emulate.is_some() {
-                    return Err(usage(format!(
-                        "{}: target '{name}': give emulate or model, not both (caps, or a per-I/O device model)",
-                        plan.file.display()
-                    )));
-                }
-                let sets: Vec<String> = m.set.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                let mut spec = storbench_emu::Spec::parse(model, &sets)
-                    .map_err(|e| usage(format!("{}: target '{name}': {e}", plan.file.display())))?;
-                let bad = |e: String| usage(format!("{}: target '{name}': {e}", plan.file.display()));
-                if let Some(o) = tier_options(m) {
-                    spec.cache =
-                        Some(storbench_emu::TierSpec::from_options(&o).map_err(|e| bad(e.to_string()))?);
-                    let size = storbench_metrics::units::parse_size(&m.size)
-                        .map_err(|e| bad(format!("size = \"{}\": {e}", m.size)))?;
-                    spec.build(size).map_err(|e| bad(e.to_string()))?;
-                } else if m.has_tier_keys() {
-                    return Err(bad("cache_model, cache_policy, cache_write, cache_line, cache_warm and cold need cache = \"SIZE\"".into()));
-                }
-                storbench_media::emu::check_support().map_err(|e| {
-                    usage(format!("{}: target '{name}' is a modelled medium: {e}", plan.file.display()))
-                })?;
-            }
-        }
+/// A plan error as the binary reports it: bad input exits 2.
+fn plan_err(e: PlanError) -> anyhow::Error {
+    match e {
+        PlanError::Usage(m) => usage(m),
+        e => anyhow!(e),
     }
-    Ok(())
-}
-
-/// What the plan created, for teardown, and where targets and databases are.
-struct Setup<'a> {
-    plan: &'a Plan,
-    exe: PathBuf,
-    results: PathBuf,
-    made_media: Vec<String>,
-    made_pg: Vec<String>,
-    /// The directories made for each managed instance on its targets,
-    /// removed (when empty) with it.
-    inst_dirs: BTreeMap<String, Vec<PathBuf>>,
-    paths: BTreeMap<String, PathBuf>,
-    dbs: BTreeMap<String, String>,
-    /// `--shard i/N`, passed to each cell's measured command.
-    shard: Option<String>,
-    /// Whether this process runs the cells' build and init commands. Shards
-    /// share the database under test and none may rebuild it under the
-    /// others (nor start before it is built): a sharded plan runs on a
-    /// database built beforehand (docs/cluster.md).
-    build: bool,
-    /// `--metrics-addr`, passed to each cell's measured command.
-    metrics: Option<String>,
-}
-
-impl Setup<'_> {
-    fn child(&self) -> Command {
-        let mut c = Command::new(&self.exe);
-        // What a child prints on stdout (a medium made, a server up) is not
-        // the plan's result; its errors still reach stderr.
-        c.arg("--results").arg(&self.results).arg("--quiet").stdout(Stdio::null());
-        for k in [
-            "STORBENCH_PLAN",
-            "STORBENCH_CELL",
-            "STORBENCH_AXES",
-            "STORBENCH_SHARD",
-            "STORBENCH_START_AT",
-            "STORBENCH_METRICS_ADDR",
-        ] {
-            c.env_remove(k);
-        }
-        c
-    }
-
-    /// Empties the cell's target's cache tier when the plan says `cold`.
-    fn cold_cache(&self, cell: &Cell) -> Result<()> {
-        let Some(target) = cell.axes.get("target") else { return Ok(()) };
-        let cold = self
-            .plan
-            .def
-            .targets
-            .get(target)
-            .and_then(|t| t.get_ref().media.as_ref())
-            .is_some_and(|m| m.cold);
-        if !cold {
-            return Ok(());
-        }
-        let name = self.media_name(target);
-        let st = self
-            .child()
-            .args(["media", "cache", "reset", &name])
-            .status()
-            .context("running storbench media cache reset")?;
-        if !st.success() {
-            return Err(anyhow!("emptying the cache of medium '{name}' (target '{target}') failed"));
-        }
-        Ok(())
-    }
-
-    fn media_name(&self, target: &str) -> String {
-        format!("{}-{target}", self.plan.def.name)
-    }
-
-    /// The directory of a target, creating its medium on first use.
-    fn target_path(&mut self, name: &str) -> Result<PathBuf> {
-        if let Some(p) = self.paths.get(name) {
-            return Ok(p.clone());
-        }
-        let def = self.plan.def.targets[name].get_ref().clone();
-        let path = if let Some(p) = def.path {
-            let p = PathBuf::from(p);
-            std::fs::create_dir_all(&p)
-                .with_context(|| format!("creating target '{name}' at {}", p.display()))?;
-            p
-        } else {
-            let m = def.media.expect("validated: path or media");
-            let mname = self.media_name(name);
-            let mut c = self.child();
-            c.args(["media", "create", &mname, "--size", &m.size]);
-            if let Some(fs) = &m.fs {
-                c.args(["--fs", fs]);
-            }
-            if let Some(bs) = &m.block_size {
-                c.args(["--block-size", bs]);
-            }
-            if let Some(e) = &m.emulate {
-                c.args(["--emulate", e]);
-            }
-            if let Some(model) = &m.model {
-                c.args(["--model", model]);
-            }
-            for (k, v) in &m.set {
-                c.arg("--set").arg(format!("{k}={v}"));
-            }
-            c.args(m.tier_flags(&self.plan.def.name));
-            c.args(m.array_flags());
-            let st = c.status().context("running storbench media create")?;
-            if !st.success() {
-                return Err(anyhow!("creating medium '{mname}' for target '{name}' failed"));
-            }
-            self.made_media.push(mname.clone());
-            media_mount(&mname)?
-        };
-        self.paths.insert(name.to_string(), path.clone());
-        Ok(path)
-    }
-
-    /// The managed instance a cell's database needs, if any: its name and
-    /// where its data, WAL and temp files go (target names).
-    fn instance(&self, name: &str, cell: &Cell) -> Option<(String, String, Option<String>, Option<String>)> {
-        let m = self.plan.def.dbs[name].get_ref().managed.clone()?;
-        let target = cell.axes.get("target").cloned().unwrap_or_default();
-        let place = |s: &str| if s == "{target}" { target.clone() } else { s.to_string() };
-        let data = place(m.data.get_ref());
-        let wal = m.wal.as_ref().map(|w| place(w.get_ref()));
-        let temp = m.temp.as_ref().map(|t| place(t.get_ref()));
-        let mut inst = format!("{}-{name}-{data}", self.plan.def.name);
-        // A replicated instance differs by its sync level, link and standby
-        // placement too: each combination is an instance of its own.
-        for v in m.replication_flags(&cell.axes).iter().skip(1).step_by(2) {
-            inst.push('-');
-            inst.extend(v.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_'));
-        }
-        Some((inst, data, wal, temp))
-    }
-
-    /// The URL of a database, starting a managed instance on first use.
-    fn db_url(&mut self, name: &str, cell: &Cell) -> Result<String> {
-        let def = self.plan.def.dbs[name].get_ref().clone();
-        if let Some(url) = def.url {
-            return Ok(url);
-        }
-        let m = def.managed.expect("validated: url or managed");
-        let (inst, data, wal, temp) = self.instance(name, cell).expect("managed");
-        if let Some(u) = self.dbs.get(&inst) {
-            return Ok(u.clone());
-        }
-        // Each instance gets its own directory on each of its targets
-        // (`pg up` makes the data, WAL and temp directories in it, and
-        // refuses a place whose parent does not exist).
-        let place = |this: &mut Self, target: &str, sub: &str| -> Result<PathBuf> {
-            let dir = this.target_path(target)?.join(&inst);
-            if !dir.is_dir() {
-                std::fs::create_dir_all(&dir).map_err(|e| anyhow!("creating {}: {e}", dir.display()))?;
-                this.inst_dirs.entry(inst.clone()).or_default().push(dir.clone());
-            }
-            Ok(dir.join(sub))
-        };
-        let data_path = place(self, &data, "data")?;
-        let wal_path = wal.as_deref().map(|w| place(self, w, "wal")).transpose()?;
-        let temp_path = temp.as_deref().map(|t| place(self, t, "temp")).transpose()?;
-        let mut c = self.child();
-        c.args(["pg", "up", &inst, "--data"]).arg(&data_path);
-        if let Some(w) = &wal_path {
-            c.arg("--wal").arg(w);
-        }
-        if let Some(t) = &temp_path {
-            c.arg("--temp").arg(t);
-        }
-        for (k, v) in &m.conf {
-            let v = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
-            c.args(["-c", &format!("{k}={v}")]);
-        }
-        if let Some(limit) = &m.memory_limit {
-            c.args(["--memory-limit", limit]);
-        }
-        let repl = m.replication_flags(&cell.axes);
-        for pair in repl.chunks(2) {
-            let v = if pair[0].starts_with("--standby-") {
-                place(self, &pair[1], &pair[0][10..])?.display().to_string()
-            } else {
-                pair[1].clone()
-            };
-            c.args([&pair[0], &v]);
-        }
-        let st = c.status().context("running storbench pg up")?;
-        if !st.success() {
-            return Err(anyhow!("starting managed PostgreSQL '{inst}' failed"));
-        }
-        self.made_pg.push(inst.clone());
-        let url = format!("managed:{inst}");
-        self.dbs.insert(inst, url.clone());
-        Ok(url)
-    }
-
-    /// Stops managed instances no later cell needs (frees memory and the
-    /// medium for the next cells).
-    fn release(&mut self, later: &[Cell]) {
-        let needed: Vec<String> = later
-            .iter()
-            .filter_map(|c| c.db.as_ref().and_then(|d| self.instance(d, c)).map(|i| i.0))
-            .collect();
-        let done: Vec<String> = self.made_pg.iter().filter(|i| !needed.contains(i)).cloned().collect();
-        for inst in done {
-            if self.destroy_instance(&inst) {
-                self.made_pg.retain(|i| *i != inst);
-                self.dbs.remove(&inst);
-            }
-        }
-    }
-
-    /// `pg down --destroy` for an instance the plan made, then the
-    /// directories made for it, when empty. True when it is gone.
-    fn destroy_instance(&mut self, inst: &str) -> bool {
-        let st = Command::new(&self.exe).args(["--quiet", "pg", "down", inst, "--destroy"]).status();
-        let gone = st.map(|s| s.success()).unwrap_or(false);
-        if gone {
-            for dir in self.inst_dirs.remove(inst).unwrap_or_default() {
-                let _ = std::fs::remove_dir(dir);
-            }
-        }
-        gone
-    }
-
-    /// Fills the cell's placeholders, creating what it needs.
-    /// Each workload of the cell (its own, then its neighbours'): its name
-    /// and its commands, placeholders filled.
-    fn prepare(&mut self, cell: &Cell) -> Result<Vec<(String, Vec<Vec<String>>)>> {
-        let mut fills: Vec<(String, String)> = Vec::new();
-        for t in &cell.targets {
-            let p = self.target_path(t)?;
-            fills.push((target_placeholder(t), p.display().to_string()));
-        }
-        if let Some(d) = &cell.db {
-            let url = self.db_url(d, cell)?;
-            // A URL may itself name the cell's target.
-            let url = match cell.axes.get("target") {
-                Some(t) if url.contains("{target}") => {
-                    let p = self.target_path(t)?;
-                    url.replace("{target}", &p.display().to_string())
-                }
-                _ => url,
-            };
-            fills.push((db_placeholder(d), url));
-        }
-        let fill = |argv: &[String]| -> Vec<String> {
-            argv.iter()
-                .map(|a| fills.iter().fold(a.clone(), |acc, (from, to)| acc.replace(from, to)))
-                .collect()
-        };
-        Ok(cell
-            .parts()
-            .into_iter()
-            .map(|(w, before, command)| {
-                let mut argv: Vec<Vec<String>> = before.iter().map(|b| fill(b)).collect();
-                argv.push(fill(command));
-                (w.to_string(), argv)
-            })
-            .collect())
-    }
-
-    /// Destroys what the plan created, when the plan asks for cleanup.
-    fn teardown(&mut self) -> Result<()> {
-        if !self.plan.def.cleanup {
-            return Ok(());
-        }
-        let mut errors = Vec::new();
-        let made: Vec<String> = self.made_pg.drain(..).rev().collect();
-        for inst in made {
-            if !self.destroy_instance(&inst) {
-                errors.push(format!("pg down {inst}"));
-            }
-        }
-        for m in self.made_media.drain(..).rev() {
-            let st = Command::new(&self.exe).args(["--quiet", "media", "destroy", &m]).status();
-            if !st.map(|s| s.success()).unwrap_or(false) {
-                errors.push(format!("media destroy {m}"));
-            }
-        }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(anyhow!("could not undo: {}", errors.join(", ")))
-        }
-    }
-}
-
-impl Drop for Setup<'_> {
-    fn drop(&mut self) {
-        let _ = self.teardown();
-    }
-}
-
-/// The mount point of a medium the plan created.
-fn media_mount(name: &str) -> Result<PathBuf> {
-    let m = storbench_media::get(name)
-        .map_err(|e| anyhow!("{e}"))?
-        .ok_or_else(|| anyhow!("medium '{name}' was not created"))?;
-    m.mount_point.ok_or_else(|| anyhow!("medium '{name}' has no filesystem (fs = \"none\")"))
-}
-
-/// A plan medium's cache tier options, if it has `cache` (the defaults are
-/// `TierSpec::from_options`'s, as for `media create`).
-fn tier_options(m: &storbench_plan::MediaDef) -> Option<storbench_emu::TierOptions<'_>> {
-    Some(storbench_emu::TierOptions {
-        size: m.cache.as_deref()?,
-        model: m.cache_model.as_deref(),
-        line: m.cache_line.as_deref(),
-        policy: m.cache_policy.as_deref(),
-        write: m.cache_write.as_deref(),
-        warm: m.cache_warm.as_deref(),
-    })
-}
-
-/// Why a child ended without an exit code: the signal, and for a SIGKILL
-/// under `--memory-limit` the likely cause.
-fn killed(st: &std::process::ExitStatus, argv: &[String]) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match st.signal() {
-        Some(libc::SIGKILL) if argv.iter().any(|a| a == "--memory-limit") => {
-            "was killed (SIGKILL: under --memory-limit most likely the memory group's OOM killer, as dmesg says; raise the limit)".to_string()
-        }
-        Some(sig) => format!("was killed (signal {sig})"),
-        None => "was killed".to_string(),
-    }
-}
-
-/// How long before their common start a `together` cell's workloads are
-/// started: time for each to connect, open and set up before the instant.
-const TOGETHER_LEAD: Duration = Duration::from_secs(5);
-
-/// Runs a cell's commands; returns the measured commands' exit code (the
-/// first that is not 0). The measured command begins its first step at
-/// `start_at` when given; the workloads of a `together` cell are started
-/// side by side and begin at one instant, `start_at` or a few seconds on.
-fn run_cell(
-    env: &Setup<'_>,
-    cell: &Cell,
-    parts: &[(String, Vec<Vec<String>>)],
-    start_at: Option<String>,
-) -> Result<i32> {
-    for (_, argv) in parts {
-        let before = &argv[..argv.len() - 1];
-        for b in before.iter().filter(|_| env.build) {
-            let mut c = env.child();
-            c.args(b)
-                .env("STORBENCH_PLAN", &env.plan.def.name)
-                .env("STORBENCH_CELL", format!("{}:{}", cell.id, b[..2.min(b.len())].join("-")))
-                .env("STORBENCH_AXES", serde_json::to_string(&cell.axes)?)
-                .stdout(Stdio::null());
-            let st = c.status().with_context(|| format!("running storbench {}", b.join(" ")))?;
-            match st.code() {
-                Some(0) => {}
-                Some(code) => return Ok(code),
-                None => return Err(anyhow!("storbench {} {}", b.join(" "), killed(&st, b))),
-            }
-        }
-    }
-    env.cold_cache(cell)?;
-    let start_at = if parts.len() > 1 {
-        start_at.or_else(|| {
-            let t = chrono::Utc::now() + chrono::Duration::from_std(TOGETHER_LEAD).unwrap_or_default();
-            Some(t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-        })
-    } else {
-        start_at
-    };
-    let mut children = Vec::new();
-    for (w, argv) in parts {
-        let command = &argv[argv.len() - 1];
-        let tags = cell.neighbour_axes(w);
-        let mut axes = cell.axes.clone();
-        axes.extend(tags.iter().cloned());
-        let label = match tags.iter().find(|t| t.0 == "with") {
-            Some((_, with)) if with == "alone" => format!("{} {w} alone", cell.label),
-            Some((_, with)) => format!("{} {w} with {with}", cell.label),
-            None => cell.label.clone(),
-        };
-        let mut c = env.child();
-        c.args(command)
-            .arg("--label")
-            .arg(&label)
-            .env("STORBENCH_PLAN", &env.plan.def.name)
-            .env("STORBENCH_CELL", &cell.id)
-            .env("STORBENCH_AXES", serde_json::to_string(&axes)?)
-            .stdout(Stdio::null());
-        for (k, v) in [
-            ("STORBENCH_SHARD", &env.shard),
-            ("STORBENCH_METRICS_ADDR", &env.metrics),
-            ("STORBENCH_START_AT", &start_at),
-        ] {
-            if let Some(v) = v {
-                c.env(k, v);
-            }
-        }
-        let child = c.spawn().with_context(|| format!("running storbench {}", command.join(" ")))?;
-        children.push((command, child));
-    }
-    // Every child is waited for before any verdict, so none is left running.
-    let ended: Vec<_> = children.into_iter().map(|(argv, mut child)| (argv, child.wait())).collect();
-    let mut codes = Vec::new();
-    for (argv, st) in ended {
-        let what = argv.join(" ");
-        let st = st.with_context(|| format!("waiting for storbench {what}"))?;
-        codes.push(st.code().ok_or_else(|| anyhow!("storbench {what} {}", killed(&st, argv)))?);
-    }
-    // An interrupt outranks a failure; otherwise the first failure's code.
-    let interrupted = i32::from(EXIT_INTERRUPTED);
-    Ok(if codes.contains(&interrupted) {
-        interrupted
-    } else {
-        codes.into_iter().find(|&c| c != 0).unwrap_or(0)
-    })
 }
 
 /// A cell that failed before its command could record a run still leaves a

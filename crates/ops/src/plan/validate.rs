@@ -1,0 +1,105 @@
+//! The checks of a plan's targets before anything runs: a path target must
+//! exist or be creatable; a medium needs what `storbench media create`
+//! needs (root, loop support, the throttle or the emulator), and its array,
+//! model and cache tier must be ones the emulator accepts. It creates
+//! nothing.
+
+use std::path::Path;
+
+use storbench_plan::{MediaDef, Plan};
+
+use super::PlanError;
+
+type Result<T> = std::result::Result<T, PlanError>;
+
+/// Path targets must exist or be creatable; media need root.
+pub fn validate_targets(plan: &Plan) -> Result<()> {
+    let file = plan.file.display();
+    for (name, t) in &plan.def.targets {
+        let t = t.get_ref();
+        if let Some(p) = &t.path {
+            let p = Path::new(p);
+            let parent_ok =
+                p.exists() || p.parent().map(|d| d.as_os_str().is_empty() || d.exists()).unwrap_or(false);
+            if !parent_ok {
+                return Err(PlanError::Usage(format!(
+                    "{file}: target '{name}': {} does not exist (and neither does its parent)",
+                    p.display()
+                )));
+            }
+        }
+        if let Some(m) = &t.media {
+            validate_medium(plan, name, m)?;
+        }
+    }
+    Ok(())
+}
+
+/// A medium the plan creates, as target `name`.
+fn validate_medium(plan: &Plan, name: &str, m: &MediaDef) -> Result<()> {
+    let file = plan.file.display();
+    // The same check `storbench media create` makes (root, loop
+    // support, and the throttle when a class is emulated).
+    let throttled = m.emulate.as_deref().is_some_and(|c| c != "nvme");
+    storbench_media::check_support(throttled).map_err(|e| {
+        PlanError::Usage(format!("{file}: target '{name}' is a medium the plan creates: {e}"))
+    })?;
+    let bad = |e: String| PlanError::Usage(format!("{file}: target '{name}': {e}"));
+    let modelled = |e: storbench_media::MediaError| {
+        PlanError::Usage(format!("{file}: target '{name}' is a modelled medium: {e}"))
+    };
+    if let Some(layout) = m.array.as_deref() {
+        if m.model.is_some() || m.emulate.is_some() {
+            return Err(bad("give array or model or emulate, one of them".into()));
+        }
+        let sets: Vec<String> = m.member_set.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let o = storbench_emu::ArrayOptions {
+            layout,
+            disks: m.disks,
+            chunk: m.chunk.as_deref(),
+            groups: m.groups,
+            member: m.member.as_deref(),
+            member_sets: &sets,
+            link: m.member_link.as_deref(),
+            cache: m.controller_cache.as_deref(),
+            battery: m.cache_battery.as_deref(),
+            destage: m.controller_destage.as_deref(),
+        };
+        storbench_emu::ArraySpec::from_options(&o).map_err(|e| bad(e.to_string()))?;
+        storbench_media::emu::check_support().map_err(modelled)?;
+    }
+    if m.model.is_some() || !m.set.is_empty() || m.wants_model() {
+        let model = m
+            .model
+            .as_deref()
+            .ok_or_else(|| bad("set = { ... }, cache and trace need model = \"NAME\"".into()))?;
+        if m.emulate.is_some() {
+            return Err(bad("give emulate or model, not both (caps, or a per-I/O device model)".into()));
+        }
+        let sets: Vec<String> = m.set.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let mut spec = storbench_emu::Spec::parse(model, &sets).map_err(|e| bad(e.to_string()))?;
+        if let Some(o) = tier_options(m) {
+            spec.cache = Some(storbench_emu::TierSpec::from_options(&o).map_err(|e| bad(e.to_string()))?);
+            let size = storbench_metrics::units::parse_size(&m.size)
+                .map_err(|e| bad(format!("size = \"{}\": {e}", m.size)))?;
+            spec.build(size).map_err(|e| bad(e.to_string()))?;
+        } else if m.has_tier_keys() {
+            return Err(bad("cache_model, cache_policy, cache_write, cache_line, cache_warm and cold need cache = \"SIZE\"".into()));
+        }
+        storbench_media::emu::check_support().map_err(modelled)?;
+    }
+    Ok(())
+}
+
+/// A plan medium's cache tier options, if it has `cache` (the defaults are
+/// `TierSpec::from_options`'s, as for `media create`).
+pub fn tier_options(m: &MediaDef) -> Option<storbench_emu::TierOptions<'_>> {
+    Some(storbench_emu::TierOptions {
+        size: m.cache.as_deref()?,
+        model: m.cache_model.as_deref(),
+        line: m.cache_line.as_deref(),
+        policy: m.cache_policy.as_deref(),
+        write: m.cache_write.as_deref(),
+        warm: m.cache_warm.as_deref(),
+    })
+}
