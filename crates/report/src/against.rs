@@ -47,9 +47,10 @@
 //!
 //! Every check reads the paper's side from the file's cells and here's
 //! from the runs. An axis the plan's runs do not have, an axis value or a
-//! step label none of them ran, a figure none recorded, or a unit other
-//! than the one recorded is bad input, named; a cell the plan has not run
-//! yet in full (a quick form's missing step) is "not run" and its checks
+//! step label of a load level none of them ran (`users=8` where the runs
+//! have `clients=N`), a figure none recorded, or a unit other than the one
+//! recorded is bad input, named; a cell the plan has not run yet in full
+//! (a quick form's missing step, `clients=100`) is "not run" and its checks
 //! "no data".
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -272,8 +273,14 @@ impl<'a> Known<'a> {
         Ok(())
     }
 
+    /// A step label the runs recorded, or one of the same load level
+    /// (`clients=100` beside `clients=1`: a quick form's missing step,
+    /// "not run").
     fn check_step(&self, what: &str, step: &str) -> Result<(), ReportError> {
-        if self.steps.contains(step) {
+        let level = |l: &str| l.split_once('=').map(|(k, _)| k.to_string());
+        if self.steps.contains(step)
+            || level(step).is_some_and(|k| self.steps.iter().any(|s| level(s) == Some(k.clone())))
+        {
             return Ok(());
         }
         Err(bad(format!("{what}: no step '{step}' in the plan's runs (steps: {})", list(&self.steps))))

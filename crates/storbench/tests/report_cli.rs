@@ -575,6 +575,14 @@ fn report_against_reads_each_published_cell_and_check_against_the_runs() {
     assert_eq!(cell("gain target=mid clients=1 → clients=10 (within ×1.5)")[3], "no data");
     assert_eq!(cell("order of target at clients=10")[3], "no data");
     assert!(text.contains("2 of 5 checks pass, 1 fail, 2 without data"), "{text}");
+    // A step of a level the runs have, none of them ran (a quick form's
+    // clients=100): not run, not refused.
+    let cell100 = "[[cell]]\naxes = { target = \"fast\" }\nstep = \"clients=100\"\nvalue = 2888\n[[check]]";
+    let more = PUBLISHED.replacen("[[check]]", cell100, 1);
+    std::fs::write(f.dir.path().join("s2.published.toml"), more).unwrap();
+    let text = ok_stdout(&storbench(&f, &["report", "--against", "s2.published.toml", "--md"]));
+    let rows = md_rows(&text);
+    assert!(rows.iter().any(|r| r[0] == "target=fast clients=100" && r[3] == "not run"), "{text}");
 }
 
 fn within(a: f64, b: f64, f: f64) -> bool {
@@ -597,8 +605,8 @@ fn report_against_refuses_an_unknown_axis_value_step_figure_or_unit_naming_it() 
         ),
         (
             "axes = { target = \"fast\" }\nstep = \"clients=1\"",
-            "axes = { target = \"fast\" }\nstep = \"clients=5\"",
-            "cell 1: no step 'clients=5' in the plan's runs (steps: clients=1, clients=10)",
+            "axes = { target = \"fast\" }\nstep = \"users=5\"",
+            "cell 1: no step 'users=5' in the plan's runs (steps: clients=1, clients=10)",
         ),
         (
             "unit = \"per_s\"",
