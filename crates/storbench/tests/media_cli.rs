@@ -623,3 +623,15 @@ fn a_server_that_will_not_start_says_its_own_reason() {
     assert!(err.contains("pg_control"), "the server's reason is shown: {err}");
     s.ok(&["pg", "down", "nostart", "--destroy"]);
 }
+
+/// With nothing made, the lists say so in words instead of an empty table.
+#[test]
+fn empty_lists_say_there_is_nothing_and_how_to_make_one() {
+    let s = State::new();
+    let media = s.ok(&["media", "list"]);
+    assert_eq!(media.trim(), "no media (storbench media create NAME --size 4G ... makes one)");
+    let pg = s.ok(&["pg", "list"]);
+    assert_eq!(pg.trim(), "no managed instances (storbench pg up NAME --data DIR starts one)");
+    let json: Value = serde_json::from_str(&s.ok(&["--json", "media", "list"])).unwrap();
+    assert_eq!(json, serde_json::json!([]), "JSON stays a list");
+}

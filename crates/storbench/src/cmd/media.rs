@@ -352,6 +352,10 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&v)?);
                 return Ok(ExitCode::SUCCESS);
             }
+            if all.is_empty() {
+                println!("no media (storbench media create NAME --size 4G ... makes one)");
+                return Ok(ExitCode::SUCCESS);
+            }
             let mut t = Table::new();
             t.load_preset(UTF8_FULL_CONDENSED);
             t.set_header(vec!["name", "device", "size", "fs", "block", "emulation", "mount point", "state"]);

@@ -437,6 +437,10 @@ fn list_verb(g: &Global) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&all)?);
         return Ok(ExitCode::SUCCESS);
     }
+    if all.is_empty() {
+        println!("no managed instances (storbench pg up NAME --data DIR starts one)");
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header(vec!["name", "state", "port", "data", "wal", "temp"]);
