@@ -15,7 +15,7 @@ use crate::cmd;
 #[derive(Debug, Parser)]
 #[command(
     name = "storbench",
-    version,
+    version = VERSION,
     about,
     long_about = None,
     propagate_version = true,
@@ -27,6 +27,17 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// The version with the commit and build date (build.rs), as `--version`
+/// shows it and every run records it.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("STORBENCH_COMMIT"),
+    ", built ",
+    env!("STORBENCH_BUILD_DATE"),
+    ")"
+);
 
 /// The exit codes, as `--help` shows them (the table in `error.rs`).
 const EXIT_CODES: &str = "\
@@ -145,6 +156,10 @@ pub enum Command {
     Backup(cmd::backup::BackupArgs),
     /// Restore a backup into a fresh database (a physical backup: a new data directory and a temporary server), timed to open and to ready, and checked.
     Restore(cmd::backup::RestoreArgs),
+    /// Print shell completions for bash, zsh, fish, elvish or powershell.
+    Completions(cmd::shell::CompletionsArgs),
+    /// Print the man page (roff), e.g. `storbench man > storbench.1`.
+    Man,
 }
 
 #[cfg(test)]

@@ -179,7 +179,14 @@ fn clap_line(e: &clap::Error, args: &[String]) -> String {
     }
     let text = e.to_string();
     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid command line");
-    first.trim().trim_start_matches("error: ").to_string()
+    let first = first.trim().trim_start_matches("error: ").to_string();
+    // clap lists the allowed values on a later line: say them on this one.
+    match (e.kind(), e.get(ContextKind::ValidValue)) {
+        (K::InvalidValue, Some(ContextValue::Strings(valid))) if !valid.is_empty() => {
+            format!("{first}; use {}", valid.join(", "))
+        }
+        _ => first,
+    }
 }
 
 #[cfg(test)]

@@ -318,3 +318,30 @@ fn a_medium_whose_daemon_dies_is_a_failed_target() {
     assert_eq!(status.code(), Some(4), "{err}");
     assert!(err.contains("model daemon for medium 'ec' died"), "{err}");
 }
+
+/// `--version` names the commit and build date; completions and the man
+/// page come from the command line itself; a shell not offered is one line
+/// naming the ones that are.
+#[test]
+fn version_completions_and_man_page_describe_this_build() {
+    let d = tempfile::tempdir().unwrap();
+    let out = sb(d.path()).arg("--version").output().unwrap();
+    let v = String::from_utf8_lossy(&out.stdout);
+    let commit = v.split("(commit ").nth(1).and_then(|r| r.split(',').next()).unwrap_or("");
+    assert!(
+        commit == "unknown" || (commit.len() == 12 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "{v}"
+    );
+    assert!(v.starts_with("storbench ") && v.contains(", built 20"), "{v}");
+    let bash = sb(d.path()).args(["completions", "bash"]).output().unwrap();
+    let bash = String::from_utf8_lossy(&bash.stdout);
+    assert!(bash.contains("_storbench()") && bash.contains("calibrate"), "bash completion covers the verbs");
+    let man = sb(d.path()).arg("man").output().unwrap();
+    let man = String::from_utf8_lossy(&man.stdout);
+    assert!(man.contains(".TH storbench 1") && man.contains(commit), "{}", &man[..200.min(man.len())]);
+    let bad = sb(d.path()).args(["completions", "tcsh"]).output().unwrap();
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("'tcsh'") && err.contains("use bash, elvish, fish, powershell, zsh"), "{err}");
+}

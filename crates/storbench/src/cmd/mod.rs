@@ -15,6 +15,7 @@ pub mod pg;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod shell;
 pub mod tpcb;
 pub mod tpcc;
 pub mod tpch;
@@ -33,6 +34,7 @@ pub fn dispatch(g: &Global, c: Command) -> Result<ExitCode> {
         Command::Report(_) => Some("report writes --text, --md, --csv or --html"),
         Command::K8s(_) => Some("k8s render writes YAML"),
         Command::Run(_) => Some("run records runs; `storbench --json results list --plan NAME` shows them"),
+        Command::Completions(_) | Command::Man => Some("completions and man print shell script and roff"),
         _ => None,
     };
     if let (true, Some(why)) = (g.json, own_formats) {
@@ -55,5 +57,7 @@ pub fn dispatch(g: &Global, c: Command) -> Result<ExitCode> {
         Command::K8s(a) => k8s::run(g, a),
         Command::Backup(a) => backup::backup(g, a),
         Command::Restore(a) => backup::restore(g, a),
+        Command::Completions(a) => shell::completions(a),
+        Command::Man => shell::man(),
     }
 }
