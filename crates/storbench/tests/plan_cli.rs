@@ -55,7 +55,14 @@ fn a_plan_runs_its_cells_and_a_rerun_skips_them() {
     assert_eq!(list.iter().filter(|r| r["kind"] == "tpcb-init").count(), 2, "init runs are tagged too");
     assert!(d.path().join("data/b.db").exists(), "{{target}} is the target's directory");
 
-    // A rerun finds every cell complete and runs nothing.
+    // A rerun finds every cell complete and runs nothing; a dry run says
+    // so first (and --fresh would redo them).
+    let dry = sb(d.path()).args(["run", "p.toml", "--dry-run"]).output().unwrap();
+    let text = String::from_utf8_lossy(&dry.stdout);
+    assert!(text.contains("2 cells, all complete: nothing to run"), "{text}");
+    assert_eq!(text.lines().filter(|l| l.contains("   done  storbench")).count(), 2, "{text}");
+    let fresh = sb(d.path()).args(["run", "p.toml", "--dry-run", "--fresh"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&fresh.stdout).contains("complete"));
     assert!(sb(d.path()).args(["run", "p.toml", "--no-report"]).status().unwrap().success());
     assert_eq!(runs(d.path()).len(), list.len());
     // --fresh redoes them.

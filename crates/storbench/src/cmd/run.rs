@@ -66,9 +66,15 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
     for w in plan.warnings() {
         eprintln!("storbench: warning: plan {name}: {w}");
     }
-    let total: Duration = plan.cells.iter().map(|c| c.estimate).sum();
     if a.dry_run {
-        print_matrix(&plan, total);
+        // What a run would skip: cells complete in the store (never made
+        // by a dry run), unless --fresh.
+        let done = if g.results.exists() && !a.fresh {
+            complete_cells(&plan, &Store::open(&g.results)?)?
+        } else {
+            Default::default()
+        };
+        print_matrix(&plan, &done);
         return Ok(ExitCode::SUCCESS);
     }
     let store = Store::open(&g.results)?;
@@ -174,22 +180,38 @@ impl exec::CellRunner for Cells<'_, '_> {
 }
 
 /// `--dry-run`: the expanded matrix and its estimated duration.
-fn print_matrix(plan: &storbench_plan::Plan, total: Duration) {
-    println!(
-        "plan {} ({}): {} cells, about {} (plus setup)",
-        plan.def.name,
-        plan.file.display(),
-        plan.cells.len(),
-        format_duration(total)
-    );
+/// The ids of the plan's cells the store holds a complete run of.
+fn complete_cells(plan: &Plan, store: &Store) -> Result<std::collections::BTreeSet<String>> {
+    let mut done = std::collections::BTreeSet::new();
+    for c in &plan.cells {
+        if store.completed_cell(&plan.def.name, &c.id)?.is_some() {
+            done.insert(c.id.clone());
+        }
+    }
+    Ok(done)
+}
+
+fn print_matrix(plan: &storbench_plan::Plan, done: &std::collections::BTreeSet<String>) {
+    let total: Duration = plan.cells.iter().filter(|c| !done.contains(&c.id)).map(|c| c.estimate).sum();
+    let left = if done.len() == plan.cells.len() && !done.is_empty() {
+        "all complete: nothing to run (--fresh redoes them)".to_string()
+    } else if done.is_empty() {
+        format!("about {} (plus setup)", format_duration(total))
+    } else {
+        format!(
+            "{} already complete (a run skips them; --fresh redoes them), about {} (plus setup)",
+            done.len(),
+            format_duration(total)
+        )
+    };
+    println!("plan {} ({}): {} cells, {left}", plan.def.name, plan.file.display(), plan.cells.len());
     for (i, c) in plan.cells.iter().enumerate() {
-        println!(
-            "{:>4}  {:<40} ~{:>6}  storbench {}",
-            i + 1,
-            c.id,
-            format_duration(c.estimate),
-            shown(plan, c)
-        );
+        let time = if done.contains(&c.id) {
+            format!("{:>7}", "done")
+        } else {
+            format!("~{:>6}", format_duration(c.estimate))
+        };
+        println!("{:>4}  {:<40} {time}  storbench {}", i + 1, c.id, shown(plan, c));
     }
 }
 
