@@ -45,7 +45,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::kinds::spec_of;
-use crate::model::{fmt_num, RunData, StepData};
+use crate::model::{fmt_num, RunData, Section, StepData};
 
 /// Under this many measured seconds of system samples, nothing is judged.
 pub const MIN_SECONDS: usize = 3;
@@ -164,6 +164,29 @@ pub fn judge(run: &RunData) -> Vec<Verdict> {
         let prev = i.checked_sub(1).map(|j| &run.steps[j]);
         let (kind, evidence) = ctx.step(step, prev);
         out.push(Verdict { step_idx: step.idx, label: step.label.clone(), kind, evidence });
+    }
+    out
+}
+
+/// The verdicts a section's runs recorded, for the report's opening: per
+/// configuration (its first run), one line per step that has one —
+/// `clients=16: contention — TPS stops growing …`, prefixed with the
+/// configuration when the section has several. Only what was recorded
+/// (`verdict.kind`, `verdict.evidence`): a run recorded before verdicts
+/// shows none rather than one judged now.
+pub(crate) fn section_lines(s: &Section<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    for g in &s.groups {
+        let Some(run) = g.runs.first() else { continue };
+        for step in &run.steps {
+            let (Some(kind), Some(evidence)) =
+                (step.notes.get("verdict.kind"), step.notes.get("verdict.evidence"))
+            else {
+                continue;
+            };
+            let head = if s.groups.len() > 1 { format!("{} ", s.short_label(g)) } else { String::new() };
+            out.push(format!("{head}{}: {kind} — {evidence}", step.label));
+        }
     }
     out
 }
@@ -546,6 +569,7 @@ mod tests {
             params: json!({ k: v.parse::<f64>().unwrap_or(0.0), "rampup_s": 0.0 }),
             metrics: metrics.iter().map(|(k, v)| (k.to_string(), (*v, String::new()))).collect(),
             samples,
+            notes: BTreeMap::new(),
         }
     }
 

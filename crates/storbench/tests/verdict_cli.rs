@@ -64,6 +64,21 @@ fn tpcb_on_sqlite_records_a_verdict_per_step_that_the_store_recomputes() {
     for (_, e) in &v {
         assert!(!e.contains("system samples"), "{e}");
     }
+    // The report opens with them, under the section's finding, in text
+    // and in HTML, before any table.
+    let id = rec["run"]["id"].as_i64().unwrap().to_string();
+    let out = sb(d.path()).args(["report", &id, "--text"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let first = format!("  verdict clients=1: {} — {}", v[0].0, v[0].1);
+    let at = text.find(&first).unwrap_or_else(|| panic!("no '{first}' in:\n{text}"));
+    assert!(text.find('┌').is_none_or(|t| t > at), "the verdict comes before the tables");
+    let html = d.path().join("r.html");
+    let st = sb(d.path()).args(["report", &id, "--html", html.to_str().unwrap()]).status().unwrap();
+    assert!(st.success());
+    let html = std::fs::read_to_string(html).unwrap();
+    let at = html.find("<div class=\"verdict\">verdict clients=2: ").expect("the verdict in the HTML");
+    assert!(html.find("<table").is_none_or(|t| t > at), "the verdict comes before the tables");
     // A step with too short a window says so instead of guessing.
     let (rec, terminal) = tpcb_run(d.path(), &["--clients", "1", "--duration", "1s"]);
     let v = recorded_verdicts_are_recomputed(d.path(), &rec, &terminal);
