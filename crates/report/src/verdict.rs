@@ -215,8 +215,11 @@ fn pct(v: f64) -> String {
     format!("{v:.0} %")
 }
 
+/// A time given in ms as people read it: `30 µs`, `0.4 ms`, `22 ms`.
 fn ms(v: f64) -> String {
-    if v < 10.0 {
+    if v < 0.1 {
+        format!("{:.0} µs", v * 1e3)
+    } else if v < 10.0 {
         format!("{v:.1} ms")
     } else {
         format!("{v:.0} ms")
@@ -808,6 +811,14 @@ mod tests {
         let mut local = env;
         local["db"]["settings"] = json!({"synchronous_commit": "local"});
         assert_ne!(one("tpcb", local, vec![step(0, "clients=1", 10, &m)]).kind, Kind::Network);
+    }
+
+    #[test]
+    fn times_read_in_their_unit() {
+        assert_eq!(
+            (ms(0.03), ms(0.4), ms(8.04), ms(22.2)),
+            ("30 µs".into(), "0.4 ms".into(), "8.0 ms".into(), "22 ms".into())
+        );
     }
 
     #[test]
