@@ -29,6 +29,9 @@ pub struct Finding {
     /// (stalls, a tail that jumps between load levels): a sentence each;
     /// on the first finding of a section only.
     pub latency: Vec<String>,
+    /// What limited each step, as its runs recorded it (`verdict.rs`): a
+    /// line per step; on the first finding of a section only.
+    pub verdicts: Vec<String>,
 }
 
 /// How a load level reads: `1 client`, `4 users`; a profile as its name.
@@ -262,6 +265,7 @@ pub(crate) fn findings(report: &Report) -> Vec<Finding> {
         let mut storage = crate::storage::section_lines(&s);
         // Where the tail tells what the percentiles do not: stalls, jumps.
         let mut latency = latency_story(&s);
+        let mut verdicts = crate::verdict::section_lines(&s);
         for text in texts.into_iter().filter(|t| !t.is_empty()) {
             out.push(Finding {
                 plan: s.plan.map(str::to_string),
@@ -270,6 +274,7 @@ pub(crate) fn findings(report: &Report) -> Vec<Finding> {
                 warnings: std::mem::take(&mut warnings),
                 storage: std::mem::take(&mut storage),
                 latency: std::mem::take(&mut latency),
+                verdicts: std::mem::take(&mut verdicts),
             });
         }
     }

@@ -949,6 +949,9 @@ fn findings_html(out: &mut String, r: &Report) {
                 for l in &f.latency {
                     let _ = write!(out, "<div class=\"lat\">{}</div>", esc_html(l));
                 }
+                for v in &f.verdicts {
+                    let _ = write!(out, "<div class=\"verdict\">verdict {}</div>", esc_html(v));
+                }
                 if !f.warnings.is_empty() {
                     out.push_str("<ul class=\"warn\">");
                     for w in &f.warnings {

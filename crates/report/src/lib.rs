@@ -27,6 +27,7 @@ mod repl;
 mod storage;
 mod tables;
 mod tpch;
+pub mod verdict;
 
 pub use compare::{metric_matches, CompareRow, Comparison, Filter, Noise, Side};
 pub use findings::Finding;

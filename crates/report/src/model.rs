@@ -24,6 +24,10 @@ pub struct StepData {
     pub metrics: BTreeMap<String, (f64, String)>,
     /// Per-second series: name → [(t_ms, value)].
     pub samples: BTreeMap<String, Vec<(i64, f64)>>,
+    /// Text notes as recorded: name → text (`verdict.kind`,
+    /// `verdict.evidence`); empty for runs recorded before them.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub notes: BTreeMap<String, String>,
 }
 
 impl StepData {
@@ -83,6 +87,7 @@ impl RunData {
     pub fn load(store: &Store, run: RunRow) -> Result<RunData, StoreError> {
         let metrics = store.metrics(run.id)?;
         let samples = store.samples(run.id)?;
+        let notes = store.notes(run.id)?;
         let steps = store
             .steps(run.id)?
             .into_iter()
@@ -95,7 +100,19 @@ impl RunData {
                 for x in samples.iter().filter(|x| x.step_idx == s.idx) {
                     series.entry(x.name.clone()).or_default().push((x.t_ms, x.value));
                 }
-                StepData { idx: s.idx, label: s.label, params: s.params, metrics: m, samples: series }
+                let n = notes
+                    .iter()
+                    .filter(|x| x.step_idx == s.idx)
+                    .map(|x| (x.name.clone(), x.text.clone()))
+                    .collect();
+                StepData {
+                    idx: s.idx,
+                    label: s.label,
+                    params: s.params,
+                    metrics: m,
+                    samples: series,
+                    notes: n,
+                }
             })
             .collect();
         Ok(RunData { run, steps })

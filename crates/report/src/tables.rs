@@ -570,6 +570,7 @@ fn preamble(report: &Report) -> Vec<String> {
             lines.extend(parts.map(|p| format!("    {p}")));
         }
         lines.extend(f.latency.into_iter().map(|l| format!("  {l}")));
+        lines.extend(f.verdicts.into_iter().map(|v| format!("  verdict {v}")));
         lines.extend(f.warnings.into_iter().map(|w| format!("  ⚠ {w}")));
     }
     lines

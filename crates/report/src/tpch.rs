@@ -237,6 +237,7 @@ mod tests {
             params: serde_json::json!({}),
             metrics: metrics.iter().map(|(k, v)| (k.to_string(), (*v, "s".to_string()))).collect(),
             samples: BTreeMap::new(),
+            notes: BTreeMap::new(),
         }
     }
 

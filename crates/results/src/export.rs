@@ -15,6 +15,10 @@ pub struct StepExport {
     pub metrics: serde_json::Map<String, serde_json::Value>,
     /// Its per-second samples.
     pub samples: Vec<SampleRow>,
+    /// Its text notes: name → text (`verdict.kind`, `verdict.evidence`);
+    /// left out of the record when the step has none.
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    pub notes: serde_json::Map<String, serde_json::Value>,
 }
 
 /// A whole run: what `storbench results export --json` and `--json` print.
@@ -32,6 +36,7 @@ impl Store {
         let run = self.run(key)?;
         let metrics = self.metrics(run.id)?;
         let samples = self.samples(run.id)?;
+        let notes = self.notes(run.id)?;
         let steps = self
             .steps(run.id)?
             .into_iter()
@@ -41,7 +46,12 @@ impl Store {
                     m.insert(x.name.clone(), serde_json::json!({"value": x.value, "unit": x.unit}));
                 }
                 let s = samples.iter().filter(|x| x.step_idx == step.idx).cloned().collect();
-                StepExport { step, metrics: m, samples: s }
+                let n = notes
+                    .iter()
+                    .filter(|x| x.step_idx == step.idx)
+                    .map(|x| (x.name.clone(), serde_json::Value::String(x.text.clone())))
+                    .collect();
+                StepExport { step, metrics: m, samples: s, notes: n }
             })
             .collect();
         Ok(RunExport { run, steps })

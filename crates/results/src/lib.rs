@@ -15,6 +15,6 @@ mod store;
 
 pub use export::{csv_field, RunExport, StepExport};
 pub use store::{
-    now_rfc3339, short_uuid, HistogramRow, MetricRow, NewRun, RunFilter, RunRow, SampleRow, Status, StepRow,
-    Store, StoreError,
+    now_rfc3339, short_uuid, HistogramRow, MetricRow, NewRun, NoteRow, RunFilter, RunRow, SampleRow, Status,
+    StepRow, Store, StoreError,
 };

@@ -55,4 +55,15 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, step_idx, name)
     );
     "#,
+    // 2: text beside a step's figures (issue 28): `verdict.kind` and
+    // `verdict.evidence`, which a number column cannot hold.
+    r#"
+    CREATE TABLE notes (
+        run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        step_idx INTEGER NOT NULL,
+        name     TEXT NOT NULL,
+        text     TEXT NOT NULL,
+        PRIMARY KEY (run_id, step_idx, name)
+    );
+    "#,
 ];

@@ -199,6 +199,18 @@ pub struct SampleRow {
     pub value: f64,
 }
 
+/// A step's text note as stored (`verdict.kind`, `verdict.evidence`): what
+/// a figure's number column cannot hold.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct NoteRow {
+    /// Step index.
+    pub step_idx: i64,
+    /// Dotted name.
+    pub name: String,
+    /// The text.
+    pub text: String,
+}
+
 /// A serialised histogram as stored.
 #[derive(Clone, Debug)]
 pub struct HistogramRow {
@@ -582,6 +594,47 @@ impl Store {
         Ok(rows)
     }
 
+    /// Writes (or replaces) text notes of step `step_idx`, all in one
+    /// transaction; the step itself is written by [`Store::write_step`].
+    pub fn write_notes(
+        &mut self,
+        run_id: i64,
+        step_idx: i64,
+        notes: &[(&str, &str)],
+    ) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let e = move |source| StoreError::Sqlite { path: path.clone(), source };
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(&e)?;
+        {
+            let mut n = tx
+                .prepare(
+                    "INSERT OR REPLACE INTO notes (run_id, step_idx, name, text) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(&e)?;
+            for (name, text) in notes {
+                n.execute(params![run_id, step_idx, name, text]).map_err(&e)?;
+            }
+        }
+        tx.commit().map_err(&e)?;
+        Ok(())
+    }
+
+    /// The text notes of a run, by step then name.
+    pub fn notes(&self, run_id: i64) -> Result<Vec<NoteRow>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT step_idx, name, text FROM notes WHERE run_id = ?1 ORDER BY step_idx, name")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map(params![run_id], |r| {
+                Ok(NoteRow { step_idx: r.get(0)?, name: r.get(1)?, text: r.get(2)? })
+            })
+            .map_err(self.err())?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(self.err())?;
+        Ok(rows)
+    }
+
     /// The serialised histograms of a run.
     pub fn histograms(&self, run_id: i64) -> Result<Vec<HistogramRow>, StoreError> {
         let mut stmt = self
@@ -648,6 +701,28 @@ mod tests {
         let back_h = LatencyHistogram::from_bytes(&hs[0].hdr).unwrap();
         assert_eq!(back_h.summary(), h.summary());
         assert_eq!(s.steps(run.id).unwrap()[0].params["qd"], 8);
+    }
+
+    #[test]
+    fn notes_sit_beside_a_steps_figures_and_reach_the_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(dir.path().join("r.db")).unwrap();
+        let run = s.begin_run(&new_run()).unwrap();
+        let rep = StepReport::default();
+        s.write_step(run.id, 0, "a", &serde_json::json!({}), "a", "b", &rep).unwrap();
+        s.write_step(run.id, 1, "b", &serde_json::json!({}), "a", "b", &rep).unwrap();
+        s.write_notes(run.id, 1, &[("verdict.kind", "cpu"), ("verdict.evidence", "CPU 97 % busy")]).unwrap();
+        // Written again (a recomputed verdict): replaced, not duplicated.
+        s.write_notes(run.id, 1, &[("verdict.kind", "contention")]).unwrap();
+        let n = s.notes(run.id).unwrap();
+        assert_eq!(n.len(), 2);
+        assert_eq!(
+            (n[1].step_idx, n[1].name.as_str(), n[1].text.as_str()),
+            (1, "verdict.kind", "contention")
+        );
+        let rec = serde_json::to_value(s.export(&run.id.to_string()).unwrap()).unwrap();
+        assert!(rec["steps"][0].get("notes").is_none(), "a step without notes has no key");
+        assert_eq!(rec["steps"][1]["notes"]["verdict.evidence"], "CPU 97 % busy");
     }
 
     #[test]

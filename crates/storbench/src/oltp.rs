@@ -124,8 +124,17 @@ pub fn run_steps(
         for line in latency_story(&rec) {
             result(g, line);
         }
+        // What limited each step, with the numbers that decide it.
+        for line in verdict_lines(rec.verdicts()) {
+            result(g, line);
+        }
     }
     rec.finish(outcome)
+}
+
+/// One line per step: "verdict clients=16 [contention]: TPS stops growing …".
+pub fn verdict_lines(verdicts: &[storbench_report::verdict::Verdict]) -> Vec<String> {
+    verdicts.iter().map(|v| format!("verdict {} [{}]: {}", v.label, v.kind, v.evidence)).collect()
 }
 
 /// The report's latency sentences for the run `rec` has recorded so far.

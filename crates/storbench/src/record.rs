@@ -3,7 +3,9 @@
 //! Call [`Recorder::begin`] only after every input is validated (bad input
 //! never leaves a run behind). Each step is written whole when it ends
 //! ([`Recorder::write_step`]), with the system monitor's samples for the same
-//! seconds merged in. [`Recorder::finish`] sets the final status, prints the
+//! seconds merged in, and the step's verdict (what limited it, judged by
+//! `storbench_report::verdict` from the run as the store now holds it) written
+//! beside it. [`Recorder::finish`] sets the final status, prints the
 //! run record with `--json`, and gives the exit code.
 
 use std::path::PathBuf;
@@ -13,6 +15,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use storbench_metrics::StepReport;
+use storbench_report::verdict::Verdict;
 use storbench_results::{NewRun, RunRow, Status, Store};
 use storbench_sysmon::Monitor;
 
@@ -55,6 +58,8 @@ pub struct Recorder {
     /// The paths the run measures: a failure is checked against the
     /// modelled media behind them.
     targets: Vec<PathBuf>,
+    /// The verdict of each step written so far, as stored.
+    verdicts: Vec<Verdict>,
 }
 
 fn unix_ms() -> u64 {
@@ -152,6 +157,7 @@ impl Recorder {
             repl,
             exporter,
             targets: targets.to_vec(),
+            verdicts: Vec::new(),
         })
     }
 
@@ -242,8 +248,31 @@ impl Recorder {
         self.store
             .write_step(self.run.id, self.next_idx, label, &params, &started_at, &finished, &report)
             .with_context(|| format!("saving step '{label}'"))?;
+        self.judge(self.next_idx).with_context(|| format!("saving the verdict of step '{label}'"))?;
         self.next_idx += 1;
         Ok(StepReport { figures: report.figures, ..StepReport::default() })
+    }
+
+    /// Judges step `idx` from the run as the store holds it (so the stored
+    /// verdict is the one `storbench_report::verdict::judge` recomputes
+    /// from the store) and writes it beside the step's figures. A setup
+    /// step (a build, an init) gets none.
+    fn judge(&mut self, idx: i64) -> Result<()> {
+        let run = self.store.run(&self.run.id.to_string())?;
+        let data = storbench_report::RunData::load(&self.store, run)?;
+        let Some(v) = storbench_report::verdict::judge(&data).into_iter().find(|v| v.step_idx == idx) else {
+            return Ok(());
+        };
+        let notes = v.notes();
+        let notes: Vec<(&str, &str)> = notes.iter().map(|(k, t)| (*k, t.as_str())).collect();
+        self.store.write_notes(self.run.id, idx, &notes)?;
+        self.verdicts.push(v);
+        Ok(())
+    }
+
+    /// The verdicts of the steps written so far, in order.
+    pub fn verdicts(&self) -> &[Verdict] {
+        &self.verdicts
     }
 
     /// The store the run records in, and the run's id: for reading back

@@ -241,6 +241,9 @@ pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
     let (rows, outcome) = run_profiles(g, &mut rec, &prep, &profiles, a.verify)?;
     if !g.json && !rows.is_empty() {
         print_results(rows, &prep, &profiles);
+        for line in crate::oltp::verdict_lines(rec.verdicts()) {
+            println!("{line}");
+        }
     }
     rec.finish(outcome)
 }
