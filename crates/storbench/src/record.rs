@@ -88,6 +88,9 @@ fn emu_counters(targets: &[PathBuf]) -> Vec<(String, PathBuf)> {
 pub fn base_env(extra: Value) -> Value {
     let mut env = storbench_sysmon::host_env();
     env["storbench_version"] = json!(env!("CARGO_PKG_VERSION"));
+    // Runs of different builds told apart (build.rs).
+    env["storbench_commit"] = json!(env!("STORBENCH_COMMIT"));
+    env["storbench_built"] = json!(env!("STORBENCH_BUILD_DATE"));
     if let (Some(e), Value::Object(x)) = (env.as_object_mut(), extra) {
         e.extend(x);
     }

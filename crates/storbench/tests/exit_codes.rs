@@ -339,6 +339,16 @@ fn version_completions_and_man_page_describe_this_build() {
     let man = sb(d.path()).arg("man").output().unwrap();
     let man = String::from_utf8_lossy(&man.stdout);
     assert!(man.contains(".TH storbench 1") && man.contains(commit), "{}", &man[..200.min(man.len())]);
+    // Every run records the same commit.
+    let run = sb(d.path())
+        .args(["--json", "io", "--target"])
+        .arg(d.path().join("t.dat"))
+        .args(["--size", "4M", "--bs", "4k", "--duration", "1s", "--rampup", "0s", "--buffered"])
+        .output()
+        .unwrap();
+    let rec: serde_json::Value = serde_json::from_slice(&run.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&run.stderr)));
+    assert_eq!(rec["run"]["env"]["storbench_commit"], commit, "{}", rec["run"]["env"]);
     let bad = sb(d.path()).args(["completions", "tcsh"]).output().unwrap();
     let err = String::from_utf8_lossy(&bad.stderr);
     assert_eq!(bad.status.code(), Some(2), "{err}");
