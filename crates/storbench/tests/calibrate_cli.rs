@@ -13,51 +13,16 @@ use std::time::{Duration, Instant};
 use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
-/// Loop device numbers are reused at once, and the tests time devices:
-/// they take turns.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+mod common;
+use common::State;
 
-struct State {
-    dir: tempfile::TempDir,
-    _turn: std::sync::MutexGuard<'static, ()>,
+/// What these tests ask of their place beyond the shared one.
+trait Calibrate {
+    fn medium(&self, name: &str, model: &str, sets: &[&str]) -> String;
+    fn refused(&self, args: &[&str], want: &str);
 }
 
-impl State {
-    fn new() -> State {
-        let turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        let dir = tempfile::tempdir().unwrap();
-        Command::new("chmod").arg("755").arg(dir.path()).status().unwrap();
-        State { dir, _turn: turn }
-    }
-
-    fn path(&self, f: &str) -> PathBuf {
-        self.dir.path().join(f)
-    }
-
-    fn sb(&self) -> Command {
-        let mut c = Command::cargo_bin("storbench").unwrap();
-        c.current_dir(self.dir.path())
-            .env("STORBENCH_STATE", self.path("state"))
-            .env("STORBENCH_RESULTS", self.path("r.db"))
-            .arg("--quiet");
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = self.sb().args(args).output().unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let (code, out, err) = self.run(args);
-        assert_eq!(code, 0, "storbench {args:?}: {err}");
-        out
-    }
-
+impl Calibrate for State {
     /// Makes a raw modelled medium; returns its loop device.
     fn medium(&self, name: &str, model: &str, sets: &[&str]) -> String {
         let mut args =
@@ -76,24 +41,6 @@ impl State {
         let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
         assert_eq!(lines.len(), 1, "one line: {err}");
         assert!(err.contains(want), "wanted '{want}' in: {err}");
-    }
-}
-
-impl Drop for State {
-    fn drop(&mut self) {
-        let _ = self.sb().args(["media", "destroy", "--all"]).output();
-        let s = self.path("state").to_string_lossy().to_string();
-        let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-        let loops =
-            String::from_utf8_lossy(&Command::new("losetup").arg("-a").output().unwrap().stdout).to_string();
-        let procs =
-            String::from_utf8_lossy(&Command::new("pgrep").args(["-af", &s]).output().unwrap().stdout)
-                .to_string();
-        if !std::thread::panicking() {
-            assert!(!mounts.contains(&s), "a mount is left: {mounts}");
-            assert!(!loops.contains(&s), "a loop device is left: {loops}");
-            assert!(procs.trim().is_empty(), "a daemon is left: {procs}");
-        }
     }
 }
 

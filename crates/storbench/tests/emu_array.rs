@@ -7,69 +7,22 @@
 //! Every test has its own state directory and destroys what it made.
 
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
-/// Loop device numbers are reused at once: the tests take turns.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+mod common;
+use common::State;
 
-struct State {
-    dir: tempfile::TempDir,
-    _turn: std::sync::MutexGuard<'static, ()>,
+/// What these tests ask of their place beyond the shared one.
+trait Media {
+    fn medium(&self, name: &str) -> Value;
 }
 
-impl State {
-    fn new() -> State {
-        let turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        let dir = tempfile::tempdir().unwrap();
-        Command::new("chmod").arg("755").arg(dir.path()).status().unwrap();
-        State { dir, _turn: turn }
-    }
-
-    fn state(&self) -> PathBuf {
-        self.dir.path().join("state")
-    }
-
-    fn sb(&self) -> Command {
-        let mut c = Command::cargo_bin("storbench").unwrap();
-        c.current_dir(self.dir.path())
-            .env("STORBENCH_STATE", self.state())
-            .env("STORBENCH_RESULTS", self.dir.path().join("r.db"))
-            .arg("--quiet");
-        c
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.sb().args(args).output().unwrap();
-        assert!(out.status.success(), "storbench {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
+impl Media for State {
     fn medium(&self, name: &str) -> Value {
-        let all: Vec<Value> = serde_json::from_str(&self.ok(&["--json", "media", "list"])).unwrap();
-        all.into_iter().find(|m| m["name"] == name).unwrap()
-    }
-}
-
-impl Drop for State {
-    fn drop(&mut self) {
-        let _ = self.sb().args(["media", "destroy", "--all"]).output();
-        let s = self.state().to_string_lossy().to_string();
-        let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-        let loops =
-            String::from_utf8_lossy(&Command::new("losetup").arg("-a").output().unwrap().stdout).to_string();
-        let procs =
-            String::from_utf8_lossy(&Command::new("pgrep").args(["-af", &s]).output().unwrap().stdout)
-                .to_string();
-        if !std::thread::panicking() {
-            assert!(!mounts.contains(&s), "a mount is left: {mounts}");
-            assert!(!loops.contains(&s), "a loop device is left: {loops}");
-            assert!(procs.trim().is_empty(), "a daemon is left: {procs}");
-        }
+        self.media().into_iter().find(|m| m["name"] == name).unwrap()
     }
 }
 

@@ -6,54 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
-/// Loop device numbers are reused as soon as one is detached, so checks that
-/// "nothing is left on loopN" would see another test's medium: the tests of
-/// this file take turns.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-struct State {
-    dir: tempfile::TempDir,
-    _turn: std::sync::MutexGuard<'static, ()>,
-}
-
-impl State {
-    fn new() -> State {
-        let turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        let dir = tempfile::tempdir().unwrap();
-        // The managed server's OS user must be able to traverse it.
-        Command::new("chmod").arg("755").arg(dir.path()).status().unwrap();
-        State { dir, _turn: turn }
-    }
-
-    fn sb(&self) -> Command {
-        let mut c = Command::cargo_bin("storbench").unwrap();
-        c.current_dir(self.dir.path())
-            .env("STORBENCH_STATE", self.dir.path().join("state"))
-            .env("STORBENCH_RESULTS", self.dir.path().join("r.db"))
-            .arg("--quiet");
-        c
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.sb().args(args).output().unwrap();
-        assert!(out.status.success(), "storbench {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn media(&self) -> Vec<Value> {
-        serde_json::from_str(&self.ok(&["--json", "media", "list"])).unwrap()
-    }
-}
-
-impl Drop for State {
-    fn drop(&mut self) {
-        let _ = self.sb().args(["pg", "down", "--all", "--destroy"]).output();
-        let _ = self.sb().args(["media", "destroy", "--all"]).output();
-    }
-}
+mod common;
+use common::State;
 
 fn majmin(dev: &str) -> String {
     std::fs::read_to_string(format!("/sys/class/block/{}/dev", dev.trim_start_matches("/dev/")))

@@ -8,48 +8,25 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
-struct State {
-    dir: tempfile::TempDir,
+mod common;
+use common::State;
+
+/// What these tests ask of their place beyond the shared one.
+trait Repl {
+    fn at(&self, p: &str) -> String;
+    fn status(&self, name: &str) -> Value;
 }
 
-impl State {
-    fn new() -> State {
-        let dir = tempfile::tempdir().unwrap();
-        // The managed server's OS user must be able to traverse it.
-        Command::new("chmod").arg("755").arg(dir.path()).status().unwrap();
-        State { dir }
-    }
-
-    fn sb(&self) -> Command {
-        let mut c = Command::cargo_bin("storbench").unwrap();
-        c.current_dir(self.dir.path())
-            .env("STORBENCH_STATE", self.dir.path().join("state"))
-            .env("STORBENCH_RESULTS", self.dir.path().join("r.db"))
-            .arg("--quiet");
-        c
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.sb().args(args).output().unwrap();
-        assert!(out.status.success(), "storbench {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn path(&self, p: &str) -> String {
-        self.dir.path().join(p).to_str().unwrap().to_string()
+impl Repl for State {
+    /// A path inside the place, as an argument.
+    fn at(&self, p: &str) -> String {
+        self.path(p).to_str().unwrap().to_string()
     }
 
     fn status(&self, name: &str) -> Value {
         serde_json::from_str(&self.ok(&["--json", "pg", "status", name])).unwrap()
-    }
-}
-
-impl Drop for State {
-    fn drop(&mut self) {
-        let _ = self.sb().args(["pg", "down", "--all", "--destroy"]).output();
     }
 }
 
@@ -103,7 +80,7 @@ fn processes_with(needle: &str) -> Vec<String> {
 
 fn nothing_left(s: &State, name: &str, proxy_port: Option<u64>) {
     s.ok(&["pg", "down", name, "--destroy"]);
-    assert!(processes_with(&s.path("")).is_empty(), "{:?}", processes_with(&s.path("")));
+    assert!(processes_with(&s.at("")).is_empty(), "{:?}", processes_with(&s.at("")));
     if let Some(p) = proxy_port {
         let left = processes_with(&format!("--listen-port {p} "));
         assert!(left.is_empty(), "proxy left: {left:?}");
@@ -114,8 +91,8 @@ fn nothing_left(s: &State, name: &str, proxy_port: Option<u64>) {
 
 #[test]
 fn a_remote_apply_standby_streams_sync_and_sees_each_commit_at_once() {
-    let s = State::new();
-    let (data, sdata) = (s.path("pd"), s.path("sd"));
+    let s = State::parallel();
+    let (data, sdata) = (s.at("pd"), s.at("sd"));
     s.ok(&[
         "pg",
         "up",
@@ -153,8 +130,8 @@ fn a_remote_apply_standby_streams_sync_and_sees_each_commit_at_once() {
 
 #[test]
 fn local_leaves_the_standby_async_and_a_link_puts_the_proxy_in_its_path() {
-    let s = State::new();
-    let data = s.path("pd");
+    let s = State::parallel();
+    let data = s.at("pd");
     // Per direction: 10 ms for the acknowledgements, 30 ms for the WAL.
     s.ok(&[
         "pg",
@@ -244,13 +221,13 @@ fn sync_states(s: &State, name: &str) -> Vec<(String, String)> {
 
 #[test]
 fn two_standbys_under_any_1_are_a_quorum_and_under_first_1_one_is_sync_and_one_potential() {
-    let s = State::new();
+    let s = State::parallel();
     let pair = |x: &str, y: &str| vec![("s1".to_string(), x.to_string()), ("s2".to_string(), y.to_string())];
     for (name, form, names, states) in [
         ("qa", "ANY 1", "ANY 1 (s1, s2)", pair("quorum", "quorum")),
         ("qf", "first 1", "FIRST 1 (s1, s2)", pair("sync", "potential")),
     ] {
-        let data = s.path(&format!("{name}-pd"));
+        let data = s.at(&format!("{name}-pd"));
         s.ok(&["pg", "up", name, "--data", &data, "--standby", "2", "--sync", "on", "--sync-names", form]);
         let st = s.status(name);
         let port = st["port"].as_u64().unwrap();
@@ -274,8 +251,8 @@ fn two_standbys_under_any_1_are_a_quorum_and_under_first_1_one_is_sync_and_one_p
 
 #[test]
 fn bad_replication_flags_are_one_line_exit_2_and_make_nothing() {
-    let s = State::new();
-    let data = s.path("pd");
+    let s = State::parallel();
+    let data = s.at("pd");
     for (args, says) in [
         (
             vec!["--standby", "1", "--sync", "maybe"],
@@ -319,8 +296,8 @@ fn bad_replication_flags_are_one_line_exit_2_and_make_nothing() {
 
 #[test]
 fn a_run_samples_the_lag_and_a_stopped_sync_standby_is_said_and_does_not_hang_the_step() {
-    let s = State::new();
-    let data = s.path("pd");
+    let s = State::parallel();
+    let data = s.at("pd");
     s.ok(&["pg", "up", "st", "--data", &data, "--standby", "1", "--sync", "on"]);
     s.ok(&["tpcb", "init", "--db", "managed:st", "--scale", "1"]);
     // While s1 streams: its lag is sampled each second and summarised.
@@ -379,11 +356,11 @@ fn a_run_samples_the_lag_and_a_stopped_sync_standby_is_said_and_does_not_hang_th
 
 #[test]
 fn kill_9_of_a_sync_on_primary_loses_no_acknowledged_commit_on_the_promoted_standby() {
-    let s = State::new();
-    s.ok(&["pg", "up", "fo", "--data", &s.path("pd"), "--standby", "1", "--sync", "on"]);
+    let s = State::parallel();
+    s.ok(&["pg", "up", "fo", "--data", &s.at("pd"), "--standby", "1", "--sync", "on"]);
     // The primary's shared memory segments: a kill -9 leaves them unless
     // storbench removes them.
-    let pid = std::fs::read_to_string(Path::new(&s.path("pd")).join("postmaster.pid")).unwrap();
+    let pid = std::fs::read_to_string(Path::new(&s.at("pd")).join("postmaster.pid")).unwrap();
     let maps = std::fs::read_to_string(format!("/proc/{}/maps", pid.lines().next().unwrap().trim())).unwrap();
     let segs: Vec<&str> = maps
         .lines()
@@ -410,7 +387,7 @@ fn kill_9_of_a_sync_on_primary_loses_no_acknowledged_commit_on_the_promoted_stan
 
     // With local, nothing waits for the standby: the check reports what was
     // lost (how much depends on timing) and does not fail.
-    s.ok(&["pg", "up", "fl", "--data", &s.path("pd2"), "--standby", "1", "--sync", "local"]);
+    s.ok(&["pg", "up", "fl", "--data", &s.at("pd2"), "--standby", "1", "--sync", "local"]);
     let out: Value =
         serde_json::from_str(&s.ok(&["--json", "pg", "failover-check", "fl", "--kill-after", "2s"])).unwrap();
     assert_eq!(out["waits_for_standby"], false);
@@ -421,13 +398,13 @@ fn kill_9_of_a_sync_on_primary_loses_no_acknowledged_commit_on_the_promoted_stan
 
 #[test]
 fn sync_on_over_a_5ms_link_costs_one_client_at_least_the_round_trip_per_commit() {
-    let s = State::new();
+    let s = State::parallel();
     s.ok(&[
         "pg",
         "up",
         "tp",
         "--data",
-        &s.path("pd"),
+        &s.at("pd"),
         "--standby",
         "1",
         "--sync",
