@@ -570,10 +570,38 @@ fn preamble(report: &Report) -> Vec<String> {
             lines.extend(parts.map(|p| format!("    {p}")));
         }
         lines.extend(f.latency.into_iter().map(|l| format!("  {l}")));
-        lines.extend(f.verdicts.into_iter().map(|v| format!("  verdict {v}")));
+        for v in f.verdicts {
+            lines.extend(wrap(&format!("verdict {v}"), "  ", "      ", TERMINAL_WIDTH));
+        }
         lines.extend(f.warnings.into_iter().map(|w| format!("  ⚠ {w}")));
     }
     lines
+}
+
+/// The widest line the terminal summary writes.
+const TERMINAL_WIDTH: usize = 120;
+
+/// `text` in lines of at most `width` columns, broken at spaces: the first
+/// after `first`, the rest after `rest` (a word longer than a line stands
+/// alone).
+fn wrap(text: &str, first: &str, rest: &str, width: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut line = first.to_string();
+    let mut empty = true;
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let len = line.chars().count() + usize::from(!empty) + word.chars().count();
+        if !empty && len > width {
+            out.push(std::mem::replace(&mut line, rest.to_string()));
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    out.push(line);
+    out
 }
 
 /// The configurations a report compares, by the axes of its plan runs:
@@ -702,6 +730,19 @@ impl Report {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_long_verdict_wraps_inside_a_terminal() {
+        let text = "verdict read-seq-256k: storage-throughput — device vda 100 % utilised with 4.8 in flight, await 2.5 ms (21 µs at log-write-8k), CPU 6 % busy — the device is saturated";
+        let lines = super::wrap(text, "  ", "      ", 120);
+        assert!(lines.len() == 2 && lines.iter().all(|l| l.chars().count() <= 120), "{lines:?}");
+        assert!(lines[0].starts_with("  verdict ") && lines[1].starts_with("      "));
+        assert_eq!(
+            lines.join(" ").split_whitespace().collect::<Vec<_>>(),
+            text.split_whitespace().collect::<Vec<_>>()
+        );
+        assert_eq!(super::wrap("short", "  ", "    ", 120), ["  short"]);
+    }
+
     use super::*;
 
     fn table() -> Table {
