@@ -457,9 +457,11 @@ impl Plan {
 
 /// See [`Plan::warnings`].
 pub fn warnings(def: &PlanDef) -> Vec<String> {
+    // The largest of a value as the command reads it: a number, or a list
+    // (`1,10,100`, `1..8`, `fib:21`).
     let int = |v: &toml::Value| match v {
         toml::Value::Integer(i) => Some(*i),
-        toml::Value::String(s) => s.split(',').filter_map(|x| x.trim().parse::<i64>().ok()).max(),
+        toml::Value::String(s) => parse_list(s).ok()?.into_iter().max().map(i64::from),
         _ => None,
     };
     let mut out = Vec::new();
@@ -1152,6 +1154,16 @@ set = { duration = "1s" }
         let ok = PLAN.replace("init = { scale = 1 }", "init = { scale = 4 }");
         let (def, _) = parse("p.toml", &ok, false).unwrap();
         assert!(warnings(&def).is_empty());
+        // Lists as the command reads them: a range and Fibonacci steps.
+        for (clients, top) in [("1..6", 6), ("fib:8", 8)] {
+            let l = ok.replace("clients = \"1,4\"", &format!("clients = \"{clients}\""));
+            let (def, _) = parse("p.toml", &l, false).unwrap();
+            assert!(
+                warnings(&def)[0].contains(&format!("{top} clients on scale 4")),
+                "{clients}: {:?}",
+                warnings(&def)
+            );
+        }
         // The quick form is checked as it runs; a workload's own quick
         // flags go over [quick] set.
         let quick =
