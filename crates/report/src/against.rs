@@ -56,8 +56,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
+use storbench_metrics::units::format_figure;
 
-use crate::model::{Report, RunData};
+use crate::model::{Report, RunData, Stat};
 use crate::tables::Table;
 use crate::ReportError;
 
@@ -289,7 +290,7 @@ impl<'a> Known<'a> {
     /// The median of `figure` at `step` over the runs whose axes include
     /// `axes`, and how many runs it is over.
     fn value(&self, axes: &BTreeMap<String, String>, step: &str, figure: &str) -> (Option<f64>, usize) {
-        let mut xs: Vec<f64> = self
+        let values: Vec<f64> = self
             .runs
             .iter()
             .filter(|r| {
@@ -303,14 +304,8 @@ impl<'a> Known<'a> {
             })
             .filter_map(|r| r.steps.iter().find(|s| s.label == step)?.metrics.get(figure).map(|m| m.0))
             .collect();
-        xs.sort_by(f64::total_cmp);
-        let n = xs.len();
-        let median = match n {
-            0 => None,
-            _ if n % 2 == 1 => Some(xs[n / 2]),
-            _ => Some((xs[n / 2 - 1] + xs[n / 2]) / 2.0),
-        };
-        (median, n)
+        let s = Stat { values };
+        ((s.n() > 0).then(|| s.median()), s.n())
     }
 }
 
@@ -446,7 +441,8 @@ fn check(known: &Known<'_>, cells: &[CellRow], i: usize, c: &Check) -> Result<Ch
                 Some(h) if within(h, paper, factor) => Verdict::Pass,
                 Some(_) => Verdict::Fail,
             };
-            let show = |v: f64| if c.kind == "value" { sig(v) } else { format!("×{}", sig(v)) };
+            let show =
+                |v: f64| if c.kind == "value" { format_figure(v) } else { format!("×{}", format_figure(v)) };
             Ok(CheckRow {
                 name: c.name.clone().unwrap_or(format!("{name} (within ×{factor})")),
                 paper: show(paper),
@@ -503,20 +499,6 @@ fn check_order(known: &Known<'_>, cells: &[CellRow], what: &str, c: &Check) -> R
     })
 }
 
-/// Three significant figures, no trailing zeros.
-fn sig(v: f64) -> String {
-    if v == 0.0 || !v.is_finite() {
-        return format!("{v}");
-    }
-    let digits = (2 - v.abs().log10().floor() as i32).max(0) as usize;
-    let s = format!("{v:.digits$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
-
 impl Against {
     /// The cells' table: paper | here | ratio.
     pub fn cells_table(&self) -> Table {
@@ -535,8 +517,8 @@ impl Against {
                     vec![
                         c.label.clone(),
                         c.figure.clone(),
-                        sig(c.paper),
-                        c.here.map(sig).unwrap_or_else(|| "not run".into()),
+                        format_figure(c.paper),
+                        c.here.map(format_figure).unwrap_or_else(|| "not run".into()),
                         c.ratio().map(|r| format!("{:.2}", r)).unwrap_or_else(|| "-".into()),
                         c.runs.to_string(),
                     ]
