@@ -259,36 +259,9 @@ fn a_server_stopped_mid_run_fails_the_run_and_keeps_earlier_steps() {
     s.ok(&["pg", "down", "t2", "--destroy"]);
 }
 
-/// The directory of the Unix socket the server on `port` listens on: a
-/// managed instance's TCP asks for a password, its private socket admits
-/// root (these tests run as root).
-fn socket_dir(port: u64) -> String {
-    let t = std::fs::read_to_string("/proc/net/unix").unwrap();
-    let suffix = format!("/.s.PGSQL.{port}");
-    let path = t.lines().filter_map(|l| l.split_whitespace().nth(7)).find(|p| p.ends_with(&suffix));
-    let path = path.unwrap_or_else(|| panic!("no Unix socket for port {port}"));
-    path[..path.len() - suffix.len()].to_string()
-}
-
+/// A setting of the managed server on `port`, as it runs.
 fn show(port: u64, setting: &str) -> String {
-    let out = Command::new("psql")
-        .args([
-            "-X",
-            "-At",
-            "-h",
-            &socket_dir(port),
-            "-p",
-            &port.to_string(),
-            "-U",
-            "root",
-            "-d",
-            "storbench",
-            "-c",
-        ])
-        .arg(format!("SHOW {setting}"))
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+    common::managed_psql(port, &format!("SHOW {setting}"))
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::State;
+use common::{managed_psql as psql, State};
 
 /// What these tests ask of their place beyond the shared one.
 trait Repl {
@@ -28,40 +28,6 @@ impl Repl for State {
     fn status(&self, name: &str) -> Value {
         serde_json::from_str(&self.ok(&["--json", "pg", "status", name])).unwrap()
     }
-}
-
-/// The directory of the Unix socket the server on `port` listens on: a
-/// managed instance's TCP asks for a password, its private socket admits
-/// root (these tests run as root).
-fn socket_dir(port: u64) -> String {
-    let t = std::fs::read_to_string("/proc/net/unix").unwrap();
-    let suffix = format!("/.s.PGSQL.{port}");
-    let path = t.lines().filter_map(|l| l.split_whitespace().nth(7)).find(|p| p.ends_with(&suffix));
-    let path = path.unwrap_or_else(|| panic!("no Unix socket for port {port}"));
-    path[..path.len() - suffix.len()].to_string()
-}
-
-/// Runs SQL with psql on the server on `port` (through its socket),
-/// database storbench; stdout trimmed.
-fn psql(port: u64, sql: &str) -> String {
-    let out = Command::new("psql")
-        .args([
-            "-X",
-            "-At",
-            "-h",
-            &socket_dir(port),
-            "-p",
-            &port.to_string(),
-            "-U",
-            "root",
-            "-d",
-            "storbench",
-        ])
-        .args(["-c", sql])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "psql {sql}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// Processes whose command line mentions `needle`.

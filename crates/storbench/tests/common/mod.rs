@@ -15,6 +15,40 @@ pub fn psql(db: &str, sql: &str) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// The directory of the Unix socket the server on `port` listens on: a
+/// managed instance's TCP asks for a password, its private socket admits
+/// root (these tests run as root).
+pub fn socket_dir(port: u64) -> String {
+    let t = std::fs::read_to_string("/proc/net/unix").unwrap();
+    let suffix = format!("/.s.PGSQL.{port}");
+    let path = t.lines().filter_map(|l| l.split_whitespace().nth(7)).find(|p| p.ends_with(&suffix));
+    let path = path.unwrap_or_else(|| panic!("no Unix socket for port {port}"));
+    path[..path.len() - suffix.len()].to_string()
+}
+
+/// Runs SQL with psql on the managed server on `port` (through its
+/// socket), database storbench; stdout trimmed. It must succeed.
+pub fn managed_psql(port: u64, sql: &str) -> String {
+    let out = Command::new("psql")
+        .args([
+            "-X",
+            "-At",
+            "-h",
+            &socket_dir(port),
+            "-p",
+            &port.to_string(),
+            "-U",
+            "root",
+            "-d",
+            "storbench",
+        ])
+        .args(["-c", sql])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "psql {sql}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// Media and managed servers share the host's loop devices, and the media
 /// tests measure latency: a [`State::new`] takes this turn.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
