@@ -154,18 +154,26 @@ impl Verdict {
 
 /// The verdict of every measured step of `run` (none for setup runs).
 pub fn judge(run: &RunData) -> Vec<Verdict> {
+    (0..run.steps.len()).filter_map(|i| judge_at(run, i)).collect()
+}
+
+/// The verdict of the step with index `idx` alone (what [`judge`] gives
+/// it), for a recorder that judges each step as it is written.
+pub fn judge_step(run: &RunData, idx: i64) -> Option<Verdict> {
+    judge_at(run, run.steps.iter().position(|s| s.idx == idx)?)
+}
+
+/// The verdict of the `i`th step; none for a setup run (a build, an init).
+fn judge_at(run: &RunData, i: usize) -> Option<Verdict> {
     let spec = spec_of(&run.run.kind);
     if spec.setup {
-        return Vec::new();
+        return None;
     }
     let ctx = Context::of(run, spec.figures.first().map(|f| (f.base, f.label)), spec.latency_prefix);
-    let mut out = Vec::new();
-    for (i, step) in run.steps.iter().enumerate() {
-        let prev = i.checked_sub(1).map(|j| &run.steps[j]);
-        let (kind, evidence) = ctx.step(step, prev);
-        out.push(Verdict { step_idx: step.idx, label: step.label.clone(), kind, evidence });
-    }
-    out
+    let step = &run.steps[i];
+    let prev = i.checked_sub(1).map(|j| &run.steps[j]);
+    let (kind, evidence) = ctx.step(step, prev);
+    Some(Verdict { step_idx: step.idx, label: step.label.clone(), kind, evidence })
 }
 
 /// The verdicts a section's runs recorded, for the report's opening: per

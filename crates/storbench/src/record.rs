@@ -263,7 +263,7 @@ impl Recorder {
     fn judge(&mut self, idx: i64) -> Result<()> {
         let run = self.store.run(&self.run.id.to_string())?;
         let data = storbench_report::RunData::load(&self.store, run)?;
-        let Some(v) = storbench_report::verdict::judge(&data).into_iter().find(|v| v.step_idx == idx) else {
+        let Some(v) = storbench_report::verdict::judge_step(&data, idx) else {
             return Ok(());
         };
         let notes = v.notes();
