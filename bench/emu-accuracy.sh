@@ -15,9 +15,8 @@
 # goal's), so what the host costs is in view.
 # Runs under flock /tmp/storbench-measure.lock (measurements never overlap).
 set -euo pipefail
-if [ -z "${SB_MEASURE_LOCKED:-}" ]; then
-  exec env SB_MEASURE_LOCKED=1 flock /tmp/storbench-measure.lock "$0" "$@"
-fi
+. "$(dirname "$0")/emu-common.sh"
+measure_locked "$@"
 size=8G; duration=20; rounds=3
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -26,13 +25,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 command -v fio >/dev/null || { echo "fio is not installed (apt-get install fio)" >&2; exit 2; }
-here=$(cd "$(dirname "$0")/.." && pwd)
-if [ -z "${SB:-}" ]; then
-  cargo build --release -q -p storbench --manifest-path "$here/Cargo.toml"
-  SB="$here/target/release/storbench"
-fi
-work=$(mktemp -d)
-export STORBENCH_STATE="$work/state" STORBENCH_RESULTS="$work/results.db"
+emu_setup
 trap '"$SB" -q media destroy --all >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 "$SB" -q media create acc --size "$size" --fs none --model hdd
 dev=$("$SB" --json media list | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["device"])')

@@ -15,9 +15,8 @@
 #
 # Runs under flock /tmp/storbench-measure.lock (measurements never overlap).
 set -euo pipefail
-if [ -z "${SB_MEASURE_LOCKED:-}" ]; then
-  exec env SB_MEASURE_LOCKED=1 flock /tmp/storbench-measure.lock "$0" "$@"
-fi
+. "$(dirname "$0")/emu-common.sh"
+measure_locked "$@"
 duration=5; rounds=3
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -25,13 +24,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2;;
   esac
 done
-here=$(cd "$(dirname "$0")/.." && pwd)
-if [ -z "${SB:-}" ]; then
-  cargo build --release -q -p storbench --manifest-path "$here/Cargo.toml"
-  SB="$here/target/release/storbench"
-fi
-work=$(mktemp -d)
-export STORBENCH_STATE="$work/state" STORBENCH_RESULTS="$work/results.db"
+emu_setup
 trap '"$SB" -q media destroy --all >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 out="$work/iops"
 : > "$out"

@@ -18,9 +18,8 @@
 #
 # Runs under flock /tmp/storbench-measure.lock (exclusive).
 set -euo pipefail
-if [ -z "${SB_MEASURE_LOCKED:-}" ]; then
-  exec env SB_MEASURE_LOCKED=1 flock /tmp/storbench-measure.lock "$0" "$@"
-fi
+. "$(dirname "$0")/emu-common.sh"
+measure_locked "$@"
 grid=quick; rounds=2; size=2G; dir=/work; db=--db-check
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -28,13 +27,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2;;
   esac
 done
-here=$(cd "$(dirname "$0")/.." && pwd)
-if [ -z "${SB:-}" ]; then
-  cargo build --release -q -p storbench --manifest-path "$here/Cargo.toml"
-  SB="$here/target/release/storbench"
-fi
-work=$(mktemp -d)
-export STORBENCH_STATE="$work/state" STORBENCH_RESULTS="$work/results.db"
+emu_setup
 probe="$dir/storbench-calibrate-$$.dat"
 cleanup() {
   "$SB" -q media destroy --all >/dev/null 2>&1 || true

@@ -14,9 +14,8 @@
 #
 # Runs under flock /tmp/storbench-measure.lock.
 set -euo pipefail
-if [ -z "${SB_MEASURE_LOCKED:-}" ]; then
-  exec env SB_MEASURE_LOCKED=1 flock /tmp/storbench-measure.lock "$0" "$@"
-fi
+. "$(dirname "$0")/emu-common.sh"
+measure_locked "$@"
 size=2G; duration=10; rounds=3
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -25,13 +24,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 command -v fio >/dev/null || { echo "fio is not installed (apt-get install fio)" >&2; exit 2; }
-here=$(cd "$(dirname "$0")/.." && pwd)
-if [ -z "${SB:-}" ]; then
-  cargo build --release -q -p storbench --manifest-path "$here/Cargo.toml"
-  SB="$here/target/release/storbench"
-fi
-work=$(mktemp -d)
-export STORBENCH_STATE="$work/state" STORBENCH_RESULTS="$work/results.db"
+emu_setup
 plain=""
 cleanup() {
   [ -n "$plain" ] && losetup -d "$plain" 2>/dev/null || true
