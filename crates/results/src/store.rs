@@ -38,6 +38,11 @@ pub enum StoreError {
     /// A uuid prefix matches several runs.
     #[error("run '{0}' is ambiguous: it matches several runs; give more of the uuid")]
     Ambiguous(String),
+    /// A run still in progress cannot be deleted.
+    #[error(
+        "run '{0}' is still running: stop it first (or wait; a run whose process died reads as interrupted)"
+    )]
+    StillRunning(String),
     /// A step carries two figures or two histograms of one name: storing
     /// one would hide the other.
     #[error("step {step}: two {what}s named '{name}'; each name is stored once")]
@@ -237,6 +242,9 @@ pub struct RunFilter {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// The schema version of the file (older than [`MIGRATIONS`] only when
+    /// opened with [`Store::open_read`]).
+    version: i64,
 }
 
 /// The current time as the store writes it: RFC 3339, UTC, milliseconds.
@@ -273,11 +281,24 @@ impl Store {
     /// Opens (creating if needed) the store at `path`, applies migrations,
     /// and marks runs whose process has died as `interrupted`.
     pub fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
-        let path = path.as_ref().to_path_buf();
+        Store::open_with(path.as_ref(), true)
+    }
+
+    /// Opens the store at `path` for reading (`results`, `report`,
+    /// `compare`): an older schema is read as it is, not migrated, so an
+    /// older storbench still running a plan on this store keeps working.
+    /// What the older schema lacks reads as empty (a version-1 store has no
+    /// notes). A new or empty file is set up as [`Store::open`] does.
+    pub fn open_read(path: impl AsRef<Path>) -> Result<Store, StoreError> {
+        Store::open_with(path.as_ref(), false)
+    }
+
+    fn open_with(path: &Path, migrate: bool) -> Result<Store, StoreError> {
+        let path = path.to_path_buf();
         let conn =
             Connection::open(&path).map_err(|source| StoreError::Sqlite { path: path.clone(), source })?;
-        let mut store = Store { conn, path };
-        store.init()?;
+        let mut store = Store { conn, path, version: 0 };
+        store.init(migrate)?;
         Ok(store)
     }
 
@@ -285,7 +306,7 @@ impl Store {
         move |source| StoreError::Sqlite { path: self.path.clone(), source }
     }
 
-    fn init(&mut self) -> Result<(), StoreError> {
+    fn init(&mut self, migrate: bool) -> Result<(), StoreError> {
         let e = |source| StoreError::Sqlite { path: self.path.clone(), source };
         self.conn.busy_timeout(Duration::from_secs(30)).map_err(e)?;
         self.conn
@@ -296,12 +317,19 @@ impl Store {
         if version > known {
             return Err(StoreError::TooNew { path: self.path.clone(), found: version, known });
         }
+        if !migrate && version > 0 {
+            self.version = version;
+            return self.recover_stale();
+        }
+        let mut now = version;
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
             let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(e)?;
             tx.execute_batch(sql).map_err(e)?;
             tx.pragma_update(None, "user_version", (i + 1) as i64).map_err(e)?;
             tx.commit().map_err(e)?;
+            now = (i + 1) as i64;
         }
+        self.version = now;
         self.recover_stale()
     }
 
@@ -337,6 +365,31 @@ impl Store {
                 .map_err(self.err())?;
         }
         Ok(())
+    }
+
+    /// Deletes the runs `keys` name (ids or uuid prefixes) with all their
+    /// steps, figures, samples, histograms and notes, in one transaction:
+    /// every key is resolved first, so an unknown, ambiguous or running one
+    /// deletes nothing. Returns the runs deleted, in the order given.
+    pub fn delete_runs(&mut self, keys: &[String]) -> Result<Vec<RunRow>, StoreError> {
+        let mut runs: Vec<RunRow> = Vec::new();
+        for key in keys {
+            let run = self.run(key)?;
+            if run.status == Status::Running {
+                return Err(StoreError::StillRunning(key.clone()));
+            }
+            if !runs.iter().any(|r| r.id == run.id) {
+                runs.push(run);
+            }
+        }
+        let e = |source| StoreError::Sqlite { path: self.path.clone(), source };
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(e)?;
+        for r in &runs {
+            // foreign_keys=ON: the run's rows in every other table go with it.
+            tx.execute("DELETE FROM runs WHERE id = ?1", params![r.id]).map_err(e)?;
+        }
+        tx.commit().map_err(e)?;
+        Ok(runs)
     }
 
     /// The file this store lives in.
@@ -621,6 +674,9 @@ impl Store {
 
     /// The text notes of a run, by step then name.
     pub fn notes(&self, run_id: i64) -> Result<Vec<NoteRow>, StoreError> {
+        if self.version < 2 {
+            return Ok(Vec::new()); // notes came with migration 2
+        }
         let mut stmt = self
             .conn
             .prepare("SELECT step_idx, name, text FROM notes WHERE run_id = ?1 ORDER BY step_idx, name")
@@ -821,6 +877,55 @@ mod tests {
         let run = s.begin_run(&new_run()).unwrap();
         let s2 = Store::open(&path).unwrap();
         assert_eq!(s2.run(&run.id.to_string()).unwrap().status, Status::Running);
+    }
+
+    #[test]
+    fn deleting_runs_takes_all_their_rows_or_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(dir.path().join("r.db")).unwrap();
+        let a = s.begin_run(&new_run()).unwrap();
+        s.write_notes(a.id, 0, &[("verdict.kind", "cpu")]).unwrap();
+        s.finish_run(a.id, Status::Complete).unwrap();
+        let b = s.begin_run(&new_run()).unwrap();
+        // b is running (this process is alive): deleting it, or a list with
+        // it or an unknown run in it, deletes nothing.
+        assert!(matches!(
+            s.delete_runs(&[a.id.to_string(), b.id.to_string()]),
+            Err(StoreError::StillRunning(_))
+        ));
+        assert!(matches!(s.delete_runs(&[a.id.to_string(), "999".into()]), Err(StoreError::NoSuchRun(_))));
+        assert_eq!(s.runs(&RunFilter::default()).unwrap().len(), 2);
+        let gone = s.delete_runs(&[a.id.to_string(), a.id.to_string()]).unwrap();
+        assert_eq!(gone.iter().map(|r| r.id).collect::<Vec<_>>(), [a.id]);
+        assert!(matches!(s.run(&a.id.to_string()), Err(StoreError::NoSuchRun(_))));
+        let left: i64 = s.conn.query_row("SELECT count(*) FROM notes", [], |r| r.get(0)).unwrap();
+        assert_eq!(left, 0, "the run's notes went with it");
+        assert_eq!(s.runs(&RunFilter::default()).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn reading_an_older_store_leaves_its_schema_as_it_was() {
+        // A version-1 store, as an older storbench still running a plan on
+        // it has it: reading must not migrate it under that storbench.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.db");
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(MIGRATIONS[0]).unwrap();
+        c.pragma_update(None, "user_version", 1).unwrap();
+        drop(c);
+        let s = Store::open_read(&path).unwrap();
+        assert!(s.runs(&RunFilter::default()).unwrap().is_empty());
+        assert!(s.notes(1).unwrap().is_empty(), "a version-1 store has no notes: read as none");
+        drop(s);
+        let c = Connection::open(&path).unwrap();
+        let v: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(v, 1, "open_read migrated the store");
+        drop(c);
+        // Opening it to write migrates it, as before.
+        drop(Store::open(&path).unwrap());
+        let c = Connection::open(&path).unwrap();
+        let v: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(v, MIGRATIONS.len() as i64);
     }
 
     #[test]

@@ -53,7 +53,7 @@ pub fn run(g: &Global, a: MergeArgs) -> Result<ExitCode> {
         if !f.is_file() {
             return Err(usage(format!("--from '{}': no such results file", f.display())));
         }
-        let runs = ShardRun::all(&Store::open(f)?).map_err(merge_error)?;
+        let runs = ShardRun::all(&Store::open_read(f)?).map_err(merge_error)?;
         if runs.is_empty() {
             return Err(usage(format!("--from '{}': the results file holds no run", f.display())));
         }

@@ -45,8 +45,9 @@ pub struct ReportArgs {
     pub against: Option<PathBuf>,
 }
 
-/// Opens the results store, refusing (exit 2) when the file does not exist
-/// rather than creating an empty one.
+/// Opens the results store to read it, refusing (exit 2) when the file does
+/// not exist rather than creating an empty one; an older store is read as it
+/// is, not migrated (an older storbench may still be running on it).
 pub fn open_store(g: &Global) -> Result<Store> {
     if !g.results.exists() {
         return Err(usage(format!(
@@ -54,7 +55,7 @@ pub fn open_store(g: &Global) -> Result<Store> {
             g.results.display()
         )));
     }
-    Ok(Store::open(&g.results)?)
+    Ok(Store::open_read(&g.results)?)
 }
 
 /// Maps bad selections to usage errors (exit 2), the rest to failures.

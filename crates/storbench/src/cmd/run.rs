@@ -70,7 +70,7 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
         // What a run would skip: cells complete in the store (never made
         // by a dry run), unless --fresh.
         let done = if g.results.exists() && !a.fresh {
-            complete_cells(&plan, &Store::open(&g.results)?)?
+            complete_cells(&plan, &Store::open_read(&g.results)?)?
         } else {
             Default::default()
         };
