@@ -54,3 +54,37 @@ fn results_are_on_stdout_and_run_keys_are_exact() {
         }
     }
 }
+
+#[test]
+fn results_delete_removes_the_named_runs_and_nothing_on_a_bad_key() {
+    let d = tempfile::tempdir().unwrap();
+    let args = ["--json", "io", "--size", "16M", "--bs", "4k", "--rw", "randread", "--duration", "1s"];
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let rec: Value = serde_json::from_slice(&ok(d.path(), &args).stdout).unwrap();
+        ids.push(rec["run"]["id"].as_i64().unwrap().to_string());
+    }
+    let count = || {
+        let runs: Value =
+            serde_json::from_slice(&ok(d.path(), &["--json", "results", "list"]).stdout).unwrap();
+        runs.as_array().unwrap().len()
+    };
+    // One unknown key among good ones: exit 2, one line, nothing deleted.
+    let out = sb(d.path()).args(["results", "delete", &ids[0], "77"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no run '77'") && err.trim().lines().count() == 1, "{err}");
+    assert_eq!(count(), 2);
+
+    let out = ok(d.path(), &["results", "delete", &ids[0]]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with(&format!("deleted run {} (", ids[0])), "{text}");
+    assert_eq!(count(), 1);
+    let out = sb(d.path()).args(["results", "show", &ids[0]]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    // `results show` prints the settings one key a line, not one JSON line.
+    let shown = ok(d.path(), &["results", "show", &ids[1]]);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.lines().any(|l| l == "config:"), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 160), "a line wider than 160 columns:\n{text}");
+}

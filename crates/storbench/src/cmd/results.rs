@@ -1,5 +1,6 @@
-//! `storbench results list | show RUN | export RUN --json|--csv`: read the
-//! results store. Never writes to it (opening may mark dead runs interrupted).
+//! `storbench results list | show RUN | export RUN --json|--csv | delete
+//! RUN...`: read the results store, and remove runs from it. Only `delete`
+//! writes to it (opening may mark dead runs interrupted).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,32 +54,76 @@ pub enum ResultsVerb {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
-}
-
-fn open_existing(g: &Global) -> Result<Store> {
-    if !g.results.exists() {
-        return Err(usage(format!(
-            "no results store at '{}': run a benchmark first, or point --results (or STORBENCH_RESULTS) at one",
-            g.results.display()
-        )));
-    }
-    Ok(Store::open(&g.results)?)
+    /// Delete runs with all their figures (a run still running is refused;
+    /// an unknown run deletes nothing).
+    Delete {
+        /// Run ids (numbers) or prefixes of their uuids (as `results list` shows them).
+        #[arg(required = true)]
+        runs: Vec<String>,
+    },
 }
 
 /// Maps "no such run" and "ambiguous" to usage errors (exit 2).
 pub fn lookup_error(e: storbench_results::StoreError) -> anyhow::Error {
     match e {
-        storbench_results::StoreError::NoSuchRun(_) | storbench_results::StoreError::Ambiguous(_) => {
-            usage(e.to_string())
-        }
+        storbench_results::StoreError::NoSuchRun(_)
+        | storbench_results::StoreError::Ambiguous(_)
+        | storbench_results::StoreError::StillRunning(_) => usage(e.to_string()),
         other => other.into(),
+    }
+}
+
+/// Prints a run's settings or environment one key a line (a JSON object on
+/// one line runs hundreds of columns wide); nested objects and lists of
+/// objects are spelled out with dotted keys (`profiles.0.bs`).
+fn print_keys(title: &str, v: &serde_json::Value) {
+    let mut rows = Vec::new();
+    flatten("", v, &mut rows);
+    println!("{title}:");
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (k, text) in rows {
+        println!("  {k:<width$}  {text}");
+    }
+}
+
+fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+    use serde_json::Value;
+    let key = |k: &str| if prefix.is_empty() { k.to_string() } else { format!("{prefix}.{k}") };
+    match v {
+        Value::Object(map) if !map.is_empty() => map.iter().for_each(|(k, v)| flatten(&key(k), v, out)),
+        Value::Array(items) if items.iter().any(|i| i.is_object() || i.is_array()) => {
+            items.iter().enumerate().for_each(|(i, v)| flatten(&key(&i.to_string()), v, out))
+        }
+        Value::String(s) => out.push((prefix.to_string(), s.clone())),
+        other => out.push((prefix.to_string(), other.to_string())),
     }
 }
 
 /// Runs `storbench results`.
 pub fn run(g: &Global, a: ResultsArgs) -> Result<ExitCode> {
-    let store = open_existing(g)?;
+    let store = crate::cmd::report::open_store(g)?;
     match a.verb {
+        ResultsVerb::Delete { runs } => {
+            drop(store);
+            // Deleting writes: open to write (this migrates an older store).
+            let mut store = Store::open(&g.results)?;
+            let gone = store.delete_runs(&runs).map_err(lookup_error)?;
+            if g.json {
+                println!("{}", serde_json::to_string_pretty(&gone)?);
+            } else {
+                for r in &gone {
+                    println!(
+                        "deleted run {} ({}, {} '{}', {})",
+                        r.id,
+                        r.short(),
+                        r.kind,
+                        r.label,
+                        r.started_at
+                    );
+                }
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
         ResultsVerb::List { kind, plan, limit } => {
             let runs = store.runs(&RunFilter { kind, plan, limit: Some(limit) })?;
             if g.json {
@@ -124,8 +169,8 @@ pub fn run(g: &Global, a: ResultsArgs) -> Result<ExitCode> {
             if let (Some(p), Some(c)) = (&r.plan, &r.cell) {
                 println!("plan {p}, cell {c}");
             }
-            println!("config: {}", r.config);
-            println!("env:    {}", r.env);
+            print_keys("config", &r.config);
+            print_keys("env", &r.env);
             for s in &rec.steps {
                 println!(
                     "\nstep {} — {}  ({} .. {})",
