@@ -41,6 +41,8 @@ pub struct Event<'a> {
 pub enum What {
     /// It is next.
     Next,
+    /// It was complete already (an earlier run of the plan), so it is skipped.
+    Skipped,
     /// It completed.
     Complete,
     /// It failed.
@@ -110,6 +112,7 @@ pub fn execute<R: CellRunner>(plan: &Plan, opts: Options, runner: &mut R) -> Res
         }
         if !opts.fresh && runner.completed(cell)? {
             sum.skipped += 1;
+            runner.event(Event { index, of, cell, what: What::Skipped });
             continue;
         }
         match runner.run(cell) {
@@ -145,9 +148,51 @@ pub fn execute<R: CellRunner>(plan: &Plan, opts: Options, runner: &mut R) -> Res
     Ok(sum)
 }
 
+/// The time a plan has left: the estimates of the cells still to run,
+/// scaled by how long the cells run so far took against their own estimates
+/// (an estimate leaves out setup and loading, so the first cells correct it).
+/// Not a rate of cells per hour: cells of one plan differ by minutes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Eta {
+    estimated: std::time::Duration,
+    took: std::time::Duration,
+}
+
+impl Eta {
+    /// A cell estimated at `estimate` ran for `took`.
+    pub fn ran(&mut self, estimate: std::time::Duration, took: std::time::Duration) {
+        self.estimated += estimate;
+        self.took += took;
+    }
+
+    /// What `rest` (the cells still to run) should take.
+    pub fn left<'c>(&self, rest: impl IntoIterator<Item = &'c Cell>) -> std::time::Duration {
+        let sum: std::time::Duration = rest.into_iter().map(|c| c.estimate).sum();
+        if self.estimated.is_zero() {
+            return sum;
+        }
+        sum.mul_f64(self.took.as_secs_f64() / self.estimated.as_secs_f64())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_time_left_is_the_estimates_corrected_by_the_cells_run() {
+        use std::time::Duration;
+        let plan = plan(3);
+        let cells = &plan.cells;
+        let each = cells[0].estimate;
+        assert!(each > Duration::ZERO);
+        let mut eta = Eta::default();
+        assert_eq!(eta.left(&cells[..]), each * 3, "nothing run yet: the estimates");
+        // The first cell took twice its estimate: the rest will too.
+        eta.ran(each, each * 2);
+        assert_eq!(eta.left(&cells[1..]), each * 4);
+        assert_eq!(eta.left(&cells[3..]), Duration::ZERO);
+    }
 
     /// A runner that answers from lists and remembers what it was asked.
     #[derive(Default)]

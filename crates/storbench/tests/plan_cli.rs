@@ -39,8 +39,20 @@ run = { db = "sqlite:{target}/b.db", clients = "1", duration = "1s" }
 fn a_plan_runs_its_cells_and_a_rerun_skips_them() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("p.toml"), PLAN).unwrap();
-    let st = sb(d.path()).args(["run", "p.toml", "--no-report"]).status().unwrap();
-    assert!(st.success());
+    // Not quiet: a progress line per cell, with the plan's time left.
+    let loud = || {
+        let mut c = Command::cargo_bin("storbench").unwrap();
+        c.current_dir(d.path()).env("STORBENCH_RESULTS", d.path().join("r.db"));
+        c
+    };
+    let out = loud().args(["run", "p.toml", "--no-report"]).output().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    for n in ["1/2", "2/2"] {
+        assert!(err.contains(&format!("cell {n} target=here/tpcb#r")), "{err}");
+    }
+    assert_eq!(err.matches(": running (about ").count(), 2, "{err}");
+    assert_eq!(err.matches(": complete in ").count(), 2, "{err}");
     let list = runs(d.path());
     let measured: Vec<&Value> = list.iter().filter(|r| r["kind"] == "tpcb").collect();
     assert_eq!(measured.len(), 2, "one run per repeat");
@@ -63,7 +75,11 @@ fn a_plan_runs_its_cells_and_a_rerun_skips_them() {
     assert_eq!(text.lines().filter(|l| l.contains("   done  storbench")).count(), 2, "{text}");
     let fresh = sb(d.path()).args(["run", "p.toml", "--dry-run", "--fresh"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&fresh.stdout).contains("complete"));
-    assert!(sb(d.path()).args(["run", "p.toml", "--no-report"]).status().unwrap().success());
+    let out = loud().args(["run", "p.toml", "--no-report"]).output().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("complete already, skipped").count(), 2, "{err}");
+    assert!(!err.contains("running"), "{err}");
     assert_eq!(runs(d.path()).len(), list.len());
     // --fresh redoes them.
     assert!(sb(d.path()).args(["run", "p.toml", "--no-report", "--fresh"]).status().unwrap().success());

@@ -27,7 +27,6 @@ use storbench_results::{NewRun, Status, Store};
 
 use crate::cli::{Cli, Global};
 use crate::error::{usage, EXIT_INTERRUPTED};
-use crate::live::Live;
 
 /// Options of `storbench run`.
 #[derive(Debug, Args)]
@@ -88,14 +87,23 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
     // The common start instant gates the first measured command only: the
     // cells after it begin when this shard is done with the one before.
     let start_at = sharding.start_rfc3339();
-    let bar = Live::bar(g.quiet, plan.cells.len() as u64, "cell {pos}/{len} {bar:30} {msg} (eta {eta})");
     let started = Instant::now();
     let opts = exec::Options { fresh: a.fresh, stop_on_error: a.stop_on_error };
-    let mut cells =
-        Cells { g, store: &store, env: &mut env, bar: &bar, start_at, cell_started: String::new() };
+    // Progress is a line per cell, not a bar: each cell is a child
+    // storbench whose own lines would run into a bar drawn over them.
+    let complete = if a.fresh { Default::default() } else { complete_cells(&plan, &store)? };
+    let mut cells = Cells {
+        g,
+        store: &store,
+        env: &mut env,
+        start_at,
+        cell_started: String::new(),
+        cell_t0: Instant::now(),
+        eta: exec::Eta::default(),
+        complete,
+    };
     let sum = exec::execute(&plan, opts, &mut cells)?;
     let (done, skipped, failed, interrupted) = (sum.done, sum.skipped, sum.failed, sum.interrupted);
-    bar.finish();
     let teardown = env.teardown();
     eprintln!(
         "plan {name}: {done} cell(s) run, {skipped} already complete, {} failed{} in {}",
@@ -120,13 +128,17 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
 }
 
 /// The binary's side of a plan's execution: targets and databases
-/// prepared, each cell a child `storbench`, failures recorded, progress on
-/// the bar.
+/// prepared, each cell a child `storbench`, failures recorded, a progress
+/// line per cell with the plan's time left.
 struct Cells<'a, 'p> {
     g: &'a Global,
     store: &'a Store,
     env: &'a mut plan_ops::Setup<'p>,
-    bar: &'a Live,
+    /// When the cell in hand started, for its time and the plan's ETA.
+    cell_t0: Instant,
+    eta: exec::Eta,
+    /// Cells complete before this run started (skipped unless --fresh).
+    complete: std::collections::BTreeSet<String>,
     /// The common start instant: it gates the first measured command only;
     /// the cells after it begin when this shard is done with the one before.
     start_at: Option<String>,
@@ -160,20 +172,39 @@ impl exec::CellRunner for Cells<'_, '_> {
 
     fn event(&mut self, e: exec::Event<'_>) {
         let (n, of, id) = (e.index + 1, e.of, &e.cell.id);
+        let took = || format_duration(Duration::from_secs(self.cell_t0.elapsed().as_secs()));
         match e.what {
+            exec::What::Next if self.complete.contains(id) => {}
             exec::What::Next => {
-                self.bar.pos(e.index as u64);
-                self.bar.set(id.clone());
+                self.cell_t0 = Instant::now();
+                let rest = self.env.plan().cells[e.index..].iter().filter(|c| !self.complete.contains(&c.id));
+                let left = self.eta.left(rest);
+                if !self.g.quiet {
+                    eprintln!(
+                        "cell {n}/{of} {id}: running (about {}; the plan about {} more)",
+                        format_duration(e.cell.estimate),
+                        format_duration(Duration::from_secs(left.as_secs()))
+                    );
+                }
             }
-            exec::What::Complete if !self.g.quiet => {
-                self.bar.println(format!("cell {n}/{of} {id}: complete"))
+            exec::What::Skipped if !self.g.quiet => {
+                eprintln!("cell {n}/{of} {id}: complete already, skipped")
             }
-            exec::What::Complete => {}
-            exec::What::Failed(exec::Failure::Exit(code)) => {
-                self.bar.println(format!("cell {n}/{of} {id}: FAILED (exit code {code})"))
+            exec::What::Skipped => {}
+            exec::What::Complete => {
+                self.eta.ran(e.cell.estimate, self.cell_t0.elapsed());
+                if !self.g.quiet {
+                    eprintln!("cell {n}/{of} {id}: complete in {}", took());
+                }
             }
-            exec::What::Failed(exec::Failure::Error(why)) => {
-                self.bar.println(format!("cell {n}/{of} {id}: FAILED: {why}"))
+            exec::What::Failed(why) => {
+                self.eta.ran(e.cell.estimate, self.cell_t0.elapsed());
+                match why {
+                    exec::Failure::Exit(code) => {
+                        eprintln!("cell {n}/{of} {id}: FAILED (exit code {code}) after {}", took())
+                    }
+                    exec::Failure::Error(why) => eprintln!("cell {n}/{of} {id}: FAILED: {why}"),
+                }
             }
         }
     }
