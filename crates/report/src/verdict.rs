@@ -212,6 +212,9 @@ struct Context<'a> {
     /// What storbench's own CPU share is called: an embedded engine
     /// (SQLite) runs inside storbench, so its share is the database's too.
     own: &'static str,
+    /// Whose the CPU is when it is not storbench's: a database server's,
+    /// or (an `io` run, an embedded engine) other processes'.
+    others: &'static str,
 }
 
 /// A figure of a step.
@@ -290,12 +293,13 @@ impl<'a> Context<'a> {
             .map(|d| d.trim_start_matches("/dev/").to_string())
             .filter(|d| !d.is_empty());
         let cpus = env.get("cpus").and_then(Value::as_f64).filter(|n| *n >= 1.0).unwrap_or(1.0);
-        let own = if env.pointer("/db/engine").and_then(Value::as_str) == Some("sqlite") {
-            "storbench with SQLite"
-        } else {
-            "storbench"
+        let engine = env.pointer("/db/engine").and_then(Value::as_str);
+        let (own, others) = match engine {
+            Some("sqlite") => ("storbench with SQLite", "other processes'"),
+            Some(_) => ("storbench", "the server's"),
+            None => ("storbench", "other processes'"),
         };
-        Context { headline, latency_prefix, device, cpus, link_rtt_us: link_rtt_us(env), own }
+        Context { headline, latency_prefix, device, cpus, link_rtt_us: link_rtt_us(env), own, others }
     }
 
     /// The database's device: the one the environment names when the step
@@ -332,7 +336,8 @@ impl<'a> Context<'a> {
         };
         Figures {
             busy,
-            own: get(s, "driver.cpu.percent").map(|p| p / self.cpus),
+            // The driver's (tpcb, tpcc, tpch) or the io engine's own CPU.
+            own: get(s, "driver.cpu.percent").or_else(|| get(s, "io.cpu.percent")).map(|p| p / self.cpus),
             dev: self.device(s),
             lat_mean_us: get(s, &format!("{}.mean", self.latency_prefix)),
             headline: self.headline(s),
@@ -408,7 +413,7 @@ impl<'a> Context<'a> {
 
     fn cpu(&self, f: &Figures, busy: f64) -> String {
         let own = f.own.unwrap_or(0.0);
-        let whose = if own >= busy / 2.0 { "storbench's own" } else { "the server's" };
+        let whose = if own >= busy / 2.0 { "storbench's own" } else { self.others };
         let who = self.own;
         let dev = match &f.dev {
             Some((n, d)) => format!(", device {n} {} utilised", pct(d.util)),
@@ -655,6 +660,32 @@ mod tests {
             "CPU 97 % busy (storbench 12 %, the rest 85 %), device vda 18 % utilised — CPU-bound, \
              mostly the server's; faster storage would not raise NOPM"
         );
+    }
+
+    #[test]
+    fn an_io_run_counts_its_engine_cpu_as_its_own_and_has_no_server() {
+        // io records its CPU as io.cpu.percent; with no database the rest is
+        // other processes', not "the server's".
+        let io_env = json!({"cpus": 2, "target": {"device": "/dev/vda"}});
+        let figures = |io_cpu: f64| {
+            vec![step(
+                0,
+                "profile=0",
+                10,
+                &[
+                    ("cpu.user", 90.0),
+                    ("cpu.system", 9.0),
+                    ("io.cpu.percent", io_cpu),
+                    ("dev.vda.util", 40.0),
+                ],
+            )]
+        };
+        let v = one("io", io_env.clone(), figures(30.0));
+        assert_eq!(v.kind, Kind::Cpu);
+        assert!(v.evidence.contains("(storbench 15 %, the rest 84 %)"), "{}", v.evidence);
+        assert!(v.evidence.contains("mostly other processes'"), "{}", v.evidence);
+        let v = one("io", io_env, figures(180.0));
+        assert!(v.evidence.contains("mostly storbench's own"), "{}", v.evidence);
     }
 
     #[test]
