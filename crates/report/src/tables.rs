@@ -579,12 +579,12 @@ fn preamble(report: &Report) -> Vec<String> {
 }
 
 /// The widest line the terminal summary writes.
-const TERMINAL_WIDTH: usize = 120;
+pub(crate) const TERMINAL_WIDTH: usize = 120;
 
 /// `text` in lines of at most `width` columns, broken at spaces: the first
 /// after `first`, the rest after `rest` (a word longer than a line stands
 /// alone).
-fn wrap(text: &str, first: &str, rest: &str, width: usize) -> Vec<String> {
+pub(crate) fn wrap(text: &str, first: &str, rest: &str, width: usize) -> Vec<String> {
     let mut out = Vec::new();
     let mut line = first.to_string();
     let mut empty = true;

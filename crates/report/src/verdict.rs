@@ -146,6 +146,14 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// The verdict as the terminal shows it: `verdict clients=16
+    /// [contention]: …`, wrapped at the summary's width (120 columns), the
+    /// lines after the first indented.
+    pub fn lines(&self) -> Vec<String> {
+        let text = format!("verdict {} [{}]: {}", self.label, self.kind, self.evidence);
+        crate::tables::wrap(&text, "", "  ", crate::tables::TERMINAL_WIDTH)
+    }
+
     /// The notes the results store keeps beside the step's figures.
     pub fn notes(&self) -> [(&'static str, String); 2] {
         [("verdict.kind", self.kind.as_str().to_string()), ("verdict.evidence", self.evidence.clone())]

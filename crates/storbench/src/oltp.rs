@@ -132,9 +132,10 @@ pub fn run_steps(
     rec.finish(outcome)
 }
 
-/// One line per step: "verdict clients=16 [contention]: TPS stops growing …".
+/// Each step's verdict: "verdict clients=16 [contention]: TPS stops
+/// growing …", wrapped at 120 columns.
 pub fn verdict_lines(verdicts: &[storbench_report::verdict::Verdict]) -> Vec<String> {
-    verdicts.iter().map(|v| format!("verdict {} [{}]: {}", v.label, v.kind, v.evidence)).collect()
+    verdicts.iter().flat_map(|v| v.lines()).collect()
 }
 
 /// The report's latency sentences for the run `rec` has recorded so far.
@@ -239,22 +240,49 @@ fn record_step(
 }
 
 /// The run's summary: a row per step, the workload's columns, the system
-/// monitor's, and the step's flags.
+/// monitor's (a column no step has a figure for is left out), and the
+/// step's flags as numbered notes, each written once below the table (the
+/// same flag on every step would otherwise widen every row by a sentence).
 fn summary_table(columns: &[(&str, &str)], summary: &[(String, StepReport, Vec<String>)]) -> String {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
     let mut head = vec!["step".to_string()];
     head.extend(columns.iter().map(|(_, h)| h.to_string()));
-    head.extend(["iowait %", "dev r_await ms", "dev w_await ms", "flags"].map(String::from));
-    t.set_header(head);
+    head.extend(["iowait %", "dev r_await ms", "dev w_await ms"].map(String::from));
+    let mut notes: Vec<&str> = Vec::new();
+    let mut rows: Vec<Vec<String>> = Vec::new();
     for (label, r, flags) in summary {
         let mut row = vec![label.clone()];
         row.extend(columns.iter().map(|(f, _)| r.get(f).map(fmt_num).unwrap_or_else(|| "-".into())));
         row.extend(crate::record::system_columns(r));
-        row.push(flags.join(", "));
-        t.add_row(row);
+        let refs: Vec<String> = flags
+            .iter()
+            .map(|f| {
+                let at = notes.iter().position(|n| n == f).unwrap_or_else(|| {
+                    notes.push(f);
+                    notes.len() - 1
+                });
+                format!("[{}]", at + 1)
+            })
+            .collect();
+        row.push(refs.join(" "));
+        rows.push(row);
     }
-    t.to_string()
+    if !notes.is_empty() {
+        head.push("flags".into());
+    }
+    let keep: Vec<usize> = (0..head.len())
+        .filter(|&i| i == 0 || rows.iter().any(|r| r.get(i).is_some_and(|v| v != "-")))
+        .collect();
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(keep.iter().map(|&i| head[i].clone()).collect::<Vec<_>>());
+    for r in &rows {
+        t.add_row(keep.iter().map(|&i| r.get(i).cloned().unwrap_or_default()).collect::<Vec<_>>());
+    }
+    let mut out = t.to_string();
+    for (i, n) in notes.iter().enumerate() {
+        out.push_str(&format!("\n[{}] {n}", i + 1));
+    }
+    out
 }
 
 /// The flags beside a step's figures: the run's settings warnings and the

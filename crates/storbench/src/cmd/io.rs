@@ -357,16 +357,17 @@ fn row(name: &str, r: &StepReport) -> Vec<String> {
     ]
 }
 
-/// The results, on stdout: one row per profile, then the target line.
+/// The results, on stdout: one row per profile, then the target line. A
+/// column with nothing to say in any row (no I/O errors, no device figures
+/// for a file on tmpfs) is left out and, for errors, said once below, so
+/// the table fits a terminal.
 fn print_results(rows: Vec<Vec<String>>, prep: &Prepared, profiles: &[Profile]) {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(vec![
+    let header = [
         "profile",
         "read IOPS",
         "write IOPS",
         "MB/s",
-        "lat mean µs",
+        "mean µs",
         "p50 µs",
         "p99 µs",
         "p99.9 µs",
@@ -374,13 +375,23 @@ fn print_results(rows: Vec<Vec<String>>, prep: &Prepared, profiles: &[Profile]) 
         "CPU µs/IO",
         "errors",
         "iowait %",
-        "dev r_await ms",
-        "dev w_await ms",
-    ]);
-    for r in rows {
-        t.add_row(r);
+        "dev r ms",
+        "dev w ms",
+    ];
+    let empty = |i: usize| {
+        rows.iter().all(|r| r.get(i).is_none_or(|v| v == "-" || (header[i] == "errors" && v == "0")))
+    };
+    let keep: Vec<usize> = (0..header.len()).filter(|&i| i == 0 || !empty(i)).collect();
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(keep.iter().map(|&i| header[i]).collect::<Vec<_>>());
+    for r in &rows {
+        t.add_row(keep.iter().map(|&i| r.get(i).cloned().unwrap_or_default()).collect::<Vec<_>>());
     }
     println!("{t}");
+    if !keep.contains(&10) {
+        println!("no I/O errors");
+    }
     let access: Vec<String> = {
         let mut v: Vec<String> = profiles.iter().map(storbench_io::session::access).collect();
         v.dedup();
