@@ -20,6 +20,7 @@ use super::{resolve_target, BackupError, Database};
 
 /// How a backup is taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Method {
     /// A physical copy of the whole server: pg_basebackup (PostgreSQL) or
     /// mariadb-backup (MySQL/MariaDB).
@@ -46,6 +47,7 @@ impl Method {
 
 /// pg_basebackup's starting checkpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Checkpoint {
     /// Checkpoint at once, at full speed.
     Fast,
@@ -55,6 +57,7 @@ pub enum Checkpoint {
 
 /// pg_basebackup's output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Format {
     /// A data directory a server can start on.
     Plain,
@@ -64,6 +67,7 @@ pub enum Format {
 
 /// Compression of the backup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Compress {
     /// None.
     None,

@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use serde_json::json;
 use storbench_db::Engine;
 use storbench_ops::backup::{self as ops, Backup, BackupError, BackupOptions, Database, LogicalRestore};
+// The options' value enums are the library's own (its `clap` feature).
+use storbench_ops::backup::{Checkpoint, Compress, Format, Method};
 
 use crate::cli::Global;
 use crate::dbarg::{self, Db};
@@ -84,97 +86,6 @@ pub struct RestoreArgs {
     pub compare: Option<String>,
 }
 
-/// How a backup is taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Method {
-    /// A physical copy of the whole server: pg_basebackup (PostgreSQL) or
-    /// mariadb-backup (MySQL/MariaDB).
-    Basebackup,
-    /// pg_dump -Fd (PostgreSQL) or mariadb-dump (MySQL/MariaDB): a logical copy.
-    Dump,
-    /// SQLite's online backup API (page by page, while others may write).
-    Online,
-    /// SQLite's `VACUUM INTO`: a compacted copy.
-    VacuumInto,
-}
-
-/// pg_basebackup's starting checkpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Checkpoint {
-    /// Checkpoint at once, at full speed.
-    Fast,
-    /// Wait for a spread checkpoint, as the server paces them.
-    Spread,
-}
-
-/// pg_basebackup's output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// A data directory a server can start on.
-    Plain,
-    /// base.tar and pg_wal.tar.
-    Tar,
-}
-
-/// Compression of the backup.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Compress {
-    /// None.
-    None,
-    /// LZ4.
-    Lz4,
-    /// Zstandard.
-    Zstd,
-    /// gzip.
-    Gzip,
-}
-
-impl Compress {
-    fn name(self) -> &'static str {
-        ops::Compress::from(self).name()
-    }
-}
-
-impl From<Method> for ops::Method {
-    fn from(m: Method) -> ops::Method {
-        match m {
-            Method::Basebackup => ops::Method::Basebackup,
-            Method::Dump => ops::Method::Dump,
-            Method::Online => ops::Method::Online,
-            Method::VacuumInto => ops::Method::VacuumInto,
-        }
-    }
-}
-
-impl From<Format> for ops::Format {
-    fn from(f: Format) -> ops::Format {
-        match f {
-            Format::Plain => ops::Format::Plain,
-            Format::Tar => ops::Format::Tar,
-        }
-    }
-}
-
-impl From<Checkpoint> for ops::Checkpoint {
-    fn from(c: Checkpoint) -> ops::Checkpoint {
-        match c {
-            Checkpoint::Fast => ops::Checkpoint::Fast,
-            Checkpoint::Spread => ops::Checkpoint::Spread,
-        }
-    }
-}
-
-impl From<Compress> for ops::Compress {
-    fn from(c: Compress) -> ops::Compress {
-        match c {
-            Compress::None => ops::Compress::None,
-            Compress::Lz4 => ops::Compress::Lz4,
-            Compress::Zstd => ops::Compress::Zstd,
-            Compress::Gzip => ops::Compress::Gzip,
-        }
-    }
-}
-
 /// A backup's error as the binary's: bad input 2, unreachable 3, a failed
 /// target 4, else 1; a database error classified as `--db`'s are.
 fn backup_err(e: BackupError) -> anyhow::Error {
@@ -209,11 +120,11 @@ pub fn backup(g: &Global, a: BackupArgs) -> Result<ExitCode> {
     let mut plan = Backup::plan(BackupOptions {
         db: database(&db),
         to: a.to.clone(),
-        method: a.method.map(Into::into),
-        format: a.format.map(Into::into),
+        method: a.method,
+        format: a.format,
         jobs: a.jobs,
-        checkpoint: a.checkpoint.into(),
-        compress: a.compress.into(),
+        checkpoint: a.checkpoint,
+        compress: a.compress,
     })
     .map_err(backup_err)?;
     let (method, out, parent) = (plan.method(), plan.out().to_path_buf(), plan.parent().to_path_buf());
