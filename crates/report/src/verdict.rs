@@ -22,13 +22,19 @@
 //! 2. a commit that waits for a standby over a link whose round trip is
 //!    at least [`NETWORK_SHARE`] of the mean latency → `network`;
 //! 3. host CPU busy (user + system) ≥ [`CPU_BUSY`] % → `cpu`, saying how
-//!    much of it is storbench's own;
+//!    much of it is storbench's own — unless storbench's CPU is the whole
+//!    workload's (SQLite runs inside it; `io` has no server), under half of
+//!    the busy CPU is it, and the device is ≥ [`UTIL_SATURATED`] % utilised:
+//!    then other processes load the host while the device limits the
+//!    workload, and the rules below decide;
 //! 4. no figures for the database's device → `not-clear`;
-//! 5. device utilisation ≥ [`UTIL_SATURATED`] % with a queue ≥
+//! 5. more than one client (or QD above 1), and device utilisation ≥
+//!    [`UTIL_SATURATED`] % with a queue ≥
 //!    [`QUEUE_DEEP`] and (first step, or await up ≥ [`AWAIT_RISE`]× over
 //!    the previous step, or the headline not growing) →
 //!    `storage-throughput`;
-//! 6. fewer than [`QUEUE_DEEP`] requests in flight and either the device
+//! 6. fewer than [`QUEUE_DEEP`] requests in flight (any number at one
+//!    client: one commit's log write, flush and journal) and either the device
 //!    busy ≥ [`UTIL_BUSY`] % or (about one commit per log flush, or one
 //!    client, and the write await ≥ [`AWAIT_SHARE`] of the mean latency) →
 //!    `storage-latency`;
@@ -223,6 +229,8 @@ struct Context<'a> {
     /// Whose the CPU is when it is not storbench's: a database server's,
     /// or (an `io` run, an embedded engine) other processes'.
     others: &'static str,
+    /// storbench's own CPU is the whole workload's (no server process).
+    whole: bool,
 }
 
 /// A figure of a step.
@@ -307,7 +315,8 @@ impl<'a> Context<'a> {
             Some(_) => ("storbench", "the server's"),
             None => ("storbench", "other processes'"),
         };
-        Context { headline, latency_prefix, device, cpus, link_rtt_us: link_rtt_us(env), own, others }
+        let whole = engine.is_none_or(|e| e == "sqlite");
+        Context { headline, latency_prefix, device, cpus, link_rtt_us: link_rtt_us(env), own, others, whole }
     }
 
     /// The database's device: the one the environment names when the step
@@ -376,7 +385,12 @@ impl<'a> Context<'a> {
         if let Some(v) = self.network(&f) {
             return (Kind::Network, v);
         }
-        if busy >= CPU_BUSY {
+        // A host busy with other processes while the workload's own share
+        // is small and its device saturated: the device limits it.
+        let others_busy = self.whole
+            && f.own.is_some_and(|o| o < busy / 2.0)
+            && f.dev.as_ref().is_some_and(|(_, d)| d.util >= UTIL_SATURATED);
+        if busy >= CPU_BUSY && !others_busy {
             return (Kind::Cpu, self.cpu(&f, busy));
         }
         let Some((name, dev)) = f.dev.clone() else {
@@ -387,7 +401,13 @@ impl<'a> Context<'a> {
         };
         let pf = prev.map(|p| self.figures(p));
         let growth = self.growth(s, prev, &f, pf.as_ref());
-        if let Some(v) = self.throughput(&f, &name, dev, prev, pf.as_ref(), growth.as_ref()) {
+        // One client (or QD 1) cannot saturate a device by throughput: its
+        // requests wait one at a time, even when one commit puts several in
+        // flight (the log write, its flush, the filesystem's journal).
+        let single = s.load_level().is_some_and(|l| l <= 1.0);
+        if let Some(v) =
+            self.throughput(&f, &name, dev, prev, pf.as_ref(), growth.as_ref()).filter(|_| !single)
+        {
             return (Kind::StorageThroughput, v);
         }
         if let Some(v) = self.latency(s, &f, &name, dev) {
@@ -483,11 +503,11 @@ impl<'a> Context<'a> {
     }
 
     fn latency(&self, s: &StepData, f: &Figures, name: &str, dev: Dev) -> Option<String> {
-        if dev.queue >= QUEUE_DEEP {
+        let one_client = s.load_level().is_some_and(|l| l <= 1.0);
+        if dev.queue >= QUEUE_DEEP && !one_client {
             return None;
         }
         let cpf = get(s, "log.commits_per_flush");
-        let one_client = s.load_level().is_some_and(|l| l <= 1.0);
         let share = f.lat_mean_us.filter(|l| *l > 0.0).map(|l| dev.w_await * 1e3 / l);
         let flush_bound = (cpf.is_some_and(|c| c <= ONE_COMMIT_PER_FLUSH) || (cpf.is_none() && one_client))
             && share.is_some_and(|x| x >= AWAIT_SHARE);
@@ -503,8 +523,13 @@ impl<'a> Context<'a> {
             ));
         }
         if dev.util >= UTIL_BUSY {
+            let who = if one_client {
+                "one client's requests wait on the device in turn"
+            } else {
+                "requests wait on the device one at a time"
+            };
             return Some(format!(
-                "device {name} {} utilised with {:.1} in flight, await {}, {} — requests wait on the device one at a time",
+                "device {name} {} utilised with {:.1} in flight, await {}, {} — {who}",
                 pct(dev.util),
                 dev.queue,
                 ms(dev.await_ms()),
@@ -694,6 +719,37 @@ mod tests {
         assert!(v.evidence.contains("mostly other processes'"), "{}", v.evidence);
         let v = one("io", io_env, figures(180.0));
         assert!(v.evidence.contains("mostly storbench's own"), "{}", v.evidence);
+    }
+
+    #[test]
+    fn a_host_busy_with_others_does_not_hide_a_saturated_device() {
+        // SQLite at one client on a slow disk while other work fills the
+        // CPU: storbench (the whole workload) takes 1 %, the device is 98 %
+        // busy — storage, not CPU. With PostgreSQL the server's share is
+        // unknown, so the same figures stay `cpu`.
+        let figures = || {
+            vec![step(
+                0,
+                "clients=1",
+                10,
+                &[
+                    ("cpu.user", 95.0),
+                    ("cpu.system", 5.0),
+                    ("driver.cpu.percent", 2.0),
+                    ("dev.vda.util", 98.0),
+                    ("dev.vda.queue", 1.0),
+                    ("dev.vda.w_await", 35.0),
+                    ("dev.vda.writes", 30.0),
+                    ("lat.mean", 36000.0),
+                    ("tps", 27.0),
+                ],
+            )]
+        };
+        let sqlite = json!({"cpus": 2, "db": {"engine": "sqlite", "data_fs": {"device": "/dev/vda"}}});
+        let v = one("tpcb", sqlite, figures());
+        assert_eq!(v.kind, Kind::StorageLatency, "{}", v.evidence);
+        let v = one("tpcb", env(), figures());
+        assert_eq!(v.kind, Kind::Cpu, "{}", v.evidence);
     }
 
     #[test]
