@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, Container, EnvVar, EnvVarSource, HostPathVolumeSource,
+    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource, HostPathVolumeSource,
     ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource,
     PodSpec, PodTemplateSpec, ResourceRequirements, Secret, SecretKeySelector, SecurityContext, Volume,
     VolumeMount, VolumeResourceRequirements,
@@ -85,6 +85,10 @@ pub struct RenderSpec {
     pub memory: String,
     /// Size of the results claim and of each target claim, e.g. `10Gi`.
     pub storage: String,
+    /// Serve live metrics from each shard pod on this port
+    /// (`--metrics-addr 0.0.0.0:PORT`), with a named container port and
+    /// the `prometheus.io/*` scrape annotations on the pods.
+    pub metrics_port: Option<u16>,
 }
 
 /// A DNS-1123 label from `s`: lower case, `-` for anything else, at most
@@ -196,120 +200,36 @@ pub fn render(spec: &RenderSpec) -> Result<Rendered, RenderError> {
         })?)
     };
     docs.push(yaml(&claim(&results_claim, ns, &plan, &spec.storage))?);
-
-    let mut volumes = vec![
-        Volume {
-            name: "plan".into(),
-            config_map: Some(ConfigMapVolumeSource {
-                name: format!("storbench-{plan}-plan"),
-                ..Default::default()
-            }),
-            ..Default::default()
-        },
-        claim_volume("results", &results_claim),
-    ];
-    let mut mounts = vec![mount("plan", "/plan"), mount("results", "/results")];
-    let mut privileged = false;
-    for (i, (name, place)) in spec.targets.iter().enumerate() {
-        let vol = format!("target-{i}");
-        match place {
-            Placement::Host(path) => {
-                volumes.push(Volume {
-                    name: vol.clone(),
-                    host_path: Some(HostPathVolumeSource {
-                        path: path.clone(),
-                        type_: Some("DirectoryOrCreate".into()),
-                    }),
-                    ..Default::default()
-                });
-                mounts.push(mount(&vol, path));
-            }
-            Placement::Claim(path) => {
-                let c = format!("storbench-{plan}-{}", dns_label(name, 20));
-                docs.push(yaml(&claim(&c, ns, &plan, &spec.storage))?);
-                volumes.push(claim_volume(&vol, &c));
-                mounts.push(mount(&vol, &format!("/work/{}", path.trim_start_matches("./"))));
-            }
-            Placement::Media => privileged = true,
-        }
-    }
-    let resources = ResourceRequirements {
-        requests: Some(BTreeMap::from([
-            ("cpu".to_string(), Quantity(spec.cpu.clone())),
-            ("memory".to_string(), Quantity(spec.memory.clone())),
-        ])),
-        ..Default::default()
-    };
-    let shard_container = Container {
-        name: "shard".into(),
-        image: Some(spec.image.clone()),
-        working_dir: Some("/work".into()),
-        command: Some(vec!["storbench".into()]),
-        args: Some(vec![
-            "run".into(),
-            "/plan/plan.toml".into(),
-            "--shard".into(),
-            format!("$(JOB_COMPLETION_INDEX)/{n}"),
-            // One argument: a bare instant would be a YAML timestamp, not
-            // the string a container argument must be.
-            format!("--start-at={}", spec.start_at),
-        ]),
-        env: Some(
-            vec![
-                // Set from the annotation as Kubernetes' own example does, so
-                // the variables below may refer to it.
-                EnvVar {
-                    name: "JOB_COMPLETION_INDEX".into(),
-                    value_from: Some(EnvVarSource {
-                        field_ref: Some(ObjectFieldSelector {
-                            field_path: "metadata.annotations['batch.kubernetes.io/job-completion-index']"
-                                .into(),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                },
-                env("STORBENCH_RESULTS", "/results/shard-$(JOB_COMPLETION_INDEX).db"),
-            ]
-            .into_iter()
-            .chain(spec.secret_env.keys().map(|k| EnvVar {
-                name: k.clone(),
-                value_from: Some(EnvVarSource {
-                    secret_key_ref: Some(SecretKeySelector {
-                        name: secret_name.clone(),
-                        key: k.clone(),
-                        optional: Some(false),
-                    }),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }))
-            .collect(),
-        ),
-        volume_mounts: Some(mounts.clone()),
-        resources: Some(resources),
-        security_context: privileged
-            .then(|| SecurityContext { privileged: Some(true), ..Default::default() }),
-        ..Default::default()
-    };
+    let storage = target_storage(spec, &plan, &results_claim)?;
+    docs.extend(storage.claims);
+    let shard = shard_container(spec, &secret_name, storage.mounts, storage.privileged);
     let job = |name: &str, spec_: JobSpec| Job {
         metadata: meta(name, ns, &plan),
         spec: Some(spec_),
         ..Default::default()
     };
-    let pod = |c: Container, volumes: Vec<Volume>| PodTemplateSpec {
-        metadata: Some(ObjectMeta {
-            labels: Some(BTreeMap::from([("storbench/plan".to_string(), plan.clone())])),
-            ..Default::default()
-        }),
-        spec: Some(PodSpec {
-            containers: vec![c],
-            volumes: Some(volumes),
-            restart_policy: Some("Never".into()),
-            ..Default::default()
-        }),
-    };
+    let pod =
+        |c: Container, volumes: Vec<Volume>, annotations: Option<BTreeMap<String, String>>| PodTemplateSpec {
+            metadata: Some(ObjectMeta {
+                labels: Some(BTreeMap::from([("storbench/plan".to_string(), plan.clone())])),
+                annotations,
+                ..Default::default()
+            }),
+            spec: Some(PodSpec {
+                containers: vec![c],
+                volumes: Some(volumes),
+                restart_policy: Some("Never".into()),
+                ..Default::default()
+            }),
+        };
+    // Prometheus' pod discovery keys on these (the common convention).
+    let scrape = spec.metrics_port.map(|port| {
+        BTreeMap::from([
+            ("prometheus.io/scrape".to_string(), "true".to_string()),
+            ("prometheus.io/port".to_string(), port.to_string()),
+            ("prometheus.io/path".to_string(), "/metrics".to_string()),
+        ])
+    });
     docs.push(yaml(&job(
         &format!("storbench-{plan}-shards"),
         JobSpec {
@@ -319,17 +239,164 @@ pub fn render(spec: &RenderSpec) -> Result<Rendered, RenderError> {
             // Per index: a failed shard must not stop the others (a Job-wide
             // backoffLimit of 0 would kill them all).
             backoff_limit_per_index: Some(0),
-            template: pod(shard_container, volumes),
+            template: pod(shard, storage.volumes, scrape),
             ..Default::default()
         },
     ))?);
+    docs.push(yaml(&job(
+        &format!("storbench-{plan}-merge"),
+        JobSpec {
+            suspend: Some(true),
+            backoff_limit: Some(0),
+            template: pod(collector(spec, &plan), vec![claim_volume("results", &results_claim)], None),
+            ..Default::default()
+        },
+    ))?);
+    Ok(Rendered { manifests: docs.join("---\n"), secret, secret_name })
+}
 
-    let collector = Container {
+/// The shard pods' volumes and mounts: the plan, the results claim and
+/// each target's storage (claims of their own rendered into `claims`).
+struct Storage {
+    claims: Vec<String>,
+    volumes: Vec<Volume>,
+    mounts: Vec<VolumeMount>,
+    /// A target is a medium the plan makes: loop devices and mounts.
+    privileged: bool,
+}
+
+fn target_storage(spec: &RenderSpec, plan: &str, results_claim: &str) -> Result<Storage, RenderError> {
+    let mut st = Storage {
+        claims: Vec::new(),
+        volumes: vec![
+            Volume {
+                name: "plan".into(),
+                config_map: Some(ConfigMapVolumeSource {
+                    name: format!("storbench-{plan}-plan"),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            claim_volume("results", results_claim),
+        ],
+        mounts: vec![mount("plan", "/plan"), mount("results", "/results")],
+        privileged: false,
+    };
+    for (i, (name, place)) in spec.targets.iter().enumerate() {
+        let vol = format!("target-{i}");
+        match place {
+            Placement::Host(path) => {
+                st.volumes.push(Volume {
+                    name: vol.clone(),
+                    host_path: Some(HostPathVolumeSource {
+                        path: path.clone(),
+                        type_: Some("DirectoryOrCreate".into()),
+                    }),
+                    ..Default::default()
+                });
+                st.mounts.push(mount(&vol, path));
+            }
+            Placement::Claim(path) => {
+                let c = format!("storbench-{plan}-{}", dns_label(name, 20));
+                st.claims.push(yaml(&claim(&c, &spec.namespace, plan, &spec.storage))?);
+                st.volumes.push(claim_volume(&vol, &c));
+                st.mounts.push(mount(&vol, &format!("/work/{}", path.trim_start_matches("./"))));
+            }
+            Placement::Media => st.privileged = true,
+        }
+    }
+    Ok(st)
+}
+
+/// The container of each shard pod: `storbench run` of its shard, the
+/// start instant, the results file by index, the passwords from the
+/// Secret, and the metrics port when asked.
+fn shard_container(
+    spec: &RenderSpec,
+    secret_name: &str,
+    mounts: Vec<VolumeMount>,
+    privileged: bool,
+) -> Container {
+    let n = spec.shards;
+    let mut args = vec![
+        "run".into(),
+        "/plan/plan.toml".into(),
+        "--shard".into(),
+        format!("$(JOB_COMPLETION_INDEX)/{n}"),
+        // One argument: a bare instant would be a YAML timestamp, not
+        // the string a container argument must be.
+        format!("--start-at={}", spec.start_at),
+    ];
+    if let Some(port) = spec.metrics_port {
+        args.push(format!("--metrics-addr=0.0.0.0:{port}"));
+    }
+    let index = EnvVar {
+        // Set from the annotation as Kubernetes' own example does, so the
+        // variables below may refer to it.
+        name: "JOB_COMPLETION_INDEX".into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: "metadata.annotations['batch.kubernetes.io/job-completion-index']".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let passwords = spec.secret_env.keys().map(|k| EnvVar {
+        name: k.clone(),
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: secret_name.to_string(),
+                key: k.clone(),
+                optional: Some(false),
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    Container {
+        name: "shard".into(),
+        image: Some(spec.image.clone()),
+        working_dir: Some("/work".into()),
+        command: Some(vec!["storbench".into()]),
+        args: Some(args),
+        env: Some(
+            [index, env("STORBENCH_RESULTS", "/results/shard-$(JOB_COMPLETION_INDEX).db")]
+                .into_iter()
+                .chain(passwords)
+                .collect(),
+        ),
+        ports: spec.metrics_port.map(|port| {
+            vec![ContainerPort {
+                name: Some("metrics".into()),
+                container_port: i32::from(port),
+                protocol: Some("TCP".into()),
+                ..Default::default()
+            }]
+        }),
+        volume_mounts: Some(mounts),
+        resources: Some(ResourceRequirements {
+            requests: Some(BTreeMap::from([
+                ("cpu".to_string(), Quantity(spec.cpu.clone())),
+                ("memory".to_string(), Quantity(spec.memory.clone())),
+            ])),
+            ..Default::default()
+        }),
+        security_context: privileged
+            .then(|| SecurityContext { privileged: Some(true), ..Default::default() }),
+        ..Default::default()
+    }
+}
+
+/// The collector's container: `storbench merge` over the shards present
+/// (the merge names the missing ones from the shard identities the runs
+/// carry).
+fn collector(spec: &RenderSpec, plan: &str) -> Container {
+    Container {
         name: "merge".into(),
         image: Some(spec.image.clone()),
         command: Some(vec!["sh".into(), "-c".into()]),
-        // The shards present are merged; the merge names the missing ones
-        // from the shard identities the runs carry.
         args: Some(vec![format!(
             "set --; for f in /results/shard-*.db; do [ -e \"$f\" ] && set -- \"$@\" --from \"$f\"; done; \
              exec storbench --label {plan}-merged merge \"$@\""
@@ -337,17 +404,7 @@ pub fn render(spec: &RenderSpec) -> Result<Rendered, RenderError> {
         env: Some(vec![env("STORBENCH_RESULTS", "/results/merged.db")]),
         volume_mounts: Some(vec![mount("results", "/results")]),
         ..Default::default()
-    };
-    docs.push(yaml(&job(
-        &format!("storbench-{plan}-merge"),
-        JobSpec {
-            suspend: Some(true),
-            backoff_limit: Some(0),
-            template: pod(collector, vec![claim_volume("results", &results_claim)]),
-            ..Default::default()
-        },
-    ))?);
-    Ok(Rendered { manifests: docs.join("---\n"), secret, secret_name })
+    }
 }
 
 fn yaml<T: serde::Serialize>(v: &T) -> Result<String, RenderError> {
@@ -371,7 +428,28 @@ mod tests {
             cpu: "1".into(),
             memory: "1Gi".into(),
             storage: "1Gi".into(),
+            metrics_port: None,
         }
+    }
+
+    #[test]
+    fn a_metrics_port_is_served_by_every_shard_and_announced_for_scraping() {
+        let r = render(&spec(BTreeMap::new())).unwrap();
+        assert!(!r.manifests.contains("metrics-addr") && !r.manifests.contains("prometheus.io"));
+        let r = render(&RenderSpec { metrics_port: Some(9184), ..spec(BTreeMap::new()) }).unwrap();
+        let docs: Vec<serde_json::Value> =
+            r.manifests.split("---\n").map(|d| serde_norway::from_str(d).unwrap()).collect();
+        let shards = docs.iter().find(|d| d["metadata"]["name"] == "storbench-p-shards").unwrap();
+        let pod = &shards["spec"]["template"];
+        assert_eq!(pod["metadata"]["annotations"]["prometheus.io/scrape"], "true");
+        assert_eq!(pod["metadata"]["annotations"]["prometheus.io/port"], "9184");
+        let c = &pod["spec"]["containers"][0];
+        assert!(c["args"].as_array().unwrap().iter().any(|a| a == "--metrics-addr=0.0.0.0:9184"), "{c}");
+        assert_eq!(c["ports"][0]["containerPort"], 9184);
+        assert_eq!(c["ports"][0]["name"], "metrics");
+        // The collector serves nothing.
+        let merge = docs.iter().find(|d| d["metadata"]["name"] == "storbench-p-merge").unwrap();
+        assert!(merge["spec"]["template"]["metadata"]["annotations"].is_null());
     }
 
     #[test]

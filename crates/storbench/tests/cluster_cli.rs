@@ -475,7 +475,7 @@ run = { target = "{target}/t.dat", set = "quick", duration = "5s" }
         .args(["k8s", "render"])
         .arg(&plan)
         .args(["--shards", "3", "--image", "reg.example/storbench:1", "--namespace", "bench"])
-        .args(["--start-at", "2999-01-01T00:00:00Z"])
+        .args(["--start-at", "2999-01-01T00:00:00Z", "--metrics-addr", ":9184"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -508,6 +508,9 @@ run = { target = "{target}/t.dat", set = "quick", duration = "5s" }
         "suspend: true",
         "exec storbench --label s5-alloc-merged merge",
         "    [target.node]",
+        "- --metrics-addr=0.0.0.0:9184",
+        "prometheus.io/scrape: 'true'",
+        "containerPort: 9184",
     ] {
         assert!(yaml.contains(needle), "no '{needle}' in\n{yaml}");
     }

@@ -143,6 +143,14 @@ pub fn run(g: &Global, a: K8sArgs) -> Result<ExitCode> {
             (name.clone(), place)
         })
         .collect();
+    // `--metrics-addr HOST:PORT`: the pods serve on PORT of every address
+    // of theirs (a pod's own host name is not known here).
+    let metrics_port = match g.metrics_addr.as_deref() {
+        None => None,
+        Some(addr) => Some(addr.rsplit_once(':').and_then(|(_, p)| p.parse::<u16>().ok()).filter(|p| *p > 0).ok_or_else(
+            || usage(format!("--metrics-addr '{addr}': give HOST:PORT with a port 1-65535 (the shard pods serve 0.0.0.0:PORT)")),
+        )?),
+    };
     let (plan_text, secret_env) = take_passwords(&def, &text)?;
     // What ships in the ConfigMap must parse and carry no password, however
     // the URL was written (a TOML escape would defeat the text replace).
@@ -174,6 +182,7 @@ pub fn run(g: &Global, a: K8sArgs) -> Result<ExitCode> {
         cpu: a.cpu,
         memory: a.memory,
         storage: a.storage,
+        metrics_port,
     })
     .map_err(|e| usage(e.to_string()))?;
     if let (Some(secret), Some(path)) = (&rendered.secret, &a.secret_file) {
