@@ -754,20 +754,26 @@ fn fit_ssd(f: &mut Fitter<'_>, sustained: Option<&Sustained>) {
     match (deep_read, deep_write) {
         (Some(r), w) => {
             let v = f.solve_int("units", 1024, r);
-            let also = match w {
-                Some(w) => format!("; one units for reads and writes, fitted to the reads: {} is predicted, not fitted", w.cell.label()),
-                None => String::new(),
-            };
-            f.set("units", v.to_string(), format!("{} with the read time{also}", cite(r)), true);
+            f.set("units", v.to_string(), format!("{} with the read time", cite(r)), true);
+            fit_write_units(f, v, w);
         }
         (None, Some(w)) => {
             let v = f.solve_int("units", 1024, w);
-            f.set("units", v.to_string(), format!("{} with the write time (no deep random read with a read time)", cite(w)), true);
+            f.set(
+                "units",
+                v.to_string(),
+                format!("{} with the write time (no deep random read with a read time)", cite(w)),
+                true,
+            );
+            f.assume("write_units", "units were fitted to the writes: no separate write limit");
         }
-        (None, None) => f.assume(
-            "units",
-            "no random read (or write) at QD4 or more with IOPS together with a QD1 time of the same kind to divide",
-        ),
+        (None, None) => {
+            f.assume(
+                "units",
+                "no random read (or write) at QD4 or more with IOPS together with a QD1 time of the same kind to divide",
+            );
+            f.assume("write_units", "no deep random write apart from the reads: writes share the units");
+        }
     }
     match seq {
         Some(r) => {
@@ -828,6 +834,35 @@ fn fit_ssd(f: &mut Fitter<'_>, sustained: Option<&Sustained>) {
         "whether acknowledged writes are volatile is not seen in timings (the flush cell prices it)",
     );
     f.assume("cache_size", "not seen apart from the write cliff");
+}
+
+/// Writes in progress at once, when the deep random write says fewer than
+/// the `units` the reads were fitted with (datasheets rate random writes
+/// apart from reads). Nothing to fit without a deep random write and a
+/// write time; a write faster than `units` allow keeps no separate limit.
+fn fit_write_units(f: &mut Fitter<'_>, units: u64, w: Option<&Row>) {
+    let Some(w) = w else {
+        f.assume(
+            "write_units",
+            "no random write at QD4 or more with IOPS and a write time: writes share the units",
+        );
+        return;
+    };
+    f.spec.set.insert("write_units".into(), "0".into());
+    let target = w.fig.iops_at(w.cell.bs).expect("chosen for it");
+    let shared = predict(&f.model(), &w.cell, f.capacity, SimLength::SEARCH).iops.unwrap_or(0.0);
+    if shared <= target * 1.05 || units <= 1 {
+        f.set(
+            "write_units",
+            "0".into(),
+            format!("{}: the read units already carry it (as many writes as units)", cite(w)),
+            true,
+        );
+        return;
+    }
+    let v = f.solve_int("write_units", units, w);
+    let v = if v >= units { 0 } else { v };
+    f.set("write_units", v.to_string(), format!("{} with the write time", cite(w)), true);
 }
 
 /// A sustained write whose rate fell by more than 30 % and stayed down:
@@ -1269,6 +1304,37 @@ mod tests {
     }
 
     #[test]
+    fn a_deep_random_write_slower_than_the_read_units_allow_fits_write_units() {
+        // Like the Intel 320's sheet: 39,500 read and 23,000 write IOPS at
+        // QD32 — the writes have fewer lanes than the reads have units.
+        let spec = ssd(&[
+            ("read", "70us"),
+            ("write", "85us"),
+            ("units", "8"),
+            ("write_units", "3"),
+            ("interface_rate", "2000MB/s"),
+        ]);
+        let rows = sheet(
+            &spec,
+            &[
+                (cell(4096, Pattern::Random, 100, 32), "iops"),
+                (cell(4096, Pattern::Random, 0, 32), "iops"),
+                (cell(4096, Pattern::Random, 100, 1), "lat"),
+                (cell(4096, Pattern::Random, 0, 1), "lat"),
+            ],
+        );
+        let f = fit(Family::Ssd, &rows, None, CAP).unwrap();
+        assert_eq!(value(&f, "units"), "8");
+        assert_eq!(value(&f, "write_units"), "3", "{}", param(&f, "write_units").source);
+        assert!(param(&f, "write_units").determined);
+        for c in &f.cells {
+            for e in c.errors().into_iter().flatten() {
+                assert!(e.abs() < 3.0, "{}: {e}%", c.cell.label());
+            }
+        }
+    }
+
+    #[test]
     fn a_datasheets_sequential_qd1_latency_and_qd32_iops_determine_read_write_and_units() {
         // Shaped like models/tables/s2-ssd-intel320.csv: QD1 latency only as
         // "average sequential", QD32 random IOPS for reads and writes.
@@ -1298,10 +1364,12 @@ mod tests {
             param(&f, "write").source
         );
         let units = &param(&f, "units").source;
-        assert!(
-            units.contains("4k random read QD32") && units.contains("4k random write QD32 is predicted"),
-            "{units}"
-        );
+        assert!(units.contains("4k random read QD32"), "{units}");
+        // The writes' own rate is carried by the read units here: no
+        // separate write limit, and the source says so.
+        assert_eq!(value(&f, "write_units"), "0");
+        let wu = &param(&f, "write_units").source;
+        assert!(wu.contains("4k random write QD32") && wu.contains("already carry it"), "{wu}");
         // The model's own rows: every cell fits, the writes' included.
         for c in &f.cells {
             for e in c.errors().into_iter().flatten() {

@@ -466,6 +466,8 @@ pub struct State {
     pub link_free_ns: u64,
     /// When a network model's link is free again (ns).
     pub net_free_ns: u64,
+    /// When each of an SSD's write lanes (`write_units`) is free again (ns).
+    pub write_lanes: Vec<u64>,
 }
 
 impl State {
@@ -486,6 +488,18 @@ impl State {
 
     /// Occupies the shared link for `d` from `start_ns`; returns when the
     /// transfer ends.
+    /// Takes the first of `lanes` write lanes free at or after `start_ns`
+    /// for `d`; returns when the write ends.
+    pub(crate) fn use_write_lane(&mut self, lanes: usize, start_ns: u64, d: Duration) -> u64 {
+        if self.write_lanes.len() != lanes {
+            self.write_lanes = vec![0; lanes];
+        }
+        let lane = self.write_lanes.iter_mut().min_by_key(|f| **f).expect("lanes >= 1");
+        let end = (*lane).max(start_ns) + d.as_nanos() as u64;
+        *lane = end;
+        end
+    }
+
     pub(crate) fn use_link(&mut self, start_ns: u64, d: Duration) -> u64 {
         let begin = self.link_free_ns.max(start_ns);
         self.link_free_ns = begin + d.as_nanos() as u64;

@@ -14,6 +14,8 @@ use super::{cache_from, xfer, Builtin, Kind, ModelError, Op, Param, Params, Req,
 const COMMON_DOC_CLIFF: &str =
     "bytes written before garbage collection slows writes (0: never, a fresh drive); MQSim (FAST'18) reproduces such cliffs";
 
+const WRITE_UNITS_DOC: &str = "writes in progress at once, when fewer than `units` (0: as many as units): datasheets rate random writes apart from reads (e.g. 39,500 read vs 23,000 write IOPS), the program and garbage-collection work behind the cache";
+
 pub(crate) const SATA_SSD: Builtin = Builtin {
     name: "sata-ssd",
     about: "a consumer SATA SSD: ~90 µs reads, 8 parallel units, 550 MB/s interface, volatile write cache",
@@ -21,6 +23,7 @@ pub(crate) const SATA_SSD: Builtin = Builtin {
         Param { key: "read", default: "90us", kind: Kind::Dur, doc: "NAND read plus controller for one page (TLC reads 50-100 µs); 4k QD1 reads on SATA drives measure 80-100 µs" },
         Param { key: "write", default: "40us", kind: Kind::Dur, doc: "a write acknowledged from the controller's cache" },
         Param { key: "units", default: "8", kind: Kind::Int, doc: "requests served at once (channels × dies the firmware keeps busy): 8 / 90 µs ≈ 90k IOPS, the datasheet QD32 figure" },
+        Param { key: "write_units", default: "0", kind: Kind::Int, doc: WRITE_UNITS_DOC },
         Param { key: "channel_rate", default: "400MB/s", kind: Kind::Rate, doc: "NAND channel transfer rate (ONFI 3)" },
         Param { key: "interface_rate", default: "550MB/s", kind: Kind::Rate, doc: "SATA 6 Gb/s as drives deliver it" },
         Param { key: "flush", default: "0.5ms", kind: Kind::Dur, doc: "a flush writes the cache's dirty pages to NAND (one program time)" },
@@ -54,6 +57,7 @@ pub(crate) const NVME: Builtin = Builtin {
             kind: Kind::Int,
             doc: "requests served at once: 64 / 70 µs ≈ 900k IOPS, above what the interface carries at 4k",
         },
+        Param { key: "write_units", default: "0", kind: Kind::Int, doc: WRITE_UNITS_DOC },
         Param {
             key: "channel_rate",
             default: "800MB/s",
@@ -109,6 +113,8 @@ pub struct Ssd {
     pub write: Duration,
     /// Parallel units.
     pub units: usize,
+    /// Writes in progress at once (fewer than `units`; 0: no separate limit).
+    pub write_units: usize,
     /// Per-unit transfer rate, bytes/s.
     pub channel_rate: f64,
     /// Host interface, bytes/s, shared by all units.
@@ -129,10 +135,15 @@ impl Ssd {
         if !(1..=1024).contains(&units) {
             return Err(p.bad("units", "give 1 to 1024"));
         }
+        let write_units = p.int("write_units");
+        if !(0..=1024).contains(&write_units) {
+            return Err(p.bad("write_units", "give 0 (as many as units) to 1024"));
+        }
         Ok(Ssd {
             read: p.dur("read"),
             write: p.dur("write"),
             units: units as usize,
+            write_units: write_units as usize,
             channel_rate: p.rate("channel_rate"),
             interface_rate: p.rate("interface_rate"),
             flush: p.dur("flush"),
@@ -160,6 +171,11 @@ impl Ssd {
                         st.dirty.clear();
                         d += self.flush;
                     }
+                }
+                if self.write_units > 0 && self.write_units < self.units {
+                    // Fewer write lanes than units: a write waits for one.
+                    let end = st.use_write_lane(self.write_units, start_ns, d);
+                    d = Duration::from_nanos(end - start_ns);
                 }
                 d
             }
@@ -213,6 +229,26 @@ mod tests {
             .max();
         let expect = xfer(8 << 20, 550e6).as_nanos() as i128;
         assert!((last.unwrap().as_nanos() as i128 - expect).abs() <= 8, "{last:?}");
+    }
+
+    #[test]
+    fn fewer_write_units_queue_writes_but_not_reads() {
+        let s = ssd("sata-ssd", &["write_units=2", "write_cache=false", "interface_rate=100GB/s"]);
+        let mut st = State::default();
+        let w = |st: &mut State| s.service_time(&Req { op: Op::Write, offset: 0, len: 4096 }, st, 0);
+        // Two lanes: the third write started together waits one write time.
+        let ends: Vec<Duration> = (0..3).map(|_| w(&mut st)).collect();
+        assert_eq!(ends, [Duration::from_micros(40), Duration::from_micros(40), Duration::from_micros(80)]);
+        // A read does not take a write lane.
+        let r = s.service_time(&Req { op: Op::Read, offset: 0, len: 4096 }, &mut st, 0);
+        assert_eq!(r, Duration::from_micros(90) + xfer(4096, 400e6));
+        // write_units 0 (the default): no separate limit.
+        let s = ssd("sata-ssd", &["write_cache=false", "interface_rate=100GB/s"]);
+        let mut st = State::default();
+        let w3: Vec<Duration> = (0..3)
+            .map(|_| s.service_time(&Req { op: Op::Write, offset: 0, len: 4096 }, &mut st, 0))
+            .collect();
+        assert!(w3.iter().all(|d| *d == Duration::from_micros(40)), "{w3:?}");
     }
 
     #[test]
