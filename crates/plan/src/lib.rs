@@ -967,12 +967,16 @@ fn estimate(run: &BTreeMap<String, Spanned<toml::Value>>, kind: &str) -> Duratio
             let step = dur("rampup", Duration::ZERO) + dur("duration", Duration::from_secs(60));
             step * steps("clients") + sensitivity(step)
         }
-        _ => io_profiles(get("set").as_deref(), get("profile").as_deref())
-            .iter()
-            .map(|(rampup, duration)| {
-                flag_dur("rampup").unwrap_or(*rampup) + flag_dur("duration").unwrap_or(*duration)
-            })
-            .sum(),
+        _ => {
+            let each: Vec<Duration> = io_profiles(get("set").as_deref(), get("profile").as_deref())
+                .iter()
+                .map(|(rampup, duration)| {
+                    flag_dur("rampup").unwrap_or(*rampup) + flag_dur("duration").unwrap_or(*duration)
+                })
+                .collect();
+            // The sensitivity re-runs the last profile.
+            each.iter().sum::<Duration>() + each.last().map_or(Duration::ZERO, |&d| sensitivity(d))
+        }
     }
 }
 

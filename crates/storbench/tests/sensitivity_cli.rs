@@ -24,6 +24,9 @@ fn tpcb_at_one_client_on_an_hdd_follows_the_devices_speed() {
     let m = s.media().into_iter().find(|m| m["name"] == "sens-hdd").unwrap();
     let db = format!("sqlite:{}/tpcb.db", m["mount_point"].as_str().unwrap());
     s.ok(&["tpcb", "init", "--db", &db, "--scale", "1"]);
+    // The load's dirty pages written back now, not during the base step.
+    let st = std::process::Command::new("sync").arg("-f").arg(m["mount_point"].as_str().unwrap()).status();
+    assert!(st.unwrap().success());
     let out = s
         .sb()
         .args(["--json", "tpcb", "run", "--db", &db, "-c", "1", "-T", "6s", "--sensitivity", "0.5,2"])
@@ -45,15 +48,21 @@ fn tpcb_at_one_client_on_an_hdd_follows_the_devices_speed() {
         assert!((seen - f).abs() < 0.01, "scale {seen} during the ×{f} step");
     }
     assert!(steps[0]["metrics"].get("emu.sens-hdd.scale").is_none(), "the base step ran as modelled");
-    // Physics: at one client every transaction waits for its commit's flush
-    // on the disk (the verdict's storage latency), so TPS follows the
-    // device's speed. The bound: ×0.5 gives 2× TPS within 10 %.
-    // Halving the speed must cost at least a fifth: the ×2 step also pays
-    // ext4's journal commits, which queue behind the slower flushes, and
-    // was measured at 0.5-0.7× on this host; a scale not applied gives 1×.
+    // Physics: at one client every transaction waits for its commits'
+    // flushes on the disk, so its latency is a fixed part (SQLite's and
+    // storbench's CPU, the FUSE round trips: about 4 ms per transaction in
+    // a debug build on this host) plus the device's time, which the scale
+    // multiplies. The bound (×0.5 → 2× TPS within 10 %) holds where
+    // the device is everything (the io test below: 2.01×); here, on a busy
+    // shared host, three runs gave 1.72×, 1.92× and 2.26× at ×0.5 and
+    // 0.43-0.73× at ×2, so the bounds are the loosest that still fail when
+    // the scale is not applied (1×) or applied backwards.
+    let lat = |s: &Value| s["metrics"]["lat.mean"]["value"].as_f64().unwrap();
+    let (l_fast, l_base, l_slow) = (lat(&steps[1]), lat(&steps[0]), lat(&steps[2]));
+    assert!(l_fast < l_base && l_base < l_slow, "lat {l_fast:.0} / {l_base:.0} / {l_slow:.0} µs\n{terminal}");
     let (base, fast, slow) = (tps(&steps[0]), tps(&steps[1]), tps(&steps[2]));
     let up = fast / base;
-    assert!((1.8..=2.2).contains(&up), "×0.5: {fast} TPS against {base} ({up:.2}×)\n{terminal}");
+    assert!((1.4..=2.6).contains(&up), "×0.5: {fast} TPS against {base} ({up:.2}×)\n{terminal}");
     assert!(slow / base < 0.8, "×2: {slow} TPS against {base}\n{terminal}");
     // The medium is back at scale 1.
     let scale: Value =
@@ -121,4 +130,27 @@ fn sensitivity_is_refused_off_a_modelled_medium_and_for_bad_factors() {
     // Nothing was recorded for a refused run (the init alone is).
     let runs = s.ok(&["--json", "results", "list"]);
     assert!(!runs.contains("\"tpcb\""), "{runs}");
+}
+
+#[test]
+fn io_at_qd1_on_an_hdd_scales_its_iops_with_the_device() {
+    let s = State::new();
+    s.ok(&["media", "create", "sens-io", "--size", "1G", "--fs", "none", "--model", "hdd"]);
+    let m = s.media().into_iter().find(|m| m["name"] == "sens-io").unwrap();
+    let dev = m["device"].as_str().unwrap().to_string();
+    let args = ["--json", "io", "--target", &dev, "--rw", "randread", "--bs", "4k", "--qd", "1"];
+    let out = s.ok(&[&args[..], &["--duration", "3s", "--rampup", "0s", "--sensitivity", "0.5,2"]].concat());
+    let rec: Value = serde_json::from_str(&out).unwrap();
+    let steps = rec["steps"].as_array().unwrap();
+    let iops = |i: usize| steps[i]["metrics"]["io.iops"]["value"].as_f64().unwrap();
+    // Every read waits for a seek and a rotation: IOPS follow the device's
+    // speed (measured 2.01× and 0.52×).
+    let (up, down) = (iops(1) / iops(0), iops(2) / iops(0));
+    assert!((1.8..=2.2).contains(&up), "×0.5: {up:.2}×");
+    assert!((0.4..=0.6).contains(&down), "×2: {down:.2}×");
+    let note = steps[0]["notes"][NOTE].as_str().unwrap();
+    assert!(note.starts_with("IOPS +"), "{note}");
+    let scale: Value =
+        serde_json::from_str(&std::fs::read_to_string(s.state().join("emu/sens-io.scale")).unwrap()).unwrap();
+    assert_eq!(scale["scale"], 1.0);
 }
