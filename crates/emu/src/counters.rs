@@ -64,6 +64,18 @@ pub struct Line {
     /// The array's second (state, per-member counts), on an array.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub array: Option<crate::model::ArraySnapshot>,
+    /// The time scale in effect at the end of the second (1: as modelled;
+    /// [`crate::sched::Sched::set_scale`]); left out when 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub scale: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
 }
 
 pub(crate) fn unix_ms() -> u64 {
@@ -102,8 +114,10 @@ pub(crate) fn line<C: Completion>(s: &Sched<C>, last_ns: &mut u64) -> Line {
         late: st.late,
         errors: st.errors,
         ops,
-        cache: s.model().tier().map(|t| t.take(now)),
-        array: s.model().array().map(|a| a.take(now)),
+        // Their own timelines run on the model's clock (a time scale).
+        cache: s.model().tier().map(|t| t.take(s.model_ns())),
+        array: s.model().array().map(|a| a.take(s.model_ns())),
+        scale: s.scale(),
     };
     *last_ns = now;
     l
@@ -200,6 +214,12 @@ pub fn step_report(
         Unit::Count,
     );
     r.figure(format!("emu.{medium}.late"), window.iter().map(|l| l.late).sum::<u64>() as f64, Unit::Count);
+    // A step under a time scale says so (the mean over its seconds); a
+    // step as modelled carries no such figure.
+    if window.iter().any(|l| l.scale != 1.0) {
+        let mean = window.iter().map(|l| l.scale).sum::<f64>() / window.len() as f64;
+        r.figure(format!("emu.{medium}.scale"), mean, Unit::Ratio);
+    }
     for op in Op::ALL {
         let ops: Vec<&OpLine> = window.iter().filter_map(|l| l.ops.get(op.as_str())).collect();
         let n: u64 = ops.iter().map(|o| o.n).sum();
@@ -398,6 +418,7 @@ mod tests {
             ops,
             cache: None,
             array: None,
+            scale: 1.0,
         }
     }
 

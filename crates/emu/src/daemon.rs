@@ -6,11 +6,13 @@
 //! volatile write cache of a model that has one holds written blocks in
 //! memory until a flush drains them to the image, so a power cut
 //! (SIGUSR1) loses exactly what was not yet durable; later I/O fails.
-//! SIGUSR2 empties a cache tier (`media cache reset`). On an array,
-//! [`control_signal`] makes it read a command (`media fail`, `media
-//! rebuild`) from [`array_files`]' control file; it keeps the array's state
-//! in the status file there (written when it changes, read at start, so a
-//! restarted daemon's array is as degraded as it was).
+//! SIGUSR2 empties a cache tier (`media cache reset`). [`control_signal`]
+//! makes it read a [`Command`] from [`array_files`]' control file: a time
+//! scale for any model (`media scale`, storage sensitivity), whose state
+//! it writes to [`scale_file`], or, on an array, `media fail` and `media
+//! rebuild`; it keeps the array's state in the status file there (written
+//! when it changes, read at start, so a restarted daemon's array is as
+//! degraded as it was). A restarted daemon starts at scale 1.
 //!
 //! It must never do I/O on the filesystem above the loop device it serves
 //! (that would deadlock): it touches only the backing image, its counters,
@@ -37,7 +39,7 @@ use fuser::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::model::{blocks, Op, Req, Spec, VolatileCache, CACHE_BLOCK};
+use crate::model::{blocks, ArrayCommand, Op, Req, Spec, VolatileCache, CACHE_BLOCK};
 use crate::ring;
 use crate::sched::{Completion, Sched};
 use crate::EmuError;
@@ -1198,7 +1200,7 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
             .spawn(move || {
                 let mut last = None;
                 while !st.load(Ordering::Relaxed) {
-                    let now = s.model().array().expect("an array").status(s.now_ns());
+                    let now = s.model().array().expect("an array").status(s.model_ns());
                     if last.as_ref() != Some(&now) {
                         write_status(&path, &now);
                         last = Some(now);
@@ -1208,30 +1210,22 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
             })
             .map_err(|e| EmuError::Failed(format!("starting the array thread: {e}")))?;
     }
+    write_scale(&scale_file(&cfg.pid_file), &ScaleStatus { scale: 1.0, applied: 0, error: String::new() });
     let controller = {
-        let s = sched.clone();
+        let (s, scale_path) = (sched.clone(), scale_file(&cfg.pid_file));
         move || {
-            let Some(a) = s.model().array() else { return };
             let Ok(text) = std::fs::read_to_string(&ctl_file) else { return };
-            let Ok(cmd) = serde_json::from_str::<crate::model::ArrayCommand>(&text) else {
-                eprintln!("storbench: note: ignored an unreadable array command in {}", ctl_file.display());
-                return;
-            };
-            let st = match a.control(&cmd, s.now_ns()) {
-                Ok(st) => st,
-                Err(e) => {
-                    let mut st = a.status(s.now_ns());
-                    st.applied = match cmd {
-                        crate::model::ArrayCommand::Fail { seq, .. }
-                        | crate::model::ArrayCommand::Rebuild { seq, .. }
-                        | crate::model::ArrayCommand::Pause { seq } => seq,
-                    };
-                    st.error = e.0;
-                    st
+            match serde_json::from_str::<Command>(&text) {
+                Ok(Command::Scale { factor, seq }) => {
+                    let error = s.set_scale(factor).err().unwrap_or_default();
+                    eprintln!("storbench: info: scale command {text}: now ×{}", s.scale());
+                    write_scale(&scale_path, &ScaleStatus { scale: s.scale(), applied: seq, error });
                 }
-            };
-            eprintln!("storbench: info: array command {text}: now {}", st.state);
-            write_status(&status_file, &st);
+                Ok(Command::Array(cmd)) => array_control(&s, &cmd, &text, &status_file),
+                Err(_) => {
+                    eprintln!("storbench: note: ignored an unreadable command in {}", ctl_file.display())
+                }
+            }
         }
     };
     // Power cut: refuse new I/O and fail what is queued, then lose the cache.
@@ -1376,6 +1370,76 @@ pub fn control_signal() -> libc::c_int {
     libc::SIGRTMIN() + 1
 }
 
+/// Applies an array command (the daemon's controller), writing the
+/// array's state with the command's sequence number; a command to a model
+/// that is not an array is noted in the log and ignored.
+fn array_control<C: Completion>(s: &Sched<C>, cmd: &ArrayCommand, text: &str, status_file: &Path) {
+    let Some(a) = s.model().array() else {
+        eprintln!("storbench: note: ignored an array command to a model that is not an array: {text}");
+        return;
+    };
+    let st = match a.control(cmd, s.model_ns()) {
+        Ok(st) => st,
+        Err(e) => {
+            let mut st = a.status(s.model_ns());
+            st.applied = match *cmd {
+                ArrayCommand::Fail { seq, .. }
+                | ArrayCommand::Rebuild { seq, .. }
+                | ArrayCommand::Pause { seq } => seq,
+            };
+            st.error = e.0;
+            st
+        }
+    };
+    eprintln!("storbench: info: array command {text}: now {}", st.state);
+    write_status(status_file, &st);
+}
+
+/// A command to a medium's daemon, written whole to its control file
+/// ([`array_files`]) before [`control_signal`]. Its JSON is tagged by
+/// `cmd`: `{"cmd":"scale","factor":0.5,"seq":3}`, or an array's command
+/// as [`ArrayCommand`] writes it (`{"cmd":"fail","disk":1,"seq":2}`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "cmd", rename_all = "lowercase")]
+pub enum Command {
+    /// Multiply the device's service times by `factor` from now on
+    /// ([`Sched::set_scale`]); any model.
+    Scale {
+        /// The time scale (0.5: twice as fast, 2: half as fast, 1: as modelled).
+        factor: f64,
+        /// Sequence number, echoed in [`ScaleStatus::applied`].
+        seq: u64,
+    },
+    /// An array's command.
+    #[serde(untagged)]
+    Array(ArrayCommand),
+}
+
+/// The time scale in effect, as the daemon writes it to [`scale_file`]
+/// at start (1) and after every scale command.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScaleStatus {
+    /// The factor in effect.
+    pub scale: f64,
+    /// The last scale command taken (its sequence number; 0: none).
+    pub applied: u64,
+    /// Why that command was refused (empty: applied).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub error: String,
+}
+
+/// The file the daemon writes its [`ScaleStatus`] to, beside its pid file.
+pub fn scale_file(pid_file: &Path) -> PathBuf {
+    pid_file.with_extension("scale")
+}
+
+fn write_scale(path: &Path, st: &ScaleStatus) {
+    let tmp = path.with_extension("scale.tmp");
+    if std::fs::write(&tmp, serde_json::to_string(st).expect("serialises")).is_ok() {
+        let _ = std::fs::rename(&tmp, path);
+    }
+}
+
 /// An array's status file (the daemon writes it) and command file (`media
 /// fail`/`rebuild` write it), beside the daemon's pid file.
 pub fn array_files(pid_file: &Path) -> (PathBuf, PathBuf) {
@@ -1399,4 +1463,22 @@ pub fn files(dir: &Path, name: &str) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
         dir.join(format!("{name}.counters")),
         dir.join(format!("{name}.log")),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_control_file_holds_a_scale_or_an_arrays_command() {
+        let scale: Command = serde_json::from_str(r#"{"cmd":"scale","factor":0.5,"seq":3}"#).unwrap();
+        assert_eq!(scale, Command::Scale { factor: 0.5, seq: 3 });
+        // What `media fail` has always written still reads as an array's.
+        let fail = serde_json::to_string(&ArrayCommand::Fail { disk: 1, seq: 2 }).unwrap();
+        let cmd: Command = serde_json::from_str(&fail).unwrap();
+        assert_eq!(cmd, Command::Array(ArrayCommand::Fail { disk: 1, seq: 2 }));
+        assert_eq!(serde_json::to_string(&cmd).unwrap(), fail);
+        assert_eq!(serde_json::to_string(&scale).unwrap(), r#"{"cmd":"scale","factor":0.5,"seq":3}"#);
+        assert!(serde_json::from_str::<Command>(r#"{"cmd":"shrink","seq":1}"#).is_err());
+    }
 }

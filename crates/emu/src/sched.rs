@@ -10,6 +10,19 @@
 //! Replies that leave later than their deadline by more than [`LATE`] are
 //! counted (`late` in the counters): the model then asked for less than
 //! the daemon can honour, and the counters say so.
+//!
+//! A time scale ([`Sched::set_scale`]) makes the device run faster or
+//! slower (×0.5: twice as fast; ×2: half as fast), for storage
+//! sensitivity (issue 28). The device model then lives on a clock of its
+//! own that runs 1/scale times as fast as the host's: it is asked for its
+//! service time at model time ([`Sched::model_ns`]) and the unit stays busy
+//! scale × that long. Scaling only the durations would not do: a disk's
+//! rotational wait depends on the platter's angle at the request's start,
+//! and a sequential writer that comes back twice as early would find the
+//! sector elsewhere. A network's trips ([`Model::approach`],
+//! [`Model::back`]) are the link's, not the device's, and stay on the
+//! host's clock; requests already started keep their time. At scale 1
+//! from the start, model time is the host's, exactly.
 
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::{BinaryHeap, VecDeque};
@@ -168,6 +181,9 @@ struct Inner<C> {
     /// Scratch for [`Sched::dispatch`], kept to allocate once.
     cand: Vec<Req>,
     cand_at: Vec<usize>,
+    /// The model's clock: at host time `.0` it read `.1` (ns), and it runs
+    /// at 1/scale since ([`Sched::set_scale`]).
+    clock_base: (u64, u64),
 }
 
 impl<C> Inner<C> {
@@ -193,6 +209,36 @@ pub struct Sched<C> {
     /// The daemon's own round trip (ns), absorbed: a reply leaves this
     /// much before the model's completion, never before its arrival.
     floor_ns: AtomicU64,
+    /// The time scale's bits (an `f64`; 1.0 unless set).
+    scale: AtomicU64,
+}
+
+/// The smallest and largest time scale a scheduler takes: beyond them a
+/// device would be faster than the daemon can answer, or so slow that a
+/// filesystem above it times out.
+pub const SCALE_RANGE: (f64, f64) = (0.01, 100.0);
+
+/// Whether `factor` is a time scale a scheduler takes (finite, within
+/// [`SCALE_RANGE`]); the error names the range.
+pub fn check_scale(factor: f64) -> Result<(), String> {
+    if factor.is_finite() && (SCALE_RANGE.0..=SCALE_RANGE.1).contains(&factor) {
+        Ok(())
+    } else {
+        Err(format!(
+            "a time scale must be {} to {} (×0.5: twice as fast, ×2: half as fast)",
+            SCALE_RANGE.0, SCALE_RANGE.1
+        ))
+    }
+}
+
+/// A service time under a time scale: exact (untouched) at 1.
+fn scaled(svc: Duration, scale: f64) -> u64 {
+    let ns = svc.as_nanos() as u64;
+    if scale == 1.0 {
+        ns
+    } else {
+        (ns as f64 * scale).round() as u64
+    }
 }
 
 impl<C: Completion> Sched<C> {
@@ -217,13 +263,57 @@ impl<C: Completion> Sched<C> {
                 trace,
                 cand: Vec::with_capacity(window),
                 cand_at: Vec::with_capacity(window),
+                clock_base: (0, 0),
             }),
             cv: Condvar::new(),
             clock: Instant::now(),
             stop: AtomicBool::new(false),
             dead: AtomicBool::new(false),
             floor_ns: AtomicU64::new(0),
+            scale: AtomicU64::new(1.0f64.to_bits()),
         }
+    }
+
+    /// Sets the time scale: each request started from now on takes
+    /// `factor` times the device's service time the model gives it
+    /// (checked by [`check_scale`]). The model's own state is priced as
+    /// before; only the time a unit stays busy changes.
+    pub fn set_scale(&self, factor: f64) -> Result<(), String> {
+        check_scale(factor)?;
+        // Under the lock, so a request dispatched after this returns sees it.
+        let mut g = self.lock();
+        let now = self.now_ns();
+        g.clock_base = (now, self.to_model(&g, now));
+        self.scale.store(factor.to_bits(), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Host time `t_ns` on the model's clock (a time before the last
+    /// change of scale is taken back at the current rate).
+    fn to_model(&self, g: &Inner<C>, t_ns: u64) -> u64 {
+        let (host, model) = g.clock_base;
+        let scale = self.scale();
+        if scale == 1.0 {
+            return (model + t_ns).saturating_sub(host);
+        }
+        let d = (t_ns.abs_diff(host) as f64 / scale).round() as u64;
+        if t_ns >= host {
+            model + d
+        } else {
+            model.saturating_sub(d)
+        }
+    }
+
+    /// Now on the model's clock: the time to give the model's own
+    /// timelines (an array's rebuild, a cache tier's figures).
+    pub fn model_ns(&self) -> u64 {
+        let g = self.lock();
+        self.to_model(&g, self.now_ns())
+    }
+
+    /// The time scale in effect.
+    pub fn scale(&self) -> f64 {
+        f64::from_bits(self.scale.load(Ordering::Relaxed))
     }
 
     /// Absorbs the daemon's floor: the round trip the loop device, FUSE and
@@ -306,10 +396,11 @@ impl<C: Completion> Sched<C> {
                     g.cand_at.push(i);
                 }
             }
-            let k = if g.cand.len() == 1 { 0 } else { self.model.pick(&g.cand, &g.state, start) };
+            let at = self.to_model(g, start);
+            let k = if g.cand.len() == 1 { 0 } else { self.model.pick(&g.cand, &g.state, at) };
             let e = g.queue.remove(g.cand_at[k]).expect("picked from the window");
-            let svc = self.model.service_time(&e.req, &mut g.state, start);
-            let free = start + svc.as_nanos() as u64;
+            let svc = self.model.service_time(&e.req, &mut g.state, at);
+            let free = start + scaled(svc, self.scale());
             g.units[u] = free;
             let back = self.model.back(&e.req).as_nanos() as u64;
             let model_ns = free + back;
@@ -645,6 +736,79 @@ mod tests {
         assert!((o.queue.quantile_us(1.0) - 1000.0).abs() < 5.0, "queue {}", o.queue.quantile_us(1.0));
         assert!(o.queue.quantile_us(0.5) < 1.0, "{}", o.queue.quantile_us(0.5));
         assert!((o.service.mean_us() - 3000.0).abs() < 5.0, "service {}", o.service.mean_us());
+        s.stop();
+    }
+
+    /// One request alone on an idle scheduler: its service time in the
+    /// model's time (exact: no host timing in it).
+    fn one_service_us(s: &Arc<Sched<Tx>>) -> f64 {
+        let (tx, rx) = mpsc::channel();
+        s.take_stats();
+        s.submit(Req { op: Op::Read, offset: 0, len: 4096 }, s.now_ns(), Tx(tx, s.clone()));
+        rx.recv_timeout(Duration::from_secs(5)).expect("answered");
+        let (st, _) = s.take_stats();
+        st.ops[Op::Read.index()].service.mean_us()
+    }
+
+    #[test]
+    fn the_time_scale_multiplies_the_devices_service_time() {
+        let s = sched(&["read=10ms", "units=1"]);
+        assert_eq!(s.scale(), 1.0);
+        assert!((one_service_us(&s) - 10_000.0).abs() < 10.0);
+        s.set_scale(0.5).unwrap();
+        assert!((one_service_us(&s) - 5_000.0).abs() < 10.0, "×0.5");
+        s.set_scale(2.0).unwrap();
+        assert!((one_service_us(&s) - 20_000.0).abs() < 20.0, "×2");
+        s.set_scale(1.0).unwrap();
+        assert!((one_service_us(&s) - 10_000.0).abs() < 10.0, "back to 1");
+        // Out of range or not a number: refused, and the scale stays.
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 1000.0] {
+            let e = s.set_scale(bad).unwrap_err();
+            assert!(e.contains("0.01 to 100"), "{e}");
+        }
+        assert_eq!(s.scale(), 1.0);
+        s.stop();
+    }
+
+    #[test]
+    fn the_time_scale_leaves_a_networks_trips_alone() {
+        // 2 ms round trip, 1 ms device: at ×2 the device takes 2 ms and
+        // the trips stay 2 ms, so 4 ms in all (not 6 ms).
+        let s = model_sched(
+            "gbe-nas",
+            &["rtt=2ms", "link_rate=100GB/s", "backing=constant", "backing.read=1ms", "backing.units=1"],
+        );
+        assert!((one_service_us(&s) - 3000.0).abs() < 5.0);
+        s.set_scale(2.0).unwrap();
+        let us = one_service_us(&s);
+        assert!((us - 4000.0).abs() < 5.0, "service {us} µs");
+        s.stop();
+    }
+
+    #[test]
+    fn under_a_time_scale_the_model_runs_on_its_own_clock() {
+        let s = sched(&["read=1ms"]);
+        {
+            // At scale 1 from the start, model time is the host's, exactly.
+            let g = s.lock();
+            assert_eq!(s.to_model(&g, 123_456_789), 123_456_789);
+        }
+        s.set_scale(0.5).unwrap();
+        let (h, m) = s.lock().clock_base;
+        {
+            // Twice as fast: a host millisecond is two of the model's, and
+            // a time before the change is taken back at the same rate.
+            let g = s.lock();
+            assert_eq!(s.to_model(&g, h + 1_000_000), m + 2_000_000);
+            assert_eq!(s.to_model(&g, h.saturating_sub(1_000)), m.saturating_sub(2_000));
+        }
+        s.set_scale(2.0).unwrap();
+        let (h2, m2) = s.lock().clock_base;
+        // The clock went on from where it was: never backwards.
+        assert!(m2 >= m + 2 * (h2 - h) - 2, "{m2} after {m}");
+        let g = s.lock();
+        assert_eq!(s.to_model(&g, h2 + 1_000_000), m2 + 500_000);
+        drop(g);
         s.stop();
     }
 }

@@ -413,6 +413,7 @@ pub fn forget_array(d: &Daemon) {
     let (status, ctl) = storbench_emu::daemon::array_files(&d.config.with_extension("pid"));
     let _ = std::fs::remove_file(status);
     let _ = std::fs::remove_file(ctl);
+    let _ = std::fs::remove_file(storbench_emu::daemon::scale_file(&d.config.with_extension("pid")));
 }
 
 /// A medium that is an array, with its daemon alive: its spec and daemon.
@@ -489,12 +490,8 @@ pub fn array_command(name: &str, verb: ArrayVerb) -> Result<storbench_emu::Array
         ArrayVerb::Rebuild(rate) => ArrayCommand::Rebuild { rate, seq },
         ArrayVerb::Pause => ArrayCommand::Pause { seq },
     };
-    let (status, ctl) = storbench_emu::daemon::array_files(&d.config.with_extension("pid"));
-    let tmp = ctl.with_extension("ctl.tmp");
-    std::fs::write(&tmp, serde_json::to_string(&cmd).expect("serialises"))
-        .and_then(|_| std::fs::rename(&tmp, &ctl))
-        .map_err(|e| MediaError::Failed(format!("writing {}: {e}", ctl.display())))?;
-    signal(d.pid, storbench_emu::daemon::control_signal());
+    let (status, _) = storbench_emu::daemon::array_files(&d.config.with_extension("pid"));
+    send(&d, &storbench_emu::daemon::Command::Array(cmd))?;
     let t0 = Instant::now();
     loop {
         let st: Option<storbench_emu::ArrayStatus> =
@@ -512,6 +509,102 @@ pub fn array_command(name: &str, verb: ArrayVerb) -> Result<storbench_emu::Array
             )));
         }
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Writes a command whole to the daemon's control file and signals it.
+fn send(d: &Daemon, cmd: &storbench_emu::daemon::Command) -> Result<(), MediaError> {
+    let (_, ctl) = storbench_emu::daemon::array_files(&d.config.with_extension("pid"));
+    let tmp = ctl.with_extension("ctl.tmp");
+    std::fs::write(&tmp, serde_json::to_string(cmd).expect("serialises"))
+        .and_then(|_| std::fs::rename(&tmp, &ctl))
+        .map_err(|e| MediaError::Failed(format!("writing {}: {e}", ctl.display())))?;
+    signal(d.pid, storbench_emu::daemon::control_signal());
+    Ok(())
+}
+
+/// The time scale a modelled medium's daemon last said is in effect (1
+/// when it has written none: a daemon older than the scale); `None` for a
+/// medium without a model.
+pub fn scale_status(m: &Medium) -> Option<storbench_emu::daemon::ScaleStatus> {
+    let d = m.daemon.as_ref()?;
+    let path = storbench_emu::daemon::scale_file(&d.config.with_extension("pid"));
+    let read = std::fs::read_to_string(path).ok().and_then(|t| serde_json::from_str(&t).ok());
+    Some(read.unwrap_or(storbench_emu::daemon::ScaleStatus { scale: 1.0, ..Default::default() }))
+}
+
+/// Sets a modelled medium's time scale (`media scale`, storage
+/// sensitivity): its device service times are multiplied by `factor` from
+/// now on (0.5: twice as fast, 2: half as fast, 1: as modelled). Waits (up
+/// to 5 s) until the daemon says it took it. A factor out of range or a
+/// medium without a model is bad input.
+pub fn set_scale(name: &str, factor: f64) -> Result<f64, MediaError> {
+    storbench_emu::sched::check_scale(factor)
+        .map_err(|e| MediaError::Usage(format!("scale {factor}: {e}")))?;
+    let _lock = registry::lock()?;
+    let mut all = registry::load()?;
+    let m = find_modelled(&mut all, name)?;
+    let d = m.daemon.clone().expect("modelled");
+    if !alive(&d) {
+        return Err(MediaError::Failed(format!(
+            "medium '{name}': its model daemon is not running (storbench media recover {name} restarts it)"
+        )));
+    }
+    let seq = scale_status(m).expect("modelled").applied + 1;
+    send(&d, &storbench_emu::daemon::Command::Scale { factor, seq })?;
+    let path = storbench_emu::daemon::scale_file(&d.config.with_extension("pid"));
+    let t0 = Instant::now();
+    loop {
+        let st: Option<storbench_emu::daemon::ScaleStatus> =
+            std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str(&t).ok());
+        if let Some(st) = st.filter(|s| s.applied >= seq) {
+            if !st.error.is_empty() {
+                return Err(MediaError::Usage(format!("{name}: {}", st.error)));
+            }
+            return Ok(st.scale);
+        }
+        if t0.elapsed() > Duration::from_secs(5) {
+            return Err(MediaError::Failed(format!(
+                "the model daemon for '{name}' did not take the time scale within 5 s (a daemon started before storbench had time scales ignores it: storbench media recover {name}; log: {})",
+                d.log.display()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A time scale that is undone: while it lives, the medium runs at the
+/// scale given; dropped (a step's end, an error, Ctrl-C's unwinding), the
+/// medium is back at 1. A process killed outright leaves the scale as it
+/// was (`storbench media scale NAME 1` puts it back).
+pub struct ScaleGuard {
+    name: String,
+}
+
+impl ScaleGuard {
+    /// Sets `name`'s scale to `factor` until the guard is dropped.
+    pub fn set(name: &str, factor: f64) -> Result<ScaleGuard, MediaError> {
+        let g = ScaleGuard { name: name.to_string() };
+        set_scale(name, factor)?;
+        Ok(g)
+    }
+
+    /// Puts the scale back to 1 now, saying whether that worked (dropping
+    /// the guard does the same and only logs a failure).
+    pub fn restore(mut self) -> Result<(), MediaError> {
+        let name = std::mem::take(&mut self.name);
+        set_scale(&name, 1.0).map(|_| ())
+    }
+}
+
+impl Drop for ScaleGuard {
+    fn drop(&mut self) {
+        if self.name.is_empty() {
+            return;
+        }
+        if let Err(e) = set_scale(&self.name, 1.0) {
+            eprintln!("storbench: warning: medium '{}' may still run at another time scale: {e}", self.name);
+        }
     }
 }
 

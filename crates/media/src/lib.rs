@@ -444,6 +444,8 @@ pub fn describe_path(path: &Path) -> Option<serde_json::Value> {
         "emulate": m.emulate, "caps": m.caps, "size": m.size,
         "model": m.model, "counters": m.daemon.as_ref().map(|d| &d.counters),
         "emu_floor": m.daemon.as_ref().and_then(|d| d.floor.as_ref()),
+        // The time scale in effect (1: as modelled; storage sensitivity).
+        "scale": emu::scale_status(&m).map(|s| s.scale),
         "note": note,
     }))
 }

@@ -18,3 +18,4 @@ pub mod error;
 pub mod failover;
 pub mod plan;
 pub mod repl;
+pub mod sensitivity;

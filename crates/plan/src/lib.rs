@@ -789,6 +789,7 @@ const DURATION_KEYS: &[&str] = &[
     "wait",
     "cell_time",
     "db_time",
+    "sensitivity_duration",
 ];
 
 /// A duration flag's value: a string that reads as a duration (or holds a
@@ -835,7 +836,8 @@ fn check_value(src: &Src<'_>, def: &PlanDef, key: &str, v: &Spanned<toml::Value>
             Ok(())
         }
         toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => Ok(()),
-        toml::Value::Array(a) if a.iter().all(|x| x.is_integer() || x.is_str()) => Ok(()),
+        // Floats too: `sensitivity = [0.5, 2]`.
+        toml::Value::Array(a) if a.iter().all(|x| x.is_integer() || x.is_float() || x.is_str()) => Ok(()),
         _ => src.err_at(Some(v.span()), format!("{key}: use a string, number, boolean or a list of them")),
     }
 }
@@ -942,25 +944,39 @@ fn estimate(run: &BTreeMap<String, Spanned<toml::Value>>, kind: &str) -> Duratio
             .map(|l| l.len() as u32)
             .unwrap_or(1)
     };
+    let sensitivity = |step: Duration| {
+        let factors = run.get("sensitivity").map_or(0, |v| match v.get_ref() {
+            toml::Value::Array(a) => a.len(),
+            other => other.as_str().unwrap_or("").split(',').count(),
+        }) as u32;
+        let each = flag_dur("sensitivity_duration").map_or(step, |d| dur("rampup", Duration::ZERO) + d);
+        each * factors
+    };
     match kind {
         // A power test at SF 1 on this class of machine: about a minute of
         // queries and a second per step for the system monitor.
         "tpch" => Duration::from_secs(120),
         // A backup runs to its end; a small database's takes under a minute.
         "backup" => Duration::from_secs(60),
+        // Storage sensitivity re-runs the last step once per factor.
         "tpcc" => {
-            (dur("rampup", Duration::from_secs(30)) + dur("duration", Duration::from_secs(120)))
-                * steps("users")
+            let step = dur("rampup", Duration::from_secs(30)) + dur("duration", Duration::from_secs(120));
+            step * steps("users") + sensitivity(step)
         }
         "tpcb" => {
-            (dur("rampup", Duration::ZERO) + dur("duration", Duration::from_secs(60))) * steps("clients")
+            let step = dur("rampup", Duration::ZERO) + dur("duration", Duration::from_secs(60));
+            step * steps("clients") + sensitivity(step)
         }
-        _ => io_profiles(get("set").as_deref(), get("profile").as_deref())
-            .iter()
-            .map(|(rampup, duration)| {
-                flag_dur("rampup").unwrap_or(*rampup) + flag_dur("duration").unwrap_or(*duration)
-            })
-            .sum(),
+        _ => {
+            let each: Vec<Duration> = io_profiles(get("set").as_deref(), get("profile").as_deref())
+                .iter()
+                .map(|(rampup, duration)| {
+                    flag_dur("rampup").unwrap_or(*rampup) + flag_dur("duration").unwrap_or(*duration)
+                })
+                .collect();
+            // The sensitivity re-runs the last profile.
+            each.iter().sum::<Duration>() + each.last().map_or(Duration::ZERO, |&d| sensitivity(d))
+        }
     }
 }
 
@@ -1196,6 +1212,25 @@ set = { duration = "1s" }
         assert_eq!(io.targets, ["a"]);
         assert_eq!(cells[2].id, "target=a/tpcb#r2");
         assert_eq!(cells[4].label, "target=b");
+    }
+
+    #[test]
+    fn a_sensitivity_key_passes_its_factors_and_adds_their_reruns_to_the_estimate() {
+        let with = PLAN.replace("duration = \"10s\" }", "duration = \"10s\", sensitivity = [0.5, 2] }");
+        let (_, cells) = parse("p.toml", &with, false).unwrap();
+        let c = &cells[0];
+        assert!(c.command.windows(2).any(|a| a == ["--sensitivity", "0.5,2"]), "{:?}", c.command);
+        // Two steps and two re-runs of 10 s, after the init's 10 s.
+        assert_eq!(c.estimate, Duration::from_secs(10 + 4 * 10));
+        let short = with
+            .replace("sensitivity = [0.5, 2] }", "sensitivity = [0.5, 2], sensitivity_duration = \"3s\" }");
+        let (_, cells) = parse("p.toml", &short, false).unwrap();
+        assert!(cells[0].command.windows(2).any(|a| a == ["--sensitivity-duration", "3s"]));
+        assert_eq!(cells[0].estimate, Duration::from_secs(10 + 2 * 10 + 2 * 3));
+        // A bare number is no duration.
+        let bare =
+            with.replace("sensitivity = [0.5, 2] }", "sensitivity = [0.5, 2], sensitivity_duration = 3 }");
+        assert!(parse("p.toml", &bare, false).is_err());
     }
 
     fn io_estimate(run: &str) -> Duration {

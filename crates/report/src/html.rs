@@ -952,6 +952,9 @@ fn findings_html(out: &mut String, r: &Report) {
                 for v in &f.verdicts {
                     let _ = write!(out, "<div class=\"verdict\">verdict {}</div>", esc_html(v));
                 }
+                for v in &f.sensitivity {
+                    let _ = write!(out, "<div class=\"verdict\">sensitivity {}</div>", esc_html(v));
+                }
                 if !f.warnings.is_empty() {
                     out.push_str("<ul class=\"warn\">");
                     for w in &f.warnings {

@@ -24,6 +24,7 @@ mod model;
 pub mod mrc;
 mod neighbour;
 mod repl;
+pub mod sensitivity;
 mod storage;
 mod tables;
 mod tpch;

@@ -78,8 +78,14 @@ impl StepData {
 pub struct RunData {
     /// The run row.
     pub run: RunRow,
-    /// Its steps in order.
+    /// Its steps in order, sensitivity re-runs left out (they are load
+    /// levels of no axis: see [`RunData::sensitivity`]).
     pub steps: Vec<StepData>,
+    /// Its storage sensitivity re-runs (`params.sensitivity`), in order:
+    /// read by [`crate::sensitivity`] only, so no table or chart takes a
+    /// re-run at another device speed for a load level.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sensitivity: Vec<StepData>,
 }
 
 impl RunData {
@@ -88,7 +94,7 @@ impl RunData {
         let metrics = store.metrics(run.id)?;
         let samples = store.samples(run.id)?;
         let notes = store.notes(run.id)?;
-        let steps = store
+        let (sensitivity, steps): (Vec<StepData>, Vec<StepData>) = store
             .steps(run.id)?
             .into_iter()
             .map(|s| {
@@ -114,8 +120,8 @@ impl RunData {
                     notes: n,
                 }
             })
-            .collect();
-        Ok(RunData { run, steps })
+            .partition(|s| crate::sensitivity::is_rerun(&s.params));
+        Ok(RunData { run, steps, sensitivity })
     }
 
     /// Warnings the run recorded in its environment (`warnings` or `flags`:

@@ -555,7 +555,7 @@ mod tests {
             kind: "tpcb".into(),
             plan: None,
             label: "l".into(),
-            runs: vec![RunData { run, steps: Vec::<StepData>::new() }],
+            runs: vec![RunData { run, steps: Vec::<StepData>::new(), sensitivity: Vec::new() }],
         }
     }
 

@@ -573,6 +573,9 @@ fn preamble(report: &Report) -> Vec<String> {
         for v in f.verdicts {
             lines.extend(wrap(&format!("verdict {v}"), "  ", "      ", TERMINAL_WIDTH));
         }
+        for v in f.sensitivity {
+            lines.extend(wrap(&format!("sensitivity {v}"), "  ", "      ", TERMINAL_WIDTH));
+        }
         lines.extend(f.warnings.into_iter().map(|w| format!("  ⚠ {w}")));
     }
     lines

@@ -260,7 +260,12 @@ mod tests {
             step(1, "power q1", &[("seconds", q1), ("temp_bytes", 2e6), ("dev.vda.r_mbps", 120.0)]),
             step(2, "summary", &[("tpch.power", power), ("power.geomean", (q1 * q6).sqrt())]),
         ];
-        Group { kind: "tpch".into(), plan: None, label: label.into(), runs: vec![RunData { run, steps }] }
+        Group {
+            kind: "tpch".into(),
+            plan: None,
+            label: label.into(),
+            runs: vec![RunData { run, steps, sensitivity: Vec::new() }],
+        }
     }
 
     #[test]

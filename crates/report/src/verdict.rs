@@ -636,7 +636,7 @@ mod tests {
             plan: None,
             cell: None,
         };
-        RunData { run, steps }
+        RunData { run, steps, sensitivity: Vec::new() }
     }
 
     fn env() -> Value {

@@ -40,6 +40,8 @@ pub struct Steps<'a> {
     pub live: Option<&'a dyn Fn(&storbench_workloads::Tick) -> String>,
     /// One tick as `--metrics-addr` serves it.
     pub publish: &'a dyn Fn(&storbench_workloads::Tick) -> LiveValues,
+    /// `--sensitivity`: the last step re-run at each device-time factor.
+    pub sensitivity: Option<storbench_ops::sensitivity::Plan>,
 }
 
 /// Prints a result: on stdout, or on stderr with `--json` (stdout then
@@ -117,6 +119,17 @@ pub fn run_steps(
             break;
         }
     }
+    // The storage sensitivity of the last (top) step: only after a whole
+    // run, and only for a step measured in full.
+    let mut sens_lines = Vec::new();
+    if let (Some(plan), Outcome::Complete, Some(base)) =
+        (&steps.sensitivity, &outcome, rec.last_idx().filter(|_| summary.len() == n))
+    {
+        match sensitivity(&mut rec, plan, base, w, connect, &steps, warnings) {
+            Ok(lines) => sens_lines = lines,
+            Err(o) => outcome = o,
+        }
+    }
     if !summary.is_empty() {
         result(g, summary_table(w.columns(), &summary));
         // What the latency tells that the summary's figures do not (a mean
@@ -128,8 +141,64 @@ pub fn run_steps(
         for line in verdict_lines(rec.verdicts()) {
             result(g, line);
         }
+        for line in sens_lines {
+            result(g, line);
+        }
     }
     rec.finish(outcome)
+}
+
+/// Re-runs the last step (index `base` in the store) at each of the
+/// plan's device-time factors, each recorded as a step tagged
+/// `params.sensitivity`, the medium back at 1 after each; then writes the
+/// base step's sensitivity note. Returns the lines to print, or the
+/// run's outcome when a re-run failed or was interrupted.
+fn sensitivity(
+    rec: &mut Recorder,
+    plan: &storbench_ops::sensitivity::Plan,
+    base: i64,
+    w: &dyn Workload,
+    connect: &(dyn Fn() -> Result<Box<dyn Connection>, DbError> + Sync),
+    steps: &Steps<'_>,
+    warnings: &[String],
+) -> Result<Vec<String>, Outcome> {
+    let stop = crate::interrupt::flag();
+    let i = steps.specs.len() - 1;
+    let whole = steps.labels.get(i).copied().unwrap_or(steps.specs[i].users);
+    let base_label = format!("{}={whole}", steps.level);
+    let mut spec = steps.specs[i].clone();
+    spec.duration = plan.duration.unwrap_or(spec.duration);
+    let mut interrupted = false;
+    let ran = plan.each(&crate::interrupt::requested, |f| -> Result<(), Outcome> {
+        let label = format!("{base_label} ×{f}");
+        let live = Live::line(rec.quiet());
+        let clock = rec.clock();
+        rec.live_step(&label);
+        let mut view = StepView {
+            steps,
+            live: &live,
+            head: format!("sensitivity {label}"),
+            acc: (0.0, 0.0, 0.0),
+            last_print: Duration::ZERO,
+        };
+        let r = run_step(w, connect, &spec, stop, &mut |t| view.tick(t))
+            .map_err(|e| Outcome::Failed(anyhow!("sensitivity step {label}: {e}")))?;
+        if r.stopped || r.window == Duration::ZERO {
+            interrupted = true;
+            return Ok(());
+        }
+        let done = Done { label: &label, whole, spec: &spec, partial: false };
+        let tag = json!({ "scale": f, "of": base, "medium": plan.medium });
+        record_rerun(rec, clock, w, steps, done, r, warnings, &live, tag).map_err(Outcome::Failed)?;
+        Ok(())
+    });
+    match ran {
+        Err(o) => return Err(o),
+        Ok(_) if interrupted || crate::interrupt::requested() => return Err(Outcome::Interrupted),
+        Ok(_) => {}
+    }
+    let s = rec.write_sensitivity(base).map_err(Outcome::Failed)?;
+    Ok(s.map(|s| format!("sensitivity {}: {}", s.label, s.sentence())).into_iter().collect())
 }
 
 /// Each step's verdict: "verdict clients=16 [contention]: TPS stops
@@ -204,6 +273,21 @@ struct Done<'a> {
 #[allow(clippy::too_many_arguments)]
 fn record_step(
     rec: &mut Recorder,
+    clock: crate::record::StepClock,
+    w: &dyn Workload,
+    steps: &Steps<'_>,
+    d: Done<'_>,
+    r: StepResult,
+    warnings: &[String],
+    live: &Live,
+) -> Result<(String, StepReport, Vec<String>)> {
+    record_rerun(rec, clock, w, steps, d, r, warnings, live, Value::Null)
+}
+
+/// [`record_step`], with a sensitivity tag (`params.sensitivity`) unless null.
+#[allow(clippy::too_many_arguments)]
+fn record_rerun(
+    rec: &mut Recorder,
     mut clock: crate::record::StepClock,
     w: &dyn Workload,
     steps: &Steps<'_>,
@@ -211,6 +295,7 @@ fn record_step(
     r: StepResult,
     warnings: &[String],
     live: &Live,
+    tag: Value,
 ) -> Result<(String, StepReport, Vec<String>)> {
     clock.start = r.started;
     clock.measure_from = r.measure_from;
@@ -228,6 +313,9 @@ fn record_step(
     }
     if let Some(e) = &r.probe_error {
         params["probe_error"] = json!(e);
+    }
+    if !tag.is_null() {
+        params[storbench_report::sensitivity::PARAM] = tag;
     }
     let figures = rec.write_step(clock, d.label, params, report)?;
     let mut f = flags(warnings, &figures);
@@ -428,6 +516,43 @@ pub fn warn_line(warnings: &[String]) {
             warnings.join(", ")
         );
     }
+}
+
+/// `--sensitivity` and `--sensitivity-duration`, parsed with no side
+/// effect (`None` without `--sensitivity`); the medium is found later,
+/// from the data's directory ([`sensitivity_plan`]).
+pub fn parse_sensitivity(
+    factors: Option<&str>,
+    duration: Option<&str>,
+) -> Result<Option<(Vec<f64>, Option<Duration>)>> {
+    use crate::error::usage;
+    let Some(f) = factors else {
+        if let Some(d) = duration {
+            return Err(usage(format!("--sensitivity-duration {d}: only with --sensitivity")));
+        }
+        return Ok(None);
+    };
+    let list =
+        storbench_ops::sensitivity::parse_factors(f).map_err(|e| usage(format!("--sensitivity {f}: {e}")))?;
+    let d = duration
+        .map(|d| match storbench_metrics::units::parse_duration(d) {
+            Ok(v) if !v.is_zero() => Ok(v),
+            Ok(_) => Err(usage(format!("--sensitivity-duration {d}: must be more than zero"))),
+            Err(e) => Err(usage(format!("--sensitivity-duration {d}: {e}"))),
+        })
+        .transpose()?;
+    Ok(Some((list, d)))
+}
+
+/// The sensitivity plan of a run whose data lives under `targets`: bad
+/// input (exit 2) when they are on no modelled medium.
+pub fn sensitivity_plan(
+    parsed: Option<(Vec<f64>, Option<Duration>)>,
+    targets: &[std::path::PathBuf],
+) -> Result<Option<storbench_ops::sensitivity::Plan>> {
+    let Some((factors, duration)) = parsed else { return Ok(None) };
+    let medium = storbench_ops::sensitivity::medium_for(targets).map_err(crate::cmd::failover::ops_err)?;
+    Ok(Some(storbench_ops::sensitivity::Plan { medium, factors, duration }))
 }
 
 /// What every OLTP `run` validates alike: load levels, step times.

@@ -33,6 +33,12 @@ pub enum Outcome {
     Failed(anyhow::Error),
 }
 
+impl From<storbench_ops::error::OpsError> for Outcome {
+    fn from(e: storbench_ops::error::OpsError) -> Outcome {
+        Outcome::Failed(crate::cmd::failover::ops_err(e))
+    }
+}
+
 /// When a step started and when its measured part (after ramp-up) began.
 #[derive(Clone, Debug)]
 pub struct StepClock {
@@ -271,6 +277,35 @@ impl Recorder {
         self.store.write_notes(self.run.id, idx, &notes)?;
         self.verdicts.push(v);
         Ok(())
+    }
+
+    /// Whether `--quiet` hides the live line.
+    pub fn quiet(&self) -> bool {
+        self.quiet
+    }
+
+    /// The index the last step written got (`None`: none yet).
+    pub fn last_idx(&self) -> Option<i64> {
+        self.next_idx.checked_sub(1).filter(|i| *i >= 0)
+    }
+
+    /// The storage sensitivity of step `idx` from its re-runs as the store
+    /// holds them (`storbench_report::sensitivity::measure`, so what is
+    /// recorded is what the store gives again), written as its note.
+    pub fn write_sensitivity(
+        &mut self,
+        idx: i64,
+    ) -> Result<Option<storbench_report::sensitivity::Sensitivity>> {
+        let run = self.store.run(&self.run.id.to_string())?;
+        let data = storbench_report::RunData::load(&self.store, run)?;
+        let Some(s) = storbench_report::sensitivity::measure(&data).into_iter().find(|s| s.step_idx == idx)
+        else {
+            return Ok(None);
+        };
+        let notes = s.notes();
+        let notes: Vec<(&str, &str)> = notes.iter().map(|(k, t)| (*k, t.as_str())).collect();
+        self.store.write_notes(self.run.id, idx, &notes)?;
+        Ok(Some(s))
     }
 
     /// The verdicts of the steps written so far, in order.

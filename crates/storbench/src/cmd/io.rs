@@ -116,6 +116,14 @@ pub struct IoArgs {
     /// instead of its own block-aligned part of it.
     #[arg(long)]
     pub shared_span: bool,
+    /// Storage sensitivity: re-run the last profile with the modelled
+    /// medium's device times scaled by each factor (0.5: twice as fast,
+    /// 2: half as fast). The target must be on a modelled medium.
+    #[arg(long, value_name = "FACTORS")]
+    pub sensitivity: Option<String>,
+    /// Measured time of each sensitivity re-run (default: the profile's).
+    #[arg(long, value_name = "DURATION")]
+    pub sensitivity_duration: Option<String>,
 }
 
 /// A measured time: a duration more than zero.
@@ -200,12 +208,19 @@ fn parse_profiles(a: &IoArgs) -> Result<Vec<Profile>> {
 pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
     let sharding = g.sharding();
     let mut profiles = parse_profiles(&a)?;
+    let sens = crate::oltp::parse_sensitivity(a.sensitivity.as_deref(), a.sensitivity_duration.as_deref())?;
+    if sens.is_some() && sharding.split() {
+        return Err(usage(
+            "--sensitivity with --shard: scale the medium from one process (run without shards)",
+        ));
+    }
     let size = a.size;
     let prep =
         storbench_io::prepare(&a.target, size, &profiles, a.force, &a.engine).map_err(|e| match e {
             PrepareError::Refused(m) => usage(m),
             other => usage(other.to_string()),
         })?;
+    let sensitivity = crate::oltp::sensitivity_plan(sens, std::slice::from_ref(&prep.target.path))?;
     if a.verify {
         storbench_io::session::check_verify(&prep.target, &profiles).map_err(|e| usage(e.to_string()))?;
     }
@@ -238,14 +253,78 @@ pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
         env(&prep, &profiles),
         std::slice::from_ref(&prep.target.path),
     )?;
-    let (rows, outcome) = run_profiles(g, &mut rec, &prep, &profiles, a.verify)?;
+    let (rows, mut outcome) = run_profiles(g, &mut rec, &prep, &profiles, a.verify)?;
+    let mut sens_lines = Vec::new();
+    if let (Some(plan), Outcome::Complete, Some(base)) =
+        (&sensitivity, &outcome, rec.last_idx().filter(|_| rows.len() == profiles.len()))
+    {
+        let last = profiles.last().expect("a profile");
+        match sensitivity_reruns(g, &mut rec, &prep, last, a.verify, plan, base) {
+            Ok(lines) => sens_lines = lines,
+            Err(o) => outcome = o,
+        }
+    }
     if !g.json && !rows.is_empty() {
         print_results(rows, &prep, &profiles);
         for line in crate::oltp::verdict_lines(rec.verdicts()) {
             println!("{line}");
         }
+        for line in sens_lines {
+            println!("{line}");
+        }
     }
     rec.finish(outcome)
+}
+
+/// Re-runs the last profile (step `base`) once per factor on its modelled
+/// medium at that time scale (back at 1 after each), each recorded as a
+/// step tagged `params.sensitivity`; then writes the base step's
+/// sensitivity note. The lines to print, or the run's outcome on failure.
+fn sensitivity_reruns(
+    g: &Global,
+    rec: &mut Recorder,
+    prep: &Prepared,
+    p: &Profile,
+    verify: bool,
+    plan: &storbench_ops::sensitivity::Plan,
+    base: i64,
+) -> Result<Vec<String>, Outcome> {
+    let opts = RunOptions { engine: prep.engine.clone(), verify };
+    let mut p = p.clone();
+    p.duration = plan.duration.unwrap_or(p.duration);
+    let live = Live::line(g.quiet);
+    let mut stopped = false;
+    let ran = plan.each(&crate::interrupt::requested, |f| -> Result<(), Outcome> {
+        let label = format!("{} ×{f}", p.name);
+        let mut clock = rec.clock();
+        let what = format!("sensitivity {label}");
+        let r =
+            run_profile(&p, &prep.target, &opts, crate::interrupt::flag(), &mut |t| live.io_tick(&what, t))
+                .map_err(|e| Outcome::Failed(target_failed(format!("sensitivity {label}: {e}"))))?;
+        match r.verdict(&p) {
+            Verdict::Complete => {}
+            Verdict::Stopped => {
+                stopped = true;
+                return Ok(());
+            }
+            Verdict::Failed(why) => return Err(Outcome::Failed(target_failed(why))),
+        }
+        clock.start = r.started;
+        clock.measure_from = r.measure_from;
+        let mut params = r.params(&p, prep.engine.as_ref());
+        params[storbench_report::sensitivity::PARAM] =
+            json!({ "scale": f, "of": base, "medium": plan.medium });
+        rec.write_step(clock, &label, params, r.report).map_err(Outcome::Failed)?;
+        Ok(())
+    });
+    live.finish();
+    match ran {
+        Err(o) => return Err(o),
+        Ok(_) if stopped || crate::interrupt::requested() => return Err(Outcome::Interrupted),
+        Ok(_) => {}
+    }
+    let s = rec.write_sensitivity(base).map_err(Outcome::Failed)?;
+    Ok(s.map(|s| format!("sensitivity {}: {}", s.label, s.sentence())).into_iter().collect())
 }
 
 /// What makes the run's numbers comparable: the target, its medium, the

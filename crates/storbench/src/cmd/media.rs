@@ -98,6 +98,14 @@ pub enum MediaVerb {
         #[command(subcommand)]
         verb: CacheVerb,
     },
+    /// Scale a modelled medium's device times: 0.5 makes it twice as fast, 2 half as fast, 1 as modelled.
+    Scale {
+        /// The medium.
+        name: String,
+        /// The factor on the device's service times, 0.01 to 100.
+        #[arg(allow_negative_numbers = true)]
+        factor: String,
+    },
     /// Fail one disk of an array: reads of its chunks reconstruct from the others.
     Fail {
         /// The array.
@@ -478,6 +486,21 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&m)?);
             } else if !g.quiet {
                 eprintln!("medium {name}: recovered on {}", m.device);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        MediaVerb::Scale { name, factor } => {
+            let f: f64 = factor
+                .parse()
+                .map_err(|_| usage(format!("media scale {name} {factor}: not a number (e.g. 0.5 or 2)")))?;
+            storbench_emu::sched::check_scale(f)
+                .map_err(|e| usage(format!("media scale {name} {factor}: {e}")))?;
+            storbench_media::check_support(false).map_err(media_err)?;
+            let now = storbench_media::emu::set_scale(&name, f).map_err(media_err)?;
+            if g.json {
+                println!("{}", serde_json::json!({ "name": name, "scale": now }));
+            } else if !g.quiet {
+                eprintln!("medium {name}: device times ×{now}");
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -105,6 +105,15 @@ pub struct RunArgs {
     /// How long a user retries a lost connection before the run fails.
     #[arg(long, default_value = "30s")]
     pub reconnect_for: String,
+    /// Storage sensitivity: re-run the last step with the modelled
+    /// medium's device times scaled by each factor (0.5: twice as fast,
+    /// 2: half as fast) and report what that buys. The data must be on a
+    /// modelled medium (media create … --model).
+    #[arg(long, value_name = "FACTORS")]
+    pub sensitivity: Option<String>,
+    /// Measured time of each sensitivity re-run (default: the step's).
+    #[arg(long, value_name = "DURATION")]
+    pub sensitivity_duration: Option<String>,
 }
 
 /// Runs `storbench tpcb`.
@@ -168,6 +177,12 @@ fn init(g: &Global, a: InitArgs) -> Result<ExitCode> {
 fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
     let sharding = g.sharding();
     let t = oltp::parse_timing("clients", &a.clients, &a.duration, &a.rampup, &a.reconnect_for)?;
+    let sens = oltp::parse_sensitivity(a.sensitivity.as_deref(), a.sensitivity_duration.as_deref())?;
+    if sens.is_some() && sharding.split() {
+        return Err(usage(
+            "--sensitivity with --shard: scale the medium from one process (run without shards)",
+        ));
+    }
     let (clients, duration, rampup, reconnect_for) = (t.levels, t.duration, t.rampup, t.reconnect_for);
     let shard_clients = sharding.levels(&clients, "clients")?;
     if let Some(r) = a.rate.filter(|r| !(r.is_finite() && *r > 0.0)) {
@@ -216,6 +231,7 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
     });
     let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
     drop(conn);
+    let sensitivity = oltp::sensitivity_plan(sens, &targets)?;
     let config = json!({
         "db": db.shown, "scale": scale, "clients": clients,
         "duration_s": duration.as_secs_f64(), "rampup_s": rampup.as_secs_f64(),
@@ -251,6 +267,7 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
             latency_us: vec![("mean".into(), t.lat_mean_us)],
             ..LiveValues::default()
         },
+        sensitivity,
     };
     let connect = db.connector();
     oltp::run_steps(rec, g, &workload, &connect, steps, &warnings)
