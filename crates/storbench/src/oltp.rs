@@ -40,6 +40,34 @@ pub struct Steps<'a> {
     pub live: Option<&'a dyn Fn(&storbench_workloads::Tick) -> String>,
     /// One tick as `--metrics-addr` serves it.
     pub publish: &'a dyn Fn(&storbench_workloads::Tick) -> LiveValues,
+    /// Sample the database's wait events (not `--no-wait-events`).
+    pub waits: bool,
+}
+
+/// The flag every database run shares that turns the wait-event sampler off.
+#[derive(Debug, clap::Args)]
+pub struct WaitArgs {
+    /// Do not sample the database's wait events (by default they are looked
+    /// at 10 times a second on a connection of their own, and stored as
+    /// per-second shares: docs/report.md, "Wait events").
+    #[arg(long)]
+    pub no_wait_events: bool,
+}
+
+/// Starts the recorder's wait-event sampler on a connection of its own
+/// when `on`; a connection that fails is said once and the run goes on.
+pub fn sample_waits(
+    rec: &mut Recorder,
+    on: bool,
+    connect: &(dyn Fn() -> Result<Box<dyn Connection>, DbError> + Sync),
+) {
+    if !on {
+        return;
+    }
+    match connect() {
+        Ok(c) => rec.sample_waits(c),
+        Err(e) => eprintln!("storbench: no wait events: the sampler could not connect: {e}"),
+    }
 }
 
 /// Prints a result: on stdout, or on stderr with `--json` (stdout then
@@ -67,6 +95,7 @@ pub fn run_steps(
     let n = steps.specs.len();
     let mut summary: Vec<(String, StepReport, Vec<String>)> = Vec::new();
     let mut outcome = Outcome::Complete;
+    sample_waits(&mut rec, steps.waits, connect);
     for (i, spec) in steps.specs.iter().enumerate() {
         // The whole run's load labels the step (a shard runs part of it).
         let whole = steps.labels.get(i).copied().unwrap_or(spec.users);

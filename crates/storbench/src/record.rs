@@ -60,6 +60,8 @@ pub struct Recorder {
     targets: Vec<PathBuf>,
     /// The verdict of each step written so far, as stored.
     verdicts: Vec<Verdict>,
+    /// The database's own wait events, when sampled.
+    waits: Option<storbench_db::waits::WaitSampler>,
 }
 
 fn unix_ms() -> u64 {
@@ -161,7 +163,23 @@ impl Recorder {
             exporter,
             targets: targets.to_vec(),
             verdicts: Vec::new(),
+            waits: None,
         })
+    }
+
+    /// Samples the database's wait events through `conn` (a connection
+    /// of the sampler's own) from now on, for every step written after;
+    /// where the server keeps none, says why once on stderr and samples
+    /// nothing.
+    pub fn sample_waits(&mut self, conn: Box<dyn storbench_db::Connection>) {
+        // An embedded database has no sessions to look at (docs/report.md).
+        if conn.dialect() == storbench_db::Dialect::Sqlite {
+            return;
+        }
+        match storbench_db::waits::WaitSource::open(conn) {
+            Ok(src) => self.waits = Some(storbench_db::waits::WaitSampler::start(src)),
+            Err(why) => eprintln!("storbench: no wait events: {why}"),
+        }
     }
 
     /// A step begins: live metrics carry its label from now on.
@@ -238,6 +256,11 @@ impl Recorder {
         }
         if let Some(r) = &self.repl {
             let w = r.window(clock.start, clock.measure_from, end);
+            report.figures.extend(w.figures);
+            report.samples.extend(w.samples);
+        }
+        if let Some(w) = &self.waits {
+            let w = w.window(clock.start, clock.measure_from, end);
             report.figures.extend(w.figures);
             report.samples.extend(w.samples);
         }

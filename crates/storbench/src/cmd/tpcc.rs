@@ -98,6 +98,8 @@ pub struct RunArgs {
     /// How long a user retries a lost connection before the run fails.
     #[arg(long, default_value = "30s")]
     pub reconnect_for: String,
+    #[command(flatten)]
+    pub waits: oltp::WaitArgs,
 }
 
 /// Runs `storbench tpcc`.
@@ -270,6 +272,7 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
             latency_us: vec![("mean".into(), t.lat_mean_us)],
             ..LiveValues::default()
         },
+        waits: !a.waits.no_wait_events,
     };
     let connect = db.connector();
     oltp::run_steps(rec, g, &workload, &connect, steps, &warnings)
