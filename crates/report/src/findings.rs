@@ -32,6 +32,9 @@ pub struct Finding {
     /// What limited each step, as its runs recorded it (`verdict.rs`): a
     /// line per step; on the first finding of a section only.
     pub verdicts: Vec<String>,
+    /// The database's own wait events per step (`waits.rs`): its top
+    /// classes, a line per step; on the first finding of a section only.
+    pub waits: Vec<String>,
 }
 
 /// How a load level reads: `1 client`, `4 users`; a profile as its name.
@@ -266,6 +269,7 @@ pub(crate) fn findings(report: &Report) -> Vec<Finding> {
         // Where the tail tells what the percentiles do not: stalls, jumps.
         let mut latency = latency_story(&s);
         let mut verdicts = crate::verdict::section_lines(&s);
+        let mut waits = crate::waits::section_lines(&s);
         for text in texts.into_iter().filter(|t| !t.is_empty()) {
             out.push(Finding {
                 plan: s.plan.map(str::to_string),
@@ -275,6 +279,7 @@ pub(crate) fn findings(report: &Report) -> Vec<Finding> {
                 storage: std::mem::take(&mut storage),
                 latency: std::mem::take(&mut latency),
                 verdicts: std::mem::take(&mut verdicts),
+                waits: std::mem::take(&mut waits),
             });
         }
     }

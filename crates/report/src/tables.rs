@@ -573,6 +573,9 @@ fn preamble(report: &Report) -> Vec<String> {
         for v in f.verdicts {
             lines.extend(wrap(&format!("verdict {v}"), "  ", "      ", TERMINAL_WIDTH));
         }
+        for w in f.waits {
+            lines.extend(wrap(&format!("waits {w}"), "  ", "      ", TERMINAL_WIDTH));
+        }
         lines.extend(f.warnings.into_iter().map(|w| format!("  ⚠ {w}")));
     }
     lines

@@ -23,7 +23,9 @@
 //!    at least [`NETWORK_SHARE`] of the mean latency → `network`;
 //! 3. host CPU busy (user + system) ≥ [`CPU_BUSY`] % → `cpu`, saying how
 //!    much of it is storbench's own;
-//! 4. no figures for the database's device → `not-clear`;
+//! 4. no figures for the database's device → `storage-latency` when the
+//!    database's own sessions spent at least [`WAIT_IO_SHARE`] of their
+//!    time waiting on I/O (`wait.share.IO.*`), else `not-clear`;
 //! 5. device utilisation ≥ [`UTIL_SATURATED`] % with a queue ≥
 //!    [`QUEUE_DEEP`] and (first step, or await up ≥ [`AWAIT_RISE`]× over
 //!    the previous step, or the headline not growing) →
@@ -37,7 +39,16 @@
 //!    [`CPU_IDLE_ENOUGH`] % and the device under [`UTIL_IDLE_ENOUGH`] %, or
 //!    it fell by [`FALLS`] or more with neither saturated (CPU under
 //!    [`CPU_BUSY`], device under [`UTIL_SATURATED`]) → `contention`;
-//! 8. otherwise `not-clear`.
+//! 8. the database's own sessions spent at least [`WAIT_LOCK_SHARE`] of
+//!    their time waiting on locks or latches (`wait.share.Lock.*`,
+//!    `LWLock.*`, MariaDB's `Synch.*`) with neither CPU nor device
+//!    saturated → `contention`; at least [`WAIT_IO_SHARE`] waiting on I/O
+//!    → `storage-latency`;
+//! 9. otherwise `not-clear`.
+//!
+//! Every verdict with a step's wait events recorded ends with its top
+//! classes ("sessions: Lock:transactionid 77 %, … of 6.7 active
+//! sessions", `waits.rs`).
 
 use std::fmt;
 
@@ -80,6 +91,13 @@ pub const LOAD_GREW: f64 = 1.5;
 /// resource gives a plateau, not a fall; clients that get in each other's
 /// way (lock waits on pgbench's branch rows) give a fall.
 pub const FALLS: f64 = 0.20;
+/// The share of the active sessions' time waiting on locks or latches
+/// (the database's own wait events) from which, nothing saturated, the
+/// step is contention.
+pub const WAIT_LOCK_SHARE: f64 = 0.5;
+/// The share of the active sessions' time waiting on I/O from which,
+/// where the device's figures do not decide, the step is storage latency.
+pub const WAIT_IO_SHARE: f64 = 0.5;
 
 /// What limited a step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -241,6 +259,39 @@ struct Figures {
     dev: Option<(String, Dev)>,
     lat_mean_us: Option<f64>,
     headline: Option<f64>,
+    /// The database's own wait events, when sampled.
+    waits: Option<Waits>,
+}
+
+/// A step's wait-event shares as the rules read them.
+struct Waits {
+    /// Locks and latches: `Lock.*`, `LWLock.*`, MariaDB's `Synch.*`.
+    lock: f64,
+    /// Any I/O: `IO.*`.
+    io: f64,
+    /// The top classes in words (`waits::words`).
+    words: String,
+}
+
+impl Waits {
+    fn of(s: &StepData) -> Option<Waits> {
+        let words = crate::waits::step_words(s)?;
+        let sum = |prefixes: &[&str]| -> f64 {
+            s.metrics
+                .iter()
+                .filter_map(|(k, v)| Some((k.strip_prefix(crate::waits::SHARE)?, v.0)))
+                .filter(|(k, _)| prefixes.iter().any(|p| k.starts_with(p)))
+                .map(|(_, v)| v)
+                .sum()
+        };
+        Some(Waits { lock: sum(&["Lock.", "LWLock.", "Synch."]), io: sum(&["IO."]), words })
+    }
+}
+
+/// "; sessions: Lock:transactionid 77 %, … of 6.7 active sessions" when
+/// the step's wait events were recorded, else nothing.
+fn sessions(f: &Figures) -> String {
+    f.waits.as_ref().map(|w| format!("; sessions: {}", w.words)).unwrap_or_default()
 }
 
 /// A device's figures over the measured window.
@@ -336,6 +387,7 @@ impl<'a> Context<'a> {
             dev: self.device(s),
             lat_mean_us: get(s, &format!("{}.mean", self.latency_prefix)),
             headline: self.headline(s),
+            waits: Waits::of(s),
         }
     }
 
@@ -349,6 +401,15 @@ impl<'a> Context<'a> {
     }
 
     fn step(&self, s: &StepData, prev: Option<&StepData>) -> (Kind, String) {
+        let (kind, evidence) = self.rules(s, prev);
+        let f = self.figures(s);
+        if measured_seconds(s) < MIN_SECONDS || f.busy.is_none() {
+            return (kind, evidence);
+        }
+        (kind, format!("{evidence}{}", sessions(&f)))
+    }
+
+    fn rules(&self, s: &StepData, prev: Option<&StepData>) -> (Kind, String) {
         let secs = measured_seconds(s);
         if secs < MIN_SECONDS {
             return (
@@ -367,6 +428,16 @@ impl<'a> Context<'a> {
             return (Kind::Cpu, self.cpu(&f, busy));
         }
         let Some((name, dev)) = f.dev.clone() else {
+            if let Some(w) = f.waits.as_ref().filter(|w| w.io >= WAIT_IO_SHARE) {
+                return (
+                    Kind::StorageLatency,
+                    format!(
+                        "the database's sessions spent {} of their time waiting on I/O, {}, and no figures for its device — storage latency",
+                        pct(w.io * 100.0),
+                        self.cpu_words(&f)
+                    ),
+                );
+            }
             return (
                 Kind::NotClear,
                 format!("{}, and no figures for the database's device — not clear", self.cpu_words(&f)),
@@ -394,6 +465,9 @@ impl<'a> Context<'a> {
                 ),
             );
         }
+        if let Some(v) = self.waited(&f, &name, dev) {
+            return v;
+        }
         (
             Kind::NotClear,
             format!(
@@ -404,6 +478,34 @@ impl<'a> Context<'a> {
                 ms(dev.await_ms())
             ),
         )
+    }
+
+    /// Rule 8: what the database's own sessions waited on decides when
+    /// nothing is saturated (rules 3 and 5 have not held).
+    fn waited(&self, f: &Figures, name: &str, dev: Dev) -> Option<(Kind, String)> {
+        let w = f.waits.as_ref()?;
+        let device = format!("device {name} {} utilised, await {}", pct(dev.util), ms(dev.await_ms()));
+        if w.lock >= WAIT_LOCK_SHARE && dev.util < UTIL_SATURATED {
+            return Some((
+                Kind::Contention,
+                format!(
+                    "the database's sessions spent {} of their time waiting on locks or latches: {}, {device} — contention",
+                    pct(w.lock * 100.0),
+                    self.cpu_words(f)
+                ),
+            ));
+        }
+        if w.io >= WAIT_IO_SHARE {
+            return Some((
+                Kind::StorageLatency,
+                format!(
+                    "the database's sessions spent {} of their time waiting on I/O: {}, {device} — storage latency",
+                    pct(w.io * 100.0),
+                    self.cpu_words(f)
+                ),
+            ));
+        }
+        None
     }
 
     fn cpu(&self, f: &Figures, busy: f64) -> String {
@@ -607,6 +709,58 @@ mod tests {
 
     fn one(kind: &str, env: Value, steps: Vec<StepData>) -> Verdict {
         judge(&run(kind, env, steps)).pop().unwrap()
+    }
+
+    #[test]
+    fn sessions_waiting_on_locks_with_nothing_saturated_is_contention_from_one_step() {
+        let m = [
+            ("cpu.user", 30.0),
+            ("cpu.system", 10.0),
+            ("dev.vda.util", 12.0),
+            ("dev.vda.w_await", 0.2),
+            ("tps", 700.0),
+            ("wait.share.Lock.transactionid", 0.62),
+            ("wait.share.LWLock.LockManager", 0.08),
+            ("wait.share.IO.WALSync", 0.2),
+            ("wait.share.CPU", 0.1),
+            ("wait.aas", 6.5),
+        ];
+        let v = one("tpcb", env(), vec![step(0, "clients=8", 10, &m)]);
+        assert_eq!(v.kind, Kind::Contention, "{}", v.evidence);
+        assert_eq!(
+            v.evidence,
+            "the database's sessions spent 70 % of their time waiting on locks or latches: CPU 40 % busy, \
+             device vda 12 % utilised, await 0.2 ms — contention; sessions: Lock:transactionid 62 %, \
+             IO:WALSync 20 %, CPU 10 % of 6.5 active sessions"
+        );
+        // Without the wait events the same figures decide nothing.
+        let bare: Vec<_> = m.iter().copied().filter(|(k, _)| !k.starts_with("wait.")).collect();
+        assert_eq!(one("tpcb", env(), vec![step(0, "clients=8", 10, &bare)]).kind, Kind::NotClear);
+    }
+
+    #[test]
+    fn sessions_waiting_on_io_without_device_figures_is_storage_latency() {
+        let m = [
+            ("cpu.user", 20.0),
+            ("cpu.system", 5.0),
+            ("tps", 100.0),
+            ("wait.share.IO.WALSync", 0.7),
+            ("wait.share.CPU", 0.3),
+            ("wait.aas", 1.0),
+        ];
+        let v = one("tpcb", json!({"cpus": 2}), vec![step(0, "clients=1", 10, &m)]);
+        assert_eq!(v.kind, Kind::StorageLatency, "{}", v.evidence);
+        assert!(v.evidence.starts_with("the database's sessions spent 70 % of their time waiting on I/O"));
+        // A busy CPU still decides first, and names what sessions waited on.
+        let mut hot = m.to_vec();
+        hot[0].1 = 95.0;
+        let v = one("tpcb", json!({"cpus": 2}), vec![step(0, "clients=1", 10, &hot)]);
+        assert_eq!(v.kind, Kind::Cpu);
+        assert!(
+            v.evidence.ends_with("; sessions: IO:WALSync 70 %, CPU 30 % of 1.0 active sessions"),
+            "{}",
+            v.evidence
+        );
     }
 
     #[test]

@@ -157,6 +157,13 @@ pub fn run_steps(
         for line in verdict_lines(rec.verdicts()) {
             result(g, line);
         }
+        // What the database's sessions waited on, its top classes.
+        for (label, r, _) in &summary {
+            let figures = r.figures.iter().map(|f| (f.name.as_str(), f.value));
+            if let Some(w) = storbench_report::waits::words(figures) {
+                result(g, format!("waits {label}: {w}"));
+            }
+        }
     }
     rec.finish(outcome)
 }
