@@ -158,11 +158,8 @@ pub fn run_steps(
             result(g, line);
         }
         // What the database's sessions waited on, its top classes.
-        for (label, r, _) in &summary {
-            let figures = r.figures.iter().map(|f| (f.name.as_str(), f.value));
-            if let Some(w) = storbench_report::waits::words(figures) {
-                result(g, format!("waits {label}: {w}"));
-            }
+        for line in wait_lines(&rec) {
+            result(g, line);
         }
     }
     rec.finish(outcome)
@@ -171,6 +168,18 @@ pub fn run_steps(
 /// One line per step: "verdict clients=16 [contention]: TPS stops growing …".
 pub fn verdict_lines(verdicts: &[storbench_report::verdict::Verdict]) -> Vec<String> {
     verdicts.iter().map(|v| format!("verdict {} [{}]: {}", v.label, v.kind, v.evidence)).collect()
+}
+
+/// One line per step with wait events recorded: "waits clients=8:
+/// Lock:transactionid 77 %, … of 6.7 active sessions", from the store.
+pub fn wait_lines(rec: &Recorder) -> Vec<String> {
+    let (store, id) = rec.recorded();
+    let Ok(run) = store.run(&id.to_string()) else { return Vec::new() };
+    let Ok(data) = storbench_report::RunData::load(store, run) else { return Vec::new() };
+    data.steps
+        .iter()
+        .filter_map(|s| Some(format!("waits {}: {}", s.label, storbench_report::waits::step_words(s)?)))
+        .collect()
 }
 
 /// The report's latency sentences for the run `rec` has recorded so far.

@@ -118,3 +118,43 @@ fn a_mariadb_with_performance_schema_off_says_so_once_and_stores_no_waits() {
     sql(&format!("DROP DATABASE IF EXISTS {db}"));
     result.unwrap();
 }
+
+#[test]
+fn tpch_run_prints_the_verdict_of_every_step_it_recorded() {
+    let db = format!("waits_h_{}", std::process::id());
+    common::psql("postgres", &format!("DROP DATABASE IF EXISTS {db}"));
+    common::psql("postgres", &format!("CREATE DATABASE {db}"));
+    let url = format!("postgres://root@127.0.0.1:5432/{db}");
+    let d = tempfile::tempdir().unwrap();
+    let result = std::panic::catch_unwind(|| {
+        let st = sb(d.path())
+            .args(["tpch", "build", "--db", &url, "--scale", "0.01", "--jobs", "2"])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let out =
+            sb(d.path()).args(["--json", "tpch", "run", "--db", &url, "--queries", "1,6"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{err}");
+        let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut judged = 0;
+        for s in rec["steps"].as_array().unwrap() {
+            let Some(kind) = s["notes"]["verdict.kind"].as_str() else { continue };
+            let line = format!(
+                "verdict {} [{kind}]: {}",
+                s["label"].as_str().unwrap(),
+                s["notes"]["verdict.evidence"].as_str().unwrap()
+            );
+            assert!(err.contains(&line), "no '{line}' in:\n{err}");
+            judged += 1;
+        }
+        assert!(judged >= 2, "the two queries' verdicts: {err}");
+        assert_eq!(
+            err.matches("\nverdict ").count() + usize::from(err.starts_with("verdict ")),
+            judged,
+            "{err}"
+        );
+    });
+    common::psql("postgres", &format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"));
+    result.unwrap();
+}

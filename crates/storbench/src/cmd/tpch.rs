@@ -406,7 +406,7 @@ fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
     }
     oltp::result(g, t.to_string());
     // What limited each query, as tpcb and tpcc print it.
-    for line in oltp::verdict_lines(rec.verdicts()) {
+    for line in oltp::verdict_lines(rec.verdicts()).into_iter().chain(oltp::wait_lines(&rec)) {
         oltp::result(g, line);
     }
     if power_size.is_none() && matches!(a.test, TestKind::Power | TestKind::Both) {
