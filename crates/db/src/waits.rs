@@ -66,6 +66,25 @@ const MY_LOOK: &str = "SELECT COALESCE(w.e, ''), COUNT(*) FROM performance_schem
      WHERE t.PROCESSLIST_DB = DATABASE() AND t.PROCESSLIST_COMMAND NOT IN ('Sleep', 'Daemon') \
      AND t.PROCESSLIST_ID <> CONNECTION_ID() GROUP BY 1";
 
+/// A process of the server as the server names it, for watching its CPU
+/// from this host (`storbench_sysmon::server`): PostgreSQL's backend of
+/// `conn` (`pg_backend_pid()`, a child of the postmaster); MariaDB's and
+/// MySQL's server process (`@@pid_file`'s pid, when the file is readable
+/// here). `None` for SQLite or when the server does not say. The pid is
+/// the server host's: the caller checks the process is a server's.
+pub fn server_pid(conn: &mut dyn Connection) -> Option<u32> {
+    match conn.dialect() {
+        Dialect::Postgres => {
+            conn.query_one(&Stmt::new("SELECT pg_backend_pid()"), &[]).ok()?.int(0).ok().map(|p| p as u32)
+        }
+        Dialect::Mysql => {
+            let file = conn.query_one(&Stmt::new("SELECT @@pid_file"), &[]).ok()?.text(0).ok()?;
+            std::fs::read_to_string(file).ok()?.trim().parse().ok()
+        }
+        Dialect::Sqlite => None,
+    }
+}
+
 /// A connection that can look at the database's waits.
 pub struct WaitSource {
     conn: Box<dyn Connection>,

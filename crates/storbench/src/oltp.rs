@@ -55,18 +55,22 @@ pub struct WaitArgs {
 }
 
 /// Starts the recorder's wait-event sampler on a connection of its own
-/// when `on`; a connection that fails is said once and the run goes on.
+/// when `on` (a connection that fails is said once and the run goes on),
+/// and its watch of the server's CPU either way.
 pub fn sample_waits(
     rec: &mut Recorder,
     on: bool,
     connect: &(dyn Fn() -> Result<Box<dyn Connection>, DbError> + Sync),
 ) {
-    if !on {
-        return;
-    }
     match connect() {
-        Ok(c) => rec.sample_waits(c),
-        Err(e) => eprintln!("storbench: no wait events: the sampler could not connect: {e}"),
+        Ok(mut c) => {
+            rec.watch_server(c.as_mut());
+            if on {
+                rec.sample_waits(c);
+            }
+        }
+        Err(e) if on => eprintln!("storbench: no wait events: the sampler could not connect: {e}"),
+        Err(_) => {}
     }
 }
 

@@ -62,6 +62,8 @@ pub struct Recorder {
     verdicts: Vec<Verdict>,
     /// The database's own wait events, when sampled.
     waits: Option<storbench_db::waits::WaitSampler>,
+    /// The database server's own CPU, when it runs on this host.
+    server_cpu: Option<storbench_sysmon::server::ServerCpu>,
 }
 
 fn unix_ms() -> u64 {
@@ -164,6 +166,7 @@ impl Recorder {
             targets: targets.to_vec(),
             verdicts: Vec::new(),
             waits: None,
+            server_cpu: None,
         })
     }
 
@@ -180,6 +183,13 @@ impl Recorder {
             Ok(src) => self.waits = Some(storbench_db::waits::WaitSampler::start(src)),
             Err(why) => eprintln!("storbench: no wait events: {why}"),
         }
+    }
+
+    /// Watches the database server's own CPU from now on (the verdict's
+    /// "server N %"), when the server `conn` talks to runs on this host.
+    pub fn watch_server(&mut self, conn: &mut dyn storbench_db::Connection) {
+        self.server_cpu = storbench_db::waits::server_pid(conn)
+            .and_then(storbench_sysmon::server::ServerCpu::for_server_process);
     }
 
     /// A step begins: live metrics carry its label from now on.
@@ -258,6 +268,11 @@ impl Recorder {
             let w = r.window(clock.start, clock.measure_from, end);
             report.figures.extend(w.figures);
             report.samples.extend(w.samples);
+        }
+        if let Some(c) = &self.server_cpu {
+            let c = c.window(clock.start, clock.measure_from, end);
+            report.figures.extend(c.figures);
+            report.samples.extend(c.samples);
         }
         if let Some(w) = &self.waits {
             let w = w.window(clock.start, clock.measure_from, end);

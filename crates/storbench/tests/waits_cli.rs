@@ -2,7 +2,9 @@
 //! run` samples them on PostgreSQL and stores per-second shares per wait
 //! class that sum to one each second; pgbench's branch rows at scale 1
 //! under 8 clients show lock waits; `--no-wait-events` stores none; a
-//! MariaDB with performance_schema OFF says so once and stores none.
+//! MariaDB with performance_schema OFF says so once and stores none; the
+//! server's own CPU is a figure the CPU verdict names; `tpch run` prints
+//! its verdicts.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -76,6 +78,13 @@ fn tpcb_on_postgres_with_8_clients_at_scale_1_waits_on_locks_and_each_second_s_s
         }
         // The terminal names the top classes after the summary.
         assert!(err.contains("waits clients=8: Lock:"), "{err}");
+        // The server's own CPU (its process tree on this host) is a figure,
+        // and the verdict's CPU words name it.
+        let store = Store::open(d.path().join("r.db")).unwrap();
+        let rid = store.run(&id).unwrap().id;
+        let server = store.metrics(rid).unwrap().into_iter().find(|m| m.name == "server.cpu.percent");
+        assert!(server.is_some_and(|m| m.value > 0.0), "no server CPU figure");
+        assert!(err.contains("busy (server "), "{err}");
         // Sampling off: nothing stored.
         let (id, err) = run(
             d.path(),
