@@ -184,6 +184,10 @@ impl WaitSource {
     }
 }
 
+/// How long looks are kept: six hours (about 2 MB an hour at 10 looks a
+/// second).
+const KEEP: Duration = Duration::from_secs(6 * 3600);
+
 /// One look and when it was taken; `None` when it failed.
 type Look = (Instant, Option<Snapshot>);
 
@@ -232,12 +236,13 @@ impl WaitSampler {
 
     /// The per-second shares from `start` to `end` (samples at the end of
     /// each second since `start`) and the measured window's figures (looks
-    /// after `measure_from`). Looks before `start` are dropped: steps come
-    /// in order.
+    /// after `measure_from`). Steps may overlap (a TPC-H throughput test's
+    /// streams), so looks are kept for [`KEEP`] (bounded memory on long
+    /// plans), not dropped at a step's start.
     pub fn window(&self, start: Instant, measure_from: Instant, end: Instant) -> StepReport {
         let mut h = self.history.lock().expect("wait history");
-        h.retain(|(at, _)| *at > start);
-        let looks: Vec<&Look> = h.iter().filter(|(at, _)| *at <= end).collect();
+        h.retain(|(at, _)| end.saturating_duration_since(*at) < KEEP);
+        let looks: Vec<&Look> = h.iter().filter(|(at, _)| *at > start && *at <= end).collect();
         summarise(&looks, start, measure_from)
     }
 }
