@@ -7,7 +7,8 @@
 //!   `.clamped` counts add (the serialised histogram does not keep them).
 //! - Rates and counts (units per_s, per_min, MB/s, count, bytes) add: with a
 //!   common start instant the shards measure the same window.
-//! - Server-side figures — names ending `.server` or `.districts`, and in a
+//! - Server-side figures — names ending `.server` or `.districts`, the
+//!   wait-event sampler's `wait.aas`, `wait.samples` and `wait.missed`, and in a
 //!   `tpcc` run `tpm` (when from the server's counters, see the run's
 //!   `tpm_source`) and `nopm` (from the districts) — see the whole server,
 //!   not one shard's part, so they are taken once: the largest over the
@@ -22,6 +23,12 @@
 //!   and per-second quantiles take the largest (an upper bound: a quantile
 //!   of the union is not recoverable from quantiles), means and `%` average.
 //!
+//! - Text notes (`verdict.kind`, `verdict.evidence`: what limited the
+//!   step, judged on each shard's own host) are kept as the shards wrote
+//!   them: one text when every shard that has the note agrees, else each
+//!   shard's text after its identity (`1/2: cpu; 2/2: contention`). A
+//!   merged verdict is not judged again: the merge sees no host's CPU.
+//!
 //! A shard missing (by the `shard` identity `i/N` in each run's config), or
 //! one that did not complete, makes the merged run `failed` (or
 //! `interrupted`) with a warning naming it; what the others measured is kept.
@@ -32,7 +39,7 @@ use chrono::DateTime;
 use serde_json::{json, Value};
 use storbench_metrics::{LatencyHistogram, StepReport, Unit};
 use storbench_results::{
-    HistogramRow, MetricRow, NewRun, RunRow, SampleRow, Status, StepRow, Store, StoreError,
+    HistogramRow, MetricRow, NewRun, NoteRow, RunRow, SampleRow, Status, StepRow, Store, StoreError,
 };
 
 use crate::shard::Shard;
@@ -124,6 +131,8 @@ pub struct ShardRun {
     pub samples: Vec<SampleRow>,
     /// Its histograms.
     pub histograms: Vec<HistogramRow>,
+    /// Its text notes (verdicts).
+    pub notes: Vec<NoteRow>,
 }
 
 impl ShardRun {
@@ -135,6 +144,7 @@ impl ShardRun {
             metrics: store.metrics(run.id)?,
             samples: store.samples(run.id)?,
             histograms: store.histograms(run.id)?,
+            notes: store.notes(run.id)?,
             run,
         })
     }
@@ -181,6 +191,8 @@ pub struct MergedStep {
     pub finished_at: String,
     /// Figures, samples and merged histograms.
     pub report: StepReport,
+    /// Text notes: name → text (module docs).
+    pub notes: Vec<(String, String)>,
 }
 
 /// N shard runs merged: what [`write_merged`] records.
@@ -227,6 +239,9 @@ fn server_side(kind: &str, name: &str, tpm_from_client: bool) -> bool {
     name.ends_with(".server")
         || name.ends_with(".districts")
         || (kind == "tpcc" && (name == "nopm" || (name == "tpm" && !tpm_from_client)))
+        // Every shard's wait-event sampler looks at the same server's
+        // sessions: its counts are taken once (its shares, ratios, average).
+        || matches!(name, "wait.aas" | "wait.samples" | "wait.missed")
 }
 
 fn how_for_unit(unit: Option<Unit>) -> How {
@@ -488,7 +503,34 @@ fn merge_step(
         started_at,
         finished_at,
         report,
+        notes: merge_notes(idx, having),
     })
+}
+
+/// A step's notes over the shards that have it: one text where they agree,
+/// else each shard's after its identity, in shard order.
+fn merge_notes(idx: i64, having: &[(&ShardRun, &StepRow)]) -> Vec<(String, String)> {
+    // Per note name: each shard's (index, identity, text).
+    type Texts<'a> = Vec<(Option<u32>, String, &'a str)>;
+    let mut by_name: BTreeMap<&str, Texts<'_>> = BTreeMap::new();
+    for (s, _) in having {
+        for n in s.notes.iter().filter(|n| n.step_idx == idx) {
+            let at = s.shard().map(|x| x.index);
+            by_name.entry(n.name.as_str()).or_default().push((at, shard_text(s), n.text.as_str()));
+        }
+    }
+    by_name
+        .into_iter()
+        .map(|(name, mut texts)| {
+            texts.sort_by_key(|t| t.0);
+            let text = if texts.iter().all(|t| t.2 == texts[0].2) {
+                texts[0].2.to_string()
+            } else {
+                texts.iter().map(|(_, sh, t)| format!("{sh}: {t}")).collect::<Vec<_>>().join("; ")
+            };
+            (name.to_string(), text)
+        })
+        .collect()
 }
 
 /// `tpm` / `nopm` samples of a `tpcc` run are client counts per second
@@ -538,6 +580,11 @@ pub fn write_merged(store: &mut Store, merged: &Merged, label: &str) -> Result<R
             let _ = store.finish_run(run.id, Status::Failed);
             return Err(e.into());
         }
+        let notes: Vec<(&str, &str)> = st.notes.iter().map(|(k, t)| (k.as_str(), t.as_str())).collect();
+        if let Err(e) = store.write_notes(run.id, st.idx, &notes) {
+            let _ = store.finish_run(run.id, Status::Failed);
+            return Err(e.into());
+        }
     }
     store.finish_run(run.id, merged.status)?;
     Ok(store.run(&run.id.to_string())?)
@@ -556,6 +603,8 @@ mod tests {
         assert!(!server_side("tpcb", "tpm", false), "only tpcc's tpm is the server's");
         assert!(server_side("tpcb", "tps.server", false));
         assert!(server_side("io", "x.districts", false));
+        assert!(server_side("tpcb", "wait.aas", false), "every shard sees the server's sessions");
+        assert!(!server_side("tpcb", "wait.share.Lock.tuple", false), "a share is averaged");
     }
 
     #[test]

@@ -184,3 +184,38 @@ fn a_failed_or_missing_shard_is_flagged() {
     assert!(e.to_string().contains("'tpcb' run, the first is 'io'"), "{e}");
     assert!(matches!(merge(&[]), Err(storbench_cluster::MergeError::Empty)));
 }
+
+#[test]
+fn notes_are_carried_one_text_where_the_shards_agree_each_shard_s_where_they_differ() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path().join("r.db")).unwrap();
+    let mut rng = SmallRng::seed_from_u64(5);
+    let mut all = LatencyHistogram::new();
+    let t = "2026-11-23T20:00:00.000Z";
+    let mut keys = Vec::new();
+    // Given out of shard order: the merged text still reads 0/2 first.
+    for (sh, kind) in [("1/2", "contention"), ("0/2", "cpu")] {
+        let uuid = shard(&mut store, "tpcb", sh, t, 10.0, 0.0, Status::Complete, &mut rng, &mut all);
+        let id = store.run(&uuid).unwrap().id;
+        let evidence = "CPU 97 % busy";
+        store.write_notes(id, 0, &[("verdict.kind", kind), ("verdict.evidence", evidence)]).unwrap();
+        keys.push(uuid);
+    }
+    let m = merge(&load(&store, &[&keys[0], &keys[1]])).unwrap();
+    let run = write_merged(&mut store, &m, "merged").unwrap();
+    let notes: Vec<(i64, String, String)> =
+        store.notes(run.id).unwrap().into_iter().map(|n| (n.step_idx, n.name, n.text)).collect();
+    assert_eq!(
+        notes,
+        vec![
+            (0, "verdict.evidence".to_string(), "CPU 97 % busy".to_string()),
+            (0, "verdict.kind".to_string(), "0/2: cpu; 1/2: contention".to_string()),
+        ]
+    );
+    // Shards without notes give a merged run without notes.
+    let a = shard(&mut store, "io", "0/2", t, 10.0, 0.0, Status::Complete, &mut rng, &mut all);
+    let b = shard(&mut store, "io", "1/2", t, 10.0, 0.0, Status::Complete, &mut rng, &mut all);
+    let m = merge(&load(&store, &[&a, &b])).unwrap();
+    let run = write_merged(&mut store, &m, "bare").unwrap();
+    assert!(store.notes(run.id).unwrap().is_empty());
+}

@@ -22,6 +22,7 @@ mod postgres;
 mod sqlite;
 mod url;
 mod value;
+pub mod waits;
 
 use std::collections::BTreeMap;
 

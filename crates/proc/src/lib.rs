@@ -99,6 +99,46 @@ pub fn children(pid: u32) -> Vec<u32> {
     find(|p| p.ppid == pid)
 }
 
+/// The CPU time (user + system, clock ticks) of process `root` and every
+/// live descendant, plus what `root` has reaped of its exited children
+/// (`cutime + cstime`: PostgreSQL's postmaster reaps its backends, so a
+/// backend that came and went still counts); `None` when `root` is gone.
+pub fn tree_cpu_ticks(root: u32) -> Option<u64> {
+    let all = procfs::process::all_processes().ok()?;
+    let stats: Vec<procfs::process::Stat> = all.flatten().filter_map(|p| p.stat().ok()).collect();
+    let top = stats.iter().find(|s| s.pid as u32 == root)?;
+    let mut total = top.utime + top.stime + (top.cutime + top.cstime).max(0) as u64;
+    let parent: std::collections::HashMap<u32, u32> =
+        stats.iter().map(|s| (s.pid as u32, s.ppid as u32)).collect();
+    for s in &stats {
+        // Walk up at most a few levels (backends are the postmaster's children).
+        let mut p = s.ppid as u32;
+        for _ in 0..8 {
+            if p == root {
+                total += s.utime + s.stime;
+                break;
+            }
+            match parent.get(&p) {
+                Some(&up) if up != p && p > 1 => p = up,
+                _ => break,
+            }
+        }
+    }
+    Some(total)
+}
+
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`), the unit of
+/// [`tree_cpu_ticks`].
+pub fn ticks_per_second() -> u64 {
+    procfs::ticks_per_second()
+}
+
+/// The parent of process `pid`, and its command name.
+pub fn parent_and_name(pid: u32) -> Option<(u32, String)> {
+    let s = procfs::process::Process::new(pid as i32).ok()?.stat().ok()?;
+    Some((s.ppid as u32, s.comm))
+}
+
 /// What [`find`] shows of a process.
 pub struct Info {
     /// Its pid.

@@ -36,6 +36,9 @@ pub struct Finding {
     /// at another device speed (`sensitivity.rs`), as recorded; on the
     /// first finding of a section only.
     pub sensitivity: Vec<String>,
+    /// The database's own wait events per step (`waits.rs`): its top
+    /// classes, a line per step; on the first finding of a section only.
+    pub waits: Vec<String>,
 }
 
 /// How a load level reads: `1 client`, `4 users`; a profile as its name.
@@ -271,6 +274,7 @@ pub(crate) fn findings(report: &Report) -> Vec<Finding> {
         let mut latency = latency_story(&s);
         let mut verdicts = crate::verdict::section_lines(&s);
         let mut sensitivity = crate::sensitivity::section_lines(&s);
+        let mut waits = crate::waits::section_lines(&s);
         for text in texts.into_iter().filter(|t| !t.is_empty()) {
             out.push(Finding {
                 plan: s.plan.map(str::to_string),
@@ -281,6 +285,7 @@ pub(crate) fn findings(report: &Report) -> Vec<Finding> {
                 latency: std::mem::take(&mut latency),
                 verdicts: std::mem::take(&mut verdicts),
                 sensitivity: std::mem::take(&mut sensitivity),
+                waits: std::mem::take(&mut waits),
             });
         }
     }

@@ -108,8 +108,9 @@ figure.chart svg{max-width:100%;height:auto}figure.chart .narrow{display:none}\
 type Point = (f64, f64);
 /// A bar's (median, min, max), absent where the group lacks the step.
 type Bar = Option<(f64, f64, f64)>;
-/// A panel of a time chart: title and named series.
-type Panel = (String, Vec<(String, Vec<Point>)>);
+/// A panel of a time chart: title, named series, and whether they are
+/// shares stacked one on another (drawn as bands from zero) or lines.
+type Panel = (String, Vec<(String, Vec<Point>)>, bool);
 
 fn chart_err(title: &str) -> impl Fn(String) -> ReportError + '_ {
     move |e| ReportError::Chart(title.to_string(), e)
@@ -385,9 +386,9 @@ fn time_panels(
         let areas = root.split_evenly((panels.len(), 1));
         let t1 =
             panels.iter().flat_map(|p| p.1.iter().flat_map(|s| s.1.iter().map(|x| x.0))).fold(1.0, f64::max);
-        for (pi, (area, (ptitle, series))) in areas.iter().zip(panels).enumerate() {
+        for (pi, (area, (ptitle, series, stacked))) in areas.iter().zip(panels).enumerate() {
             let y1 = series.iter().flat_map(|s| s.1.iter().map(|x| x.1)).fold(f64::NEG_INFINITY, f64::max);
-            let (y0, y1) = pad_range(0.0, y1, true);
+            let (y0, y1) = if *stacked { (0.0, 100.0) } else { pad_range(0.0, y1, true) };
             let mut chart = ChartBuilder::on(area)
                 .margin(8)
                 .x_label_area_size(if cv.narrow { 44 } else { 36 })
@@ -418,6 +419,11 @@ fn time_panels(
                     )
                     .map_err(|x| e(x.to_string()))?;
             }
+            if *stacked {
+                stacked_bands(&mut chart, series, &e)?;
+                legend(&mut chart, SeriesLabelPosition::UpperRight, cv.text, &e)?;
+                continue;
+            }
             for (i, (name, pts)) in series.iter().enumerate() {
                 let c = color(i);
                 chart
@@ -431,6 +437,40 @@ fn time_panels(
         root.present().map_err(|x| e(x.to_string()))?;
     }
     Ok(svg)
+}
+
+/// Shares (in %) stacked from zero, the first series at the bottom: each
+/// drawn as the area under the running sum up to it, the largest sum first
+/// so the smaller ones paint over it. Points of the same second line up
+/// across series (every series has every second, zeros included).
+fn stacked_bands<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<
+        'a,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    series: &[(String, Vec<Point>)],
+    e: &dyn Fn(String) -> ReportError,
+) -> Result<(), ReportError> {
+    let mut sums: Vec<Vec<Point>> = Vec::with_capacity(series.len());
+    for (i, (_, pts)) in series.iter().enumerate() {
+        let below = i.checked_sub(1).map(|j| sums[j].clone());
+        sums.push(
+            pts.iter()
+                .enumerate()
+                .map(|(k, p)| (p.0, p.1 + below.as_ref().and_then(|b| b.get(k)).map_or(0.0, |b| b.1)))
+                .collect(),
+        );
+    }
+    for (i, (name, _)) in series.iter().enumerate().rev() {
+        let c = color(i);
+        chart
+            .draw_series(AreaSeries::new(sums[i].clone(), 0.0, c.mix(0.85).filled()))
+            .map_err(|x| e(x.to_string()))?
+            .label(name.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 18, y + 5)], c.filled()));
+    }
+    Ok(())
 }
 
 /// A chart in both its drawings (desktop and phone: CSS shows one), with
@@ -748,6 +788,11 @@ fn time_series(out: &mut String, s: &Section<'_>, budget: &mut usize) -> Result<
             labels.join(", ")
         };
         let mut panels = Vec::new();
+        let offsets: Vec<f64> = starts.iter().map(|x| x.0).collect();
+        let waits: Vec<(String, Vec<Point>)> = crate::waits::bands(&run.steps, &offsets)
+            .into_iter()
+            .map(|(n, pts)| (n, pts.into_iter().map(|(t, v)| (t, v * 100.0)).collect()))
+            .collect();
         for (title, m) in [
             (work_title, work),
             ("cache hit ratio, % (the emulator's cache tier: warm-up)".to_string(), cache),
@@ -755,7 +800,12 @@ fn time_series(out: &mut String, s: &Section<'_>, budget: &mut usize) -> Result<
             ("CPU, % (/proc/stat)".to_string(), cpu),
         ] {
             if !m.is_empty() {
-                panels.push((title, m.into_iter().collect::<Vec<_>>()));
+                panels.push((title, m.into_iter().collect::<Vec<_>>(), false));
+            }
+            // The database's own waits, stacked, right under its throughput.
+            if panels.len() == 1 && !waits.is_empty() {
+                let t = "wait events, % of active sessions (the database's own)".to_string();
+                panels.push((t, waits.clone(), true));
             }
         }
         let steps: Vec<&str> = run.steps.iter().map(|x| x.label.as_str()).collect();
@@ -954,6 +1004,9 @@ fn findings_html(out: &mut String, r: &Report) {
                 }
                 for v in &f.sensitivity {
                     let _ = write!(out, "<div class=\"verdict\">sensitivity {}</div>", esc_html(v));
+                }
+                for w in &f.waits {
+                    let _ = write!(out, "<div class=\"waits\">waits {}</div>", esc_html(w));
                 }
                 if !f.warnings.is_empty() {
                     out.push_str("<ul class=\"warn\">");

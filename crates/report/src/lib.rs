@@ -29,6 +29,7 @@ mod storage;
 mod tables;
 mod tpch;
 pub mod verdict;
+pub mod waits;
 
 pub use compare::{metric_matches, CompareRow, Comparison, Filter, Noise, Side};
 pub use findings::Finding;

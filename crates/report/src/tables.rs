@@ -576,6 +576,9 @@ fn preamble(report: &Report) -> Vec<String> {
         for v in f.sensitivity {
             lines.extend(wrap(&format!("sensitivity {v}"), "  ", "      ", TERMINAL_WIDTH));
         }
+        for w in f.waits {
+            lines.extend(wrap(&format!("waits {w}"), "  ", "      ", TERMINAL_WIDTH));
+        }
         lines.extend(f.warnings.into_iter().map(|w| format!("  ⚠ {w}")));
     }
     lines

@@ -22,12 +22,15 @@
 //! 2. a commit that waits for a standby over a link whose round trip is
 //!    at least [`NETWORK_SHARE`] of the mean latency → `network`;
 //! 3. host CPU busy (user + system) ≥ [`CPU_BUSY`] % → `cpu`, saying how
-//!    much of it is storbench's own — unless storbench's CPU is the whole
-//!    workload's (SQLite runs inside it; `io` has no server), under half of
-//!    the busy CPU is it, and the device is ≥ [`UTIL_SATURATED`] % utilised:
-//!    then other processes load the host while the device limits the
-//!    workload, and the rules below decide;
-//! 4. no figures for the database's device → `not-clear`;
+//!    much of it is storbench's own and, where `server.cpu.percent` was
+//!    recorded (the server's process tree), the server's — unless
+//!    storbench's CPU is the whole workload's (SQLite runs inside it; `io`
+//!    has no server), under half of the busy CPU is it, and the device is
+//!    ≥ [`UTIL_SATURATED`] % utilised: then other processes load the host
+//!    while the device limits the workload, and the rules below decide;
+//! 4. no figures for the database's device → `storage-latency` when the
+//!    database's own sessions spent at least [`WAIT_IO_SHARE`] of their
+//!    time waiting on I/O (`wait.share.IO.*`), else `not-clear`;
 //! 5. more than one client (or QD above 1), and device utilisation ≥
 //!    [`UTIL_SATURATED`] % with a queue ≥
 //!    [`QUEUE_DEEP`] and (first step, or await up ≥ [`AWAIT_RISE`]× over
@@ -43,7 +46,16 @@
 //!    [`CPU_IDLE_ENOUGH`] % and the device under [`UTIL_IDLE_ENOUGH`] %, or
 //!    it fell by [`FALLS`] or more with neither saturated (CPU under
 //!    [`CPU_BUSY`], device under [`UTIL_SATURATED`]) → `contention`;
-//! 8. otherwise `not-clear`.
+//! 8. the database's own sessions spent at least [`WAIT_LOCK_SHARE`] of
+//!    their time waiting on locks or latches (`wait.share.Lock.*`,
+//!    `LWLock.*`, MariaDB's `Synch.*`) with neither CPU nor device
+//!    saturated → `contention`; at least [`WAIT_IO_SHARE`] waiting on I/O
+//!    → `storage-latency`;
+//! 9. otherwise `not-clear`.
+//!
+//! Every verdict with a step's wait events recorded ends with its top
+//! classes ("sessions: Lock:transactionid 77 %, … of 6.7 active
+//! sessions", `waits.rs`).
 
 use std::fmt;
 
@@ -86,6 +98,13 @@ pub const LOAD_GREW: f64 = 1.5;
 /// resource gives a plateau, not a fall; clients that get in each other's
 /// way (lock waits on pgbench's branch rows) give a fall.
 pub const FALLS: f64 = 0.20;
+/// The share of the active sessions' time waiting on locks or latches
+/// (the database's own wait events) from which, nothing saturated, the
+/// step is contention.
+pub const WAIT_LOCK_SHARE: f64 = 0.5;
+/// The share of the active sessions' time waiting on I/O from which,
+/// where the device's figures do not decide, the step is storage latency.
+pub const WAIT_IO_SHARE: f64 = 0.5;
 
 /// What limited a step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -257,9 +276,45 @@ fn ms(v: f64) -> String {
 struct Figures {
     busy: Option<f64>,
     own: Option<f64>,
+    /// The database server's process tree, % of all CPUs
+    /// (`server.cpu.percent` over the CPUs), when it runs on this host.
+    server: Option<f64>,
     dev: Option<(String, Dev)>,
     lat_mean_us: Option<f64>,
     headline: Option<f64>,
+    /// The database's own wait events, when sampled.
+    waits: Option<Waits>,
+}
+
+/// A step's wait-event shares as the rules read them.
+struct Waits {
+    /// Locks and latches: `Lock.*`, `LWLock.*`, MariaDB's `Synch.*`.
+    lock: f64,
+    /// Any I/O: `IO.*`.
+    io: f64,
+    /// The top classes in words (`waits::words`).
+    words: String,
+}
+
+impl Waits {
+    fn of(s: &StepData) -> Option<Waits> {
+        let words = crate::waits::step_words(s)?;
+        let sum = |prefixes: &[&str]| -> f64 {
+            s.metrics
+                .iter()
+                .filter_map(|(k, v)| Some((k.strip_prefix(crate::waits::SHARE)?, v.0)))
+                .filter(|(k, _)| prefixes.iter().any(|p| k.starts_with(p)))
+                .map(|(_, v)| v)
+                .sum()
+        };
+        Some(Waits { lock: sum(&["Lock.", "LWLock.", "Synch."]), io: sum(&["IO."]), words })
+    }
+}
+
+/// "; sessions: Lock:transactionid 77 %, … of 6.7 active sessions" when
+/// the step's wait events were recorded, else nothing.
+fn sessions(f: &Figures) -> String {
+    f.waits.as_ref().map(|w| format!("; sessions: {}", w.words)).unwrap_or_default()
 }
 
 /// A device's figures over the measured window.
@@ -355,22 +410,35 @@ impl<'a> Context<'a> {
             busy,
             // The driver's (tpcb, tpcc, tpch) or the io engine's own CPU.
             own: get(s, "driver.cpu.percent").or_else(|| get(s, "io.cpu.percent")).map(|p| p / self.cpus),
+            server: get(s, "server.cpu.percent").map(|p| p / self.cpus),
             dev: self.device(s),
             lat_mean_us: get(s, &format!("{}.mean", self.latency_prefix)),
             headline: self.headline(s),
+            waits: Waits::of(s),
         }
     }
 
     /// "CPU 34 % busy (storbench 12 %)".
     fn cpu_words(&self, f: &Figures) -> String {
         let busy = f.busy.map(pct).unwrap_or_else(|| "?".into());
-        match f.own {
-            Some(o) => format!("CPU {busy} busy ({} {})", self.own, pct(o)),
-            None => format!("CPU {busy} busy"),
+        match (f.server, f.own) {
+            (Some(sv), Some(o)) => format!("CPU {busy} busy (server {}, {} {})", pct(sv), self.own, pct(o)),
+            (None, Some(o)) => format!("CPU {busy} busy ({} {})", self.own, pct(o)),
+            (Some(sv), None) => format!("CPU {busy} busy (server {})", pct(sv)),
+            (None, None) => format!("CPU {busy} busy"),
         }
     }
 
     fn step(&self, s: &StepData, prev: Option<&StepData>) -> (Kind, String) {
+        let (kind, evidence) = self.rules(s, prev);
+        let f = self.figures(s);
+        if measured_seconds(s) < MIN_SECONDS || f.busy.is_none() {
+            return (kind, evidence);
+        }
+        (kind, format!("{evidence}{}", sessions(&f)))
+    }
+
+    fn rules(&self, s: &StepData, prev: Option<&StepData>) -> (Kind, String) {
         let secs = measured_seconds(s);
         if secs < MIN_SECONDS {
             return (
@@ -394,6 +462,16 @@ impl<'a> Context<'a> {
             return (Kind::Cpu, self.cpu(&f, busy));
         }
         let Some((name, dev)) = f.dev.clone() else {
+            if let Some(w) = f.waits.as_ref().filter(|w| w.io >= WAIT_IO_SHARE) {
+                return (
+                    Kind::StorageLatency,
+                    format!(
+                        "the database's sessions spent {} of their time waiting on I/O, {}, and no figures for its device — storage latency",
+                        pct(w.io * 100.0),
+                        self.cpu_words(&f)
+                    ),
+                );
+            }
             return (
                 Kind::NotClear,
                 format!("{}, and no figures for the database's device — not clear", self.cpu_words(&f)),
@@ -427,6 +505,9 @@ impl<'a> Context<'a> {
                 ),
             );
         }
+        if let Some(v) = self.waited(&f, &name, dev) {
+            return v;
+        }
         (
             Kind::NotClear,
             format!(
@@ -439,20 +520,64 @@ impl<'a> Context<'a> {
         )
     }
 
+    /// Rule 8: what the database's own sessions waited on decides when
+    /// nothing is saturated (rules 3 and 5 have not held).
+    fn waited(&self, f: &Figures, name: &str, dev: Dev) -> Option<(Kind, String)> {
+        let w = f.waits.as_ref()?;
+        let device = format!("device {name} {} utilised, await {}", pct(dev.util), ms(dev.await_ms()));
+        if w.lock >= WAIT_LOCK_SHARE && dev.util < UTIL_SATURATED {
+            return Some((
+                Kind::Contention,
+                format!(
+                    "the database's sessions spent {} of their time waiting on locks or latches: {}, {device} — contention",
+                    pct(w.lock * 100.0),
+                    self.cpu_words(f)
+                ),
+            ));
+        }
+        if w.io >= WAIT_IO_SHARE {
+            return Some((
+                Kind::StorageLatency,
+                format!(
+                    "the database's sessions spent {} of their time waiting on I/O: {}, {device} — storage latency",
+                    pct(w.io * 100.0),
+                    self.cpu_words(f)
+                ),
+            ));
+        }
+        None
+    }
+
     fn cpu(&self, f: &Figures, busy: f64) -> String {
         let own = f.own.unwrap_or(0.0);
-        let whose = if own >= busy / 2.0 { "storbench's own" } else { self.others };
         let who = self.own;
         let dev = match &f.dev {
             Some((n, d)) => format!(", device {n} {} utilised", pct(d.util)),
             None => String::new(),
         };
         let head = self.headline.map(|h| h.1).unwrap_or("throughput");
+        // With the server's own share measured, the rest is other work on
+        // the host (another benchmark, a build), which can dominate too.
+        let (parts, whose) = match f.server {
+            Some(sv) => {
+                let rest = (busy - own - sv).max(0.0);
+                let whose = if sv >= own && sv >= rest {
+                    "the server's"
+                } else if own >= rest {
+                    "storbench's own"
+                } else {
+                    "other processes'"
+                };
+                (format!("server {}, {who} {}, the rest {}", pct(sv), pct(own), pct(rest)), whose)
+            }
+            None => {
+                let whose = if own >= busy / 2.0 { "storbench's own" } else { self.others };
+                (format!("{who} {}, the rest {}", pct(own), pct((busy - own).max(0.0))), whose)
+            }
+        };
         format!(
-            "CPU {} busy ({who} {}, the rest {}){dev} — CPU-bound, mostly {whose}; faster storage would not raise {head}",
-            pct(busy),
-            pct(own),
-            pct((busy - own).max(0.0))
+            "CPU {} busy ({parts}){dev} — CPU-bound, mostly {whose}; faster storage would not raise {head}",
+            pct(busy)
         )
     }
 
@@ -648,6 +773,58 @@ mod tests {
     }
 
     #[test]
+    fn sessions_waiting_on_locks_with_nothing_saturated_is_contention_from_one_step() {
+        let m = [
+            ("cpu.user", 30.0),
+            ("cpu.system", 10.0),
+            ("dev.vda.util", 12.0),
+            ("dev.vda.w_await", 0.2),
+            ("tps", 700.0),
+            ("wait.share.Lock.transactionid", 0.62),
+            ("wait.share.LWLock.LockManager", 0.08),
+            ("wait.share.IO.WALSync", 0.2),
+            ("wait.share.CPU", 0.1),
+            ("wait.aas", 6.5),
+        ];
+        let v = one("tpcb", env(), vec![step(0, "clients=8", 10, &m)]);
+        assert_eq!(v.kind, Kind::Contention, "{}", v.evidence);
+        assert_eq!(
+            v.evidence,
+            "the database's sessions spent 70 % of their time waiting on locks or latches: CPU 40 % busy, \
+             device vda 12 % utilised, await 0.2 ms — contention; sessions: Lock:transactionid 62 %, \
+             IO:WALSync 20 %, CPU 10 % of 6.5 active sessions"
+        );
+        // Without the wait events the same figures decide nothing.
+        let bare: Vec<_> = m.iter().copied().filter(|(k, _)| !k.starts_with("wait.")).collect();
+        assert_eq!(one("tpcb", env(), vec![step(0, "clients=8", 10, &bare)]).kind, Kind::NotClear);
+    }
+
+    #[test]
+    fn sessions_waiting_on_io_without_device_figures_is_storage_latency() {
+        let m = [
+            ("cpu.user", 20.0),
+            ("cpu.system", 5.0),
+            ("tps", 100.0),
+            ("wait.share.IO.WALSync", 0.7),
+            ("wait.share.CPU", 0.3),
+            ("wait.aas", 1.0),
+        ];
+        let v = one("tpcb", json!({"cpus": 2}), vec![step(0, "clients=1", 10, &m)]);
+        assert_eq!(v.kind, Kind::StorageLatency, "{}", v.evidence);
+        assert!(v.evidence.starts_with("the database's sessions spent 70 % of their time waiting on I/O"));
+        // A busy CPU still decides first, and names what sessions waited on.
+        let mut hot = m.to_vec();
+        hot[0].1 = 95.0;
+        let v = one("tpcb", json!({"cpus": 2}), vec![step(0, "clients=1", 10, &hot)]);
+        assert_eq!(v.kind, Kind::Cpu);
+        assert!(
+            v.evidence.ends_with("; sessions: IO:WALSync 70 %, CPU 30 % of 1.0 active sessions"),
+            "{}",
+            v.evidence
+        );
+    }
+
+    #[test]
     fn a_step_with_too_few_samples_is_not_clear_not_a_guess() {
         let v = one(
             "tpcb",
@@ -750,6 +927,31 @@ mod tests {
         assert_eq!(v.kind, Kind::StorageLatency, "{}", v.evidence);
         let v = one("tpcb", env(), figures());
         assert_eq!(v.kind, Kind::Cpu, "{}", v.evidence);
+    }
+
+    #[test]
+    fn a_busy_cpu_names_the_server_s_own_share_when_it_was_measured() {
+        let m = [
+            ("cpu.user", 80.0),
+            ("cpu.system", 17.0),
+            ("driver.cpu.percent", 24.0),
+            ("server.cpu.percent", 162.0),
+            ("dev.vda.util", 18.0),
+            ("nopm", 9000.0),
+        ];
+        let v = one("tpcc", env(), vec![step(0, "users=8", 10, &m)]);
+        assert_eq!(v.kind, Kind::Cpu);
+        assert_eq!(
+            v.evidence,
+            "CPU 97 % busy (server 81 %, storbench 12 %, the rest 4 %), device vda 18 % utilised — CPU-bound, \
+             mostly the server's; faster storage would not raise NOPM"
+        );
+        // Other work on the host is named when it is the most.
+        let mut other = m.to_vec();
+        other[3].1 = 40.0;
+        let v = one("tpcc", env(), vec![step(0, "users=8", 10, &other)]);
+        assert!(v.evidence.contains("(server 20 %, storbench 12 %, the rest 65 %)"), "{}", v.evidence);
+        assert!(v.evidence.contains("mostly other processes'"), "{}", v.evidence);
     }
 
     #[test]

@@ -42,6 +42,38 @@ pub struct Steps<'a> {
     pub publish: &'a dyn Fn(&storbench_workloads::Tick) -> LiveValues,
     /// `--sensitivity`: the last step re-run at each device-time factor.
     pub sensitivity: Option<storbench_ops::sensitivity::Plan>,
+    /// Sample the database's wait events (not `--no-wait-events`).
+    pub waits: bool,
+}
+
+/// The flag every database run shares that turns the wait-event sampler off.
+#[derive(Debug, clap::Args)]
+pub struct WaitArgs {
+    /// Do not sample the database's wait events (by default they are looked
+    /// at 10 times a second on a connection of their own, and stored as
+    /// per-second shares: docs/report.md, "Wait events").
+    #[arg(long)]
+    pub no_wait_events: bool,
+}
+
+/// Starts the recorder's wait-event sampler on a connection of its own
+/// when `on` (a connection that fails is said once and the run goes on),
+/// and its watch of the server's CPU either way.
+pub fn sample_waits(
+    rec: &mut Recorder,
+    on: bool,
+    connect: &(dyn Fn() -> Result<Box<dyn Connection>, DbError> + Sync),
+) {
+    match connect() {
+        Ok(mut c) => {
+            rec.watch_server(c.as_mut());
+            if on {
+                rec.sample_waits(c);
+            }
+        }
+        Err(e) if on => eprintln!("storbench: no wait events: the sampler could not connect: {e}"),
+        Err(_) => {}
+    }
 }
 
 /// Prints a result: on stdout, or on stderr with `--json` (stdout then
@@ -69,6 +101,7 @@ pub fn run_steps(
     let n = steps.specs.len();
     let mut summary: Vec<(String, StepReport, Vec<String>)> = Vec::new();
     let mut outcome = Outcome::Complete;
+    sample_waits(&mut rec, steps.waits, connect);
     for (i, spec) in steps.specs.iter().enumerate() {
         // The whole run's load labels the step (a shard runs part of it).
         let whole = steps.labels.get(i).copied().unwrap_or(spec.users);
@@ -141,6 +174,11 @@ pub fn run_steps(
         for line in verdict_lines(rec.verdicts()) {
             result(g, line);
         }
+        // What the database's sessions waited on, its top classes.
+        for line in wait_lines(&rec) {
+            result(g, line);
+        }
+        // What faster or slower storage would buy (--sensitivity).
         for line in sens_lines {
             result(g, line);
         }
@@ -205,6 +243,18 @@ fn sensitivity(
 /// growing …", wrapped at 120 columns.
 pub fn verdict_lines(verdicts: &[storbench_report::verdict::Verdict]) -> Vec<String> {
     verdicts.iter().flat_map(|v| v.lines()).collect()
+}
+
+/// One line per step with wait events recorded: "waits clients=8:
+/// Lock:transactionid 77 %, … of 6.7 active sessions", from the store.
+pub fn wait_lines(rec: &Recorder) -> Vec<String> {
+    let (store, id) = rec.recorded();
+    let Ok(run) = store.run(&id.to_string()) else { return Vec::new() };
+    let Ok(data) = storbench_report::RunData::load(store, run) else { return Vec::new() };
+    data.steps
+        .iter()
+        .filter_map(|s| Some(format!("waits {}: {}", s.label, storbench_report::waits::step_words(s)?)))
+        .collect()
 }
 
 /// The report's latency sentences for the run `rec` has recorded so far.

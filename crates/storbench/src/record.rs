@@ -66,6 +66,10 @@ pub struct Recorder {
     targets: Vec<PathBuf>,
     /// The verdict of each step written so far, as stored.
     verdicts: Vec<Verdict>,
+    /// The database's own wait events, when sampled.
+    waits: Option<storbench_db::waits::WaitSampler>,
+    /// The database server's own CPU, when it runs on this host.
+    server_cpu: Option<storbench_sysmon::server::ServerCpu>,
 }
 
 fn unix_ms() -> u64 {
@@ -167,7 +171,31 @@ impl Recorder {
             exporter,
             targets: targets.to_vec(),
             verdicts: Vec::new(),
+            waits: None,
+            server_cpu: None,
         })
+    }
+
+    /// Samples the database's wait events through `conn` (a connection
+    /// of the sampler's own) from now on, for every step written after;
+    /// where the server keeps none, says why once on stderr and samples
+    /// nothing.
+    pub fn sample_waits(&mut self, conn: Box<dyn storbench_db::Connection>) {
+        // An embedded database has no sessions to look at (docs/report.md).
+        if conn.dialect() == storbench_db::Dialect::Sqlite {
+            return;
+        }
+        match storbench_db::waits::WaitSource::open(conn) {
+            Ok(src) => self.waits = Some(storbench_db::waits::WaitSampler::start(src)),
+            Err(why) => eprintln!("storbench: no wait events: {why}"),
+        }
+    }
+
+    /// Watches the database server's own CPU from now on (the verdict's
+    /// "server N %"), when the server `conn` talks to runs on this host.
+    pub fn watch_server(&mut self, conn: &mut dyn storbench_db::Connection) {
+        self.server_cpu = storbench_db::waits::server_pid(conn)
+            .and_then(storbench_sysmon::server::ServerCpu::for_server_process);
     }
 
     /// A step begins: live metrics carry its label from now on.
@@ -244,6 +272,16 @@ impl Recorder {
         }
         if let Some(r) = &self.repl {
             let w = r.window(clock.start, clock.measure_from, end);
+            report.figures.extend(w.figures);
+            report.samples.extend(w.samples);
+        }
+        if let Some(c) = &self.server_cpu {
+            let c = c.window(clock.start, clock.measure_from, end);
+            report.figures.extend(c.figures);
+            report.samples.extend(c.samples);
+        }
+        if let Some(w) = &self.waits {
+            let w = w.window(clock.start, clock.measure_from, end);
             report.figures.extend(w.figures);
             report.samples.extend(w.samples);
         }

@@ -11,6 +11,7 @@
 mod env;
 mod monitor;
 pub mod procfs;
+pub mod server;
 
 pub use env::{host_env, path_env, PathInfo};
 pub use monitor::{devices_behind, disk_fields, summarise, Monitor, Snapshot, STEAL_FLAG_PCT};

@@ -107,6 +107,8 @@ pub struct RunArgs {
     /// Measured time of each sensitivity re-run (default: the step's).
     #[arg(long, value_name = "DURATION")]
     pub sensitivity_duration: Option<String>,
+    #[command(flatten)]
+    pub waits: oltp::WaitArgs,
 }
 
 /// Runs `storbench tpcc`.
@@ -287,6 +289,7 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
             ..LiveValues::default()
         },
         sensitivity,
+        waits: !a.waits.no_wait_events,
     };
     let connect = db.connector();
     oltp::run_steps(rec, g, &workload, &connect, steps, &warnings)

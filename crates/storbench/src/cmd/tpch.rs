@@ -119,6 +119,8 @@ pub struct RunArgs {
     /// run records it as timed out (PostgreSQL, MySQL/MariaDB).
     #[arg(long)]
     pub timeout: Option<String>,
+    #[command(flatten)]
+    pub waits: oltp::WaitArgs,
 }
 
 /// Options of `tpch check`.
@@ -352,6 +354,8 @@ fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
         _ => format!("tpch {test} SF {sf} streams {streams}"),
     };
     let mut rec = Recorder::begin(g, "tpch", label, config, env, &targets)?;
+    let connect = db.connector();
+    oltp::sample_waits(&mut rec, !a.waits.no_wait_events, &connect);
     // Beside other workloads (a plan's `together` cell): begin with them.
     storbench_metrics::runner::wait_for_start_instant(crate::interrupt::flag());
     let opts =
@@ -375,7 +379,6 @@ fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
         }
     };
     let tests = Tests { kind, opts: &opts, streams, subset, on_item: &on_item };
-    let connect = db.connector();
     let mut sink = Sink { rec: &mut rec, quiet: g.quiet };
     let out = match run_tests(&mut sink, &connect, &tests, crate::interrupt::flag()) {
         Ok(o) => o,
@@ -402,6 +405,10 @@ fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
         }
     }
     oltp::result(g, t.to_string());
+    // What limited each query, as tpcb and tpcc print it.
+    for line in oltp::verdict_lines(rec.verdicts()).into_iter().chain(oltp::wait_lines(&rec)) {
+        oltp::result(g, line);
+    }
     if power_size.is_none() && matches!(a.test, TestKind::Power | TestKind::Both) {
         eprintln!("tpch: no Power@Size: it needs all 22 queries and both refresh functions to complete");
     }

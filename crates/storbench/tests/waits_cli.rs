@@ -1,0 +1,169 @@
+//! The database's own wait events (issue 28) through the binary: `tpcb
+//! run` samples them on PostgreSQL and stores per-second shares per wait
+//! class that sum to one each second; pgbench's branch rows at scale 1
+//! under 8 clients show lock waits; `--no-wait-events` stores none; a
+//! MariaDB with performance_schema OFF says so once and stores none; the
+//! server's own CPU is a figure the CPU verdict names; `tpch run` prints
+//! its verdicts.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+use storbench_results::Store;
+
+mod common;
+
+fn sb(dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("storbench").unwrap();
+    c.current_dir(dir).env("STORBENCH_RESULTS", dir.join("r.db")).env_remove("STORBENCH_DB").arg("--quiet");
+    c
+}
+
+/// Runs `ARGS --json`; returns the run's id and stderr.
+fn run(dir: &Path, args: &[&str]) -> (String, String) {
+    let out = sb(dir).arg("--json").args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{args:?} failed: {err}");
+    let rec: Value = serde_json::from_slice(&out.stdout).expect("the run record");
+    (rec["run"]["id"].as_i64().unwrap().to_string(), err)
+}
+
+/// The run's `wait.` figures and per-second samples (second → name → value).
+#[allow(clippy::type_complexity)]
+fn waits(dir: &Path, id: &str) -> (BTreeMap<String, f64>, BTreeMap<i64, BTreeMap<String, f64>>) {
+    let store = Store::open(dir.join("r.db")).unwrap();
+    let run = store.run(id).unwrap();
+    let figures = store
+        .metrics(run.id)
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.name.starts_with("wait."))
+        .map(|m| (m.name, m.value))
+        .collect();
+    let mut secs: BTreeMap<i64, BTreeMap<String, f64>> = BTreeMap::new();
+    for s in store.samples(run.id).unwrap().into_iter().filter(|s| s.name.starts_with("wait.")) {
+        secs.entry(s.t_ms).or_default().insert(s.name, s.value);
+    }
+    (figures, secs)
+}
+
+#[test]
+fn tpcb_on_postgres_with_8_clients_at_scale_1_waits_on_locks_and_each_second_s_shares_sum_to_one() {
+    let db = format!("waits_pg_{}", std::process::id());
+    common::psql("postgres", &format!("DROP DATABASE IF EXISTS {db}"));
+    common::psql("postgres", &format!("CREATE DATABASE {db}"));
+    let url = format!("postgres://root@127.0.0.1:5432/{db}");
+    let d = tempfile::tempdir().unwrap();
+    let result = std::panic::catch_unwind(|| {
+        let st = sb(d.path()).args(["tpcb", "init", "--db", &url, "--scale", "1"]).status().unwrap();
+        assert!(st.success());
+        let (id, err) = run(d.path(), &["tpcb", "run", "--db", &url, "--clients", "8", "--duration", "4s"]);
+        let (figures, secs) = waits(d.path(), &id);
+        // Ten looks a second over four measured seconds, give or take one.
+        let looks = figures["wait.samples"];
+        assert!((35.0..=45.0).contains(&looks), "{looks} looks in {figures:?}");
+        let lock: f64 =
+            figures.iter().filter(|(k, _)| k.starts_with("wait.share.Lock.")).map(|(_, v)| v).sum();
+        assert!(lock > 0.0, "no lock waits among 8 clients on 1 branch: {figures:?}");
+        assert!(figures["wait.aas"] > 0.0);
+        let with_sessions: Vec<_> =
+            secs.iter().filter(|(_, s)| s.get("wait.aas").is_some_and(|a| *a > 0.0)).collect();
+        assert!(with_sessions.len() >= 4, "{secs:?}");
+        for (t, s) in &with_sessions {
+            let sum: f64 = s.iter().filter(|(k, _)| k.starts_with("wait.share.")).map(|(_, v)| v).sum();
+            assert!((sum - 1.0).abs() < 1e-9, "second {t}: shares sum to {sum}: {s:?}");
+        }
+        // The terminal names the top classes after the summary.
+        assert!(err.contains("waits clients=8: Lock:"), "{err}");
+        // The server's own CPU (its process tree on this host) is a figure,
+        // and the verdict's CPU words name it.
+        let store = Store::open(d.path().join("r.db")).unwrap();
+        let rid = store.run(&id).unwrap().id;
+        let server = store.metrics(rid).unwrap().into_iter().find(|m| m.name == "server.cpu.percent");
+        assert!(server.is_some_and(|m| m.value > 0.0), "no server CPU figure");
+        assert!(err.contains("busy (server "), "{err}");
+        // Sampling off: nothing stored.
+        let (id, err) = run(
+            d.path(),
+            &["tpcb", "run", "--db", &url, "--clients", "2", "--duration", "2s", "--no-wait-events"],
+        );
+        let (figures, secs) = waits(d.path(), &id);
+        assert!(figures.is_empty() && secs.is_empty(), "{figures:?} {secs:?}");
+        assert!(!err.contains("waits clients="), "{err}");
+    });
+    common::psql("postgres", &format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"));
+    result.unwrap();
+}
+
+#[test]
+fn a_mariadb_with_performance_schema_off_says_so_once_and_stores_no_waits() {
+    let on = Command::new("mysql")
+        .args(["-uroot", "-h127.0.0.1", "-N", "-e", "SELECT @@performance_schema"])
+        .output()
+        .unwrap();
+    if String::from_utf8_lossy(&on.stdout).trim() != "0" {
+        eprintln!("performance_schema is on here: this test needs it off");
+        return;
+    }
+    let db = format!("waits_my_{}", std::process::id());
+    let sql = |s: &str| {
+        let st = Command::new("mysql").args(["-uroot", "-h127.0.0.1", "-e", s]).status().unwrap();
+        assert!(st.success(), "{s}");
+    };
+    sql(&format!("DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}"));
+    let url = format!("mysql://root@127.0.0.1:3306/{db}");
+    let d = tempfile::tempdir().unwrap();
+    let result = std::panic::catch_unwind(|| {
+        let st = sb(d.path()).args(["tpcb", "init", "--db", &url, "--scale", "1"]).status().unwrap();
+        assert!(st.success());
+        let (id, err) = run(d.path(), &["tpcb", "run", "--db", &url, "--clients", "1,2", "--duration", "1s"]);
+        assert_eq!(err.matches("no wait events: performance_schema is OFF").count(), 1, "{err}");
+        let (figures, secs) = waits(d.path(), &id);
+        assert!(figures.is_empty() && secs.is_empty(), "{figures:?} {secs:?}");
+    });
+    sql(&format!("DROP DATABASE IF EXISTS {db}"));
+    result.unwrap();
+}
+
+#[test]
+fn tpch_run_prints_the_verdict_of_every_step_it_recorded() {
+    let db = format!("waits_h_{}", std::process::id());
+    common::psql("postgres", &format!("DROP DATABASE IF EXISTS {db}"));
+    common::psql("postgres", &format!("CREATE DATABASE {db}"));
+    let url = format!("postgres://root@127.0.0.1:5432/{db}");
+    let d = tempfile::tempdir().unwrap();
+    let result = std::panic::catch_unwind(|| {
+        let st = sb(d.path())
+            .args(["tpch", "build", "--db", &url, "--scale", "0.01", "--jobs", "2"])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let out =
+            sb(d.path()).args(["--json", "tpch", "run", "--db", &url, "--queries", "1,6"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{err}");
+        let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut judged = 0;
+        for s in rec["steps"].as_array().unwrap() {
+            let Some(kind) = s["notes"]["verdict.kind"].as_str() else { continue };
+            let line = format!(
+                "verdict {} [{kind}]: {}",
+                s["label"].as_str().unwrap(),
+                s["notes"]["verdict.evidence"].as_str().unwrap()
+            );
+            assert!(err.contains(&line), "no '{line}' in:\n{err}");
+            judged += 1;
+        }
+        assert!(judged >= 2, "the two queries' verdicts: {err}");
+        assert_eq!(
+            err.matches("\nverdict ").count() + usize::from(err.starts_with("verdict ")),
+            judged,
+            "{err}"
+        );
+    });
+    common::psql("postgres", &format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"));
+    result.unwrap();
+}
