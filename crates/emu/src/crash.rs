@@ -99,7 +99,7 @@ impl Shape {
 pub struct Point {
     /// Its index in the run's list for the cache mode (reproduces it).
     pub index: usize,
-    /// The flush of the run it follows (0: the run's first).
+    /// The flush it follows (0: the last before the run, 1: the run's first).
     pub flush: usize,
     /// What of the volatile data it keeps.
     pub shape: Shape,
@@ -125,8 +125,15 @@ fn mix(seed: u64, x: u64) -> u64 {
 /// Every crash point of the run between `start_ns` and `end_ns` under `mode`.
 pub fn points(j: &Journal, mode: CacheMode, start_ns: u64, end_ns: u64) -> Vec<Point> {
     let e = &j.entries;
-    let flushes: Vec<usize> = (0..e.len())
-        .filter(|&i| e[i].kind == Kind::Flush && e[i].t_ns >= start_ns && e[i].t_ns <= end_ns)
+    // The flushes of the run, after the last one before it: a crash early
+    // in the run (or in a run that never flushes) leaves what that one promised.
+    let before = (0..e.len()).rev().find(|&i| e[i].kind == Kind::Flush && e[i].t_ns < start_ns);
+    let flushes: Vec<usize> = before
+        .into_iter()
+        .chain(
+            (0..e.len())
+                .filter(|&i| e[i].kind == Kind::Flush && e[i].t_ns >= start_ns && e[i].t_ns <= end_ns),
+        )
         .collect();
     let mut out = Vec::new();
     for (k, &f) in flushes.iter().enumerate() {
@@ -380,6 +387,17 @@ mod tests {
         let mut rp = Replayer::new(j, &dir.path().join("ck")).unwrap();
         let img = image(&mut rp, &all[0], dir.path());
         assert!(img.iter().all(|&b| b == 0), "the flush promised nothing within the destage window");
+    }
+
+    #[test]
+    fn a_run_without_flushes_is_held_to_the_flush_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = journal(dir.path());
+        // A "run" after the last flush: no flush of its own.
+        let start = j.entries[4].t_ns + 1;
+        let all = points(&j, CacheMode::Honest, start, start + 1_000);
+        assert_eq!(all.len(), 1);
+        assert_eq!((all[0].shape, all[0].t_ns), (Shape::Dropped, start + 1_000), "a crash at the run's end");
     }
 
     #[test]

@@ -69,6 +69,19 @@ pub fn cache_modes(flag: &str, medium: Option<&storbench_emu::Spec>) -> Result<V
 
 /// Runs the crash-point check.
 pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
+    let selection = match (a.crash_points.as_deref(), a.crash_point) {
+        (_, Some(k)) => Selection::One(k),
+        (Some("all"), None) => Selection::All,
+        (Some(n), None) => match n.parse::<usize>() {
+            Ok(n) if n > 0 => Selection::Sample(n),
+            _ => {
+                return Err(usage(format!(
+                    "--crash-points {n}: give a number of points (1 or more) or 'all'"
+                )))
+            }
+        },
+        (None, None) => unreachable!("called with crash points"),
+    };
     let medium = storbench_media::get(&a.medium)
         .map_err(|e| anyhow!("{e}"))?
         .ok_or_else(|| usage(format!("--medium {}: no such medium (storbench media list)", a.medium)))?;
@@ -100,19 +113,6 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
                 a.db
             )))
         }
-    };
-    let selection = match (a.crash_points.as_deref(), a.crash_point) {
-        (_, Some(k)) => Selection::One(k),
-        (Some("all"), None) => Selection::All,
-        (Some(n), None) => match n.parse::<usize>() {
-            Ok(n) if n > 0 => Selection::Sample(n),
-            _ => {
-                return Err(usage(format!(
-                    "--crash-points {n}: give a number of points (1 or more) or 'all'"
-                )))
-            }
-        },
-        (None, None) => unreachable!("called with crash points"),
     };
     if a.clients == 0 || a.clients > 64 {
         return Err(usage(format!("--clients {}: give 1 to 64", a.clients)));
