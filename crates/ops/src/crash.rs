@@ -16,9 +16,11 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use storbench_db::{connect, DbUrl};
+use storbench_db::{connect, DbUrl, Stmt};
 use storbench_emu::crash::{self, CacheMode, Point, Replayer};
 use storbench_emu::journal::{monotonic_ns, Journal};
+
+use storbench_instances::pg::{self, Instance, Temporary};
 
 use crate::acked::{self, AckLog, Writers};
 use crate::error::OpsError;
@@ -36,6 +38,13 @@ pub enum Target {
         /// The database file, under `mount`.
         path: PathBuf,
     },
+    /// A running managed PostgreSQL whose data directory (and WAL) is on the medium.
+    Postgres {
+        /// The medium's mount point.
+        mount: PathBuf,
+        /// The instance.
+        inst: Box<Instance>,
+    },
 }
 
 impl Target {
@@ -43,6 +52,7 @@ impl Target {
     pub fn engine(&self) -> &'static str {
         match self {
             Target::Sqlite { .. } => "sqlite",
+            Target::Postgres { .. } => "postgresql",
         }
     }
 }
@@ -229,13 +239,38 @@ fn workload(o: &Options, s: &[(String, String)]) -> Result<(AckLog, u64, u64), O
             };
             open()?.batch(&acked::create_table(TABLE))?;
             let conns = (0..o.clients).map(|_| open()).collect::<Result<Vec<_>, _>>()?;
-            let start = monotonic_ns();
-            let writers = Writers::start(TABLE, conns);
-            std::thread::sleep(o.run_for);
-            let acks = writers.stop_timed();
-            Ok((acks, start, monotonic_ns()))
+            Ok(commit_for(o.run_for, conns))
+        }
+        Target::Postgres { inst, .. } => {
+            let url = DbUrl::parse(&pg::resolve(&inst.name)?).map_err(OpsError::Usage)?;
+            let open =
+                || connect(&url).map_err(|e| OpsError::Unreachable(format!("managed:{}: {e}", inst.name)));
+            let mut admin = open()?;
+            // The server's own setting (the crash image's copy starts with it too).
+            for (k, v) in s {
+                admin.batch(&format!("ALTER SYSTEM SET {k} = '{v}'"))?;
+            }
+            admin.batch("SELECT pg_reload_conf()")?;
+            admin.batch(&acked::create_table(TABLE))?;
+            admin.batch("CHECKPOINT")?;
+            let conns = (0..o.clients).map(|_| open()).collect::<Result<Vec<_>, _>>()?;
+            let out = commit_for(o.run_for, conns);
+            for (k, _) in s {
+                admin.batch(&format!("ALTER SYSTEM RESET {k}"))?;
+            }
+            admin.batch("SELECT pg_reload_conf()")?;
+            Ok(out)
         }
     }
+}
+
+/// The clients commit for `d`: their acknowledgement log and the window.
+fn commit_for(d: Duration, conns: Vec<Box<dyn storbench_db::Connection>>) -> (AckLog, u64, u64) {
+    let start = monotonic_ns();
+    let writers = Writers::start(TABLE, conns);
+    std::thread::sleep(d);
+    let acks = writers.stop_timed();
+    (acks, start, monotonic_ns())
 }
 
 fn check_cell(
@@ -331,6 +366,10 @@ fn check_point(
             let rel = path.strip_prefix(mount).unwrap_or(path);
             check_sqlite(&at.join(rel), acked)
         }
+        Target::Postgres { mount, inst } => {
+            let rel = inst.data.strip_prefix(mount).unwrap_or(&inst.data);
+            check_postgres(&at.join(rel), &scratch.dir.join("run"), acked)
+        }
     };
     drop(m);
     Ok(out)
@@ -377,6 +416,75 @@ fn check_sqlite(db: &Path, acked: &[i64]) -> Outcome {
         }
     }
     out
+}
+
+/// PostgreSQL on a crash image: a temporary server on the copied data
+/// directory (its crash recovery replays the WAL), the acknowledged rows
+/// looked for, and amcheck over the table and its primary key
+/// (`verify_heapam`, `bt_index_check` with every heap tuple looked up).
+/// Stopped immediately after: the image is thrown away.
+fn check_postgres(data: &Path, run_dir: &Path, acked: &[i64]) -> Outcome {
+    let mut out = Outcome { lost: 0, inconsistent: None, failed: None };
+    if !data.join("PG_VERSION").exists() {
+        out.failed = Some(format!("{} is not on the recovered filesystem", data.display()));
+        return out;
+    }
+    // The live server's lock: its pid is alive, which would stop the copy.
+    let _ = std::fs::remove_file(data.join("postmaster.pid"));
+    let _ = std::fs::remove_dir_all(run_dir);
+    if let Err(e) = std::fs::create_dir_all(run_dir) {
+        out.failed = Some(format!("creating {}: {e}", run_dir.display()));
+        return out;
+    }
+    let t = match Temporary::start(data, run_dir) {
+        Ok(t) => t,
+        Err(e) => {
+            out.failed = Some(format!("recovery failed: {}", first_line(&e.to_string())));
+            let _ = std::fs::remove_dir_all(run_dir);
+            return out;
+        }
+    };
+    let dir =
+        percent_encoding::utf8_percent_encode(&run_dir.to_string_lossy(), percent_encoding::NON_ALPHANUMERIC)
+            .to_string();
+    let checked = DbUrl::parse(&format!("postgres://root@{dir}:{}/storbench", t.port()))
+        .map_err(|e| storbench_db::DbError::new(storbench_db::ErrorKind::Connect, e))
+        .and_then(|u| connect(&u))
+        .and_then(|mut c| {
+            out.lost = acked::look_for(c.as_mut(), TABLE, acked)?.iter().map(|c| c.missing()).sum();
+            c.batch("CREATE EXTENSION IF NOT EXISTS amcheck")?;
+            let heap = Stmt::new(format!("SELECT count(*) FROM verify_heapam('{TABLE}')"));
+            let bad = c.query_one(&heap, &[])?.int(0)?;
+            if bad > 0 {
+                out.inconsistent = Some(format!("verify_heapam: {bad} corrupt tuple(s)"));
+            }
+            let idx = Stmt::new(format!("SELECT bt_index_check('{TABLE}_pkey', true)::text"));
+            if let Err(e) = c.query_one(&idx, &[]) {
+                out.inconsistent.get_or_insert(format!("bt_index_check: {e}"));
+            }
+            Ok(())
+        });
+    if let Err(e) = checked {
+        let e = e.to_string();
+        if e.contains("corrupt") || e.contains("invalid page") || e.contains("could not read block") {
+            out.inconsistent = Some(first_line(&e));
+        } else {
+            out.failed = Some(format!("after recovery: {}", first_line(&e)));
+        }
+    }
+    // Immediate shutdown: nothing of this copy is kept.
+    if let Some(pid) = t.pid() {
+        // SAFETY: kill with a pid from the copy's postmaster.pid, which this started.
+        unsafe { libc::kill(pid as i32, libc::SIGQUIT) };
+        storbench_proc::wait_until(Duration::from_secs(30), || !storbench_proc::alive(pid));
+    }
+    drop(t);
+    let _ = std::fs::remove_dir_all(run_dir);
+    out
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").to_string()
 }
 
 /// A point's image on a loop device, mounted; undone on drop (unmount, detach, delete).

@@ -154,3 +154,50 @@ fn a_medium_that_does_not_record_is_refused() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--crash-points 0"), "{err}");
 }
+
+#[test]
+fn postgres_crash_points_lose_nothing_when_honest_and_lose_when_the_cache_lies_or_commits_are_async() {
+    let s = State::new();
+    s.ok(&[
+        "media", "create", "crash-pg", "--size", "512M", "--fs", "ext4", "--model", "sata-ssd", "--record",
+    ]);
+    s.ok(&["pg", "up", "crash-pg1", "--data", "crash-pg", "-c", "shared_buffers=32MB"]);
+    // Past the lying cache's destage window: the cluster itself is durable.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let (code, cells) = matrix(
+        &s,
+        &[
+            "--db",
+            "managed:crash-pg1",
+            "--medium",
+            "crash-pg",
+            "--clients",
+            "2",
+            "--cut-after",
+            "3s",
+            "--crash-points",
+            "4",
+            "--settings",
+            "synchronous_commit=on,off",
+            "--cache",
+            "honest,lying",
+        ],
+    );
+    assert_eq!(code, 1, "bad points exit 1");
+    let honest = cell(&cells, "synchronous_commit=on", "honest");
+    assert_eq!(honest["tried"], 4, "{honest}");
+    for k in ["lost_max", "inconsistent", "failed"] {
+        assert_eq!(honest[k], 0, "an honest device with synchronous commits: {honest}");
+    }
+    let lying = cell(&cells, "synchronous_commit=on", "lying");
+    assert!(lying["lost_max"].as_i64().unwrap() > 0, "a cache that ignores flushes loses commits: {lying}");
+    // synchronous_commit=off loses at most the WAL writer's window
+    // (3 × wal_writer_delay = 0.6 s by default): here, at most 1 s of a 3 s run.
+    let off = cell(&cells, "synchronous_commit=off", "honest");
+    let (lost, acked) = (off["lost_max"].as_i64().unwrap(), off["acknowledged"].as_i64().unwrap());
+    assert!(lost > 0 && lost * 3 <= acked, "asynchronous commits lose a bounded window: {off}");
+    assert_eq!((off["inconsistent"].as_i64(), off["failed"].as_i64()), (Some(0), Some(0)), "{off}");
+    no_scratch_left(&s);
+    let temp = std::process::Command::new("pgrep").args(["-f", "storbench-crash"]).output().unwrap();
+    assert!(temp.stdout.is_empty(), "a temporary server is left: {}", String::from_utf8_lossy(&temp.stdout));
+}

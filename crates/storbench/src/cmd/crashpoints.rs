@@ -108,10 +108,27 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
             Target::Sqlite { mount, path }
         }
         None => {
-            return Err(usage(format!(
-                "--db {}: crash points check sqlite:PATH so far (PostgreSQL is not built yet)",
-                a.db
-            )))
+            let name = a.db.strip_prefix("managed:").unwrap_or(&a.db).to_string();
+            let inst = storbench_instances::pg::get(&name).map_err(|e| anyhow!("{e}"))?.ok_or_else(|| {
+                usage(format!(
+                    "--db {}: no managed instance named '{name}' (storbench pg list); or give sqlite:PATH",
+                    a.db
+                ))
+            })?;
+            if !inst.data.starts_with(&mount) || inst.wal.as_ref().is_some_and(|w| !w.starts_with(&mount)) {
+                return Err(usage(format!(
+                    "--db {}: its data directory and WAL must be on the medium (under {})",
+                    a.db,
+                    mount.display()
+                )));
+            }
+            if !storbench_instances::pg::running(&inst) {
+                return Err(usage(format!(
+                    "--db {}: managed instance '{name}' is not running (storbench pg up {name})",
+                    a.db
+                )));
+            }
+            Target::Postgres { mount, inst: Box::new(inst) }
         }
     };
     if a.clients == 0 || a.clients > 64 {
