@@ -139,6 +139,31 @@ impl Outcome {
     }
 }
 
+/// Where a point's time went.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timing {
+    /// Making its image (checkpoint brought forward, copied, volatile writes laid on).
+    pub image: Duration,
+    /// Attaching the loop device and mounting (the filesystem's journal replay).
+    pub mount: Duration,
+    /// The engine's start and crash recovery (PostgreSQL; SQLite's is in `check`).
+    pub recover: Duration,
+    /// Looking for the rows and the consistency check (and stopping the engine).
+    pub check: Duration,
+    /// Unmounting, detaching, deleting the image.
+    pub cleanup: Duration,
+}
+
+impl Timing {
+    fn add(&mut self, t: &Timing) {
+        self.image += t.image;
+        self.mount += t.mount;
+        self.recover += t.recover;
+        self.check += t.check;
+        self.cleanup += t.cleanup;
+    }
+}
+
 /// The figures of one cell: a setting under a cache mode.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Cell {
@@ -162,6 +187,8 @@ pub struct Cell {
     pub failed: usize,
     /// The first bad point's index and what it showed.
     pub first_bad: Option<(usize, Outcome)>,
+    /// Where the tried points' time went, summed.
+    pub time: Timing,
 }
 
 /// What the run tells its caller as it goes.
@@ -186,6 +213,8 @@ pub enum Event<'a> {
         of: usize,
         /// How long this one took (image, mount, recovery, checks, cleanup).
         took: Duration,
+        /// Where that went.
+        timing: &'a Timing,
     },
     /// A cell is complete.
     CellDone(&'a Cell),
@@ -310,15 +339,18 @@ fn check_cell(
             break;
         }
         let t0 = Instant::now();
-        let outcome = check_point(o, &mut replayer, &scratch, p, &acks.before(p.t_ns))?;
+        let (outcome, timing) = check_point(o, &mut replayer, &scratch, p, &acks.before(p.t_ns))?;
         cell.tried += 1;
+        cell.time.add(&timing);
+        let took = t0.elapsed();
         on(Event::Point {
             cell: &cell,
             point: p,
             outcome: &outcome,
             done: done + 1,
             of: order.len(),
-            took: t0.elapsed(),
+            took,
+            timing: &timing,
         });
         outcomes.push((*p, outcome));
     }
@@ -342,11 +374,15 @@ fn check_point(
     scratch: &Scratch,
     p: &Point,
     acked: &[i64],
-) -> Result<Outcome, OpsError> {
+) -> Result<(Outcome, Timing), OpsError> {
+    let mut tm = Timing::default();
+    let mut lap = Instant::now();
+    let mut split = || std::mem::replace(&mut lap, Instant::now()).elapsed();
     let image = scratch.dir.join("point.img");
     replayer
         .materialise(p, &image)
         .map_err(|e| OpsError::Failed(format!("making crash point {}'s image: {e}", p.index)))?;
+    tm.image = split();
     let mut m = Mounted { image, device: None, at: None };
     let failed = |why: String| Outcome { lost: 0, inconsistent: None, failed: Some(why) };
     let dev = match losetup(&m.image) {
@@ -358,9 +394,13 @@ fn check_point(
     std::fs::create_dir_all(&at).map_err(|e| OpsError::Failed(format!("creating {}: {e}", at.display())))?;
     if let Err(e) = run_cmd(Command::new("mount").arg(&dev).arg(&at)) {
         let first = e.lines().next().unwrap_or("").to_string();
-        return Ok(failed(format!("the filesystem did not mount: {first}")));
+        tm.mount = split();
+        drop(m);
+        tm.cleanup = split();
+        return Ok((failed(format!("the filesystem did not mount: {first}")), tm));
     }
     m.at = Some(at.clone());
+    tm.mount = split();
     let out = match &o.target {
         Target::Sqlite { mount, path } => {
             let rel = path.strip_prefix(mount).unwrap_or(path);
@@ -368,11 +408,15 @@ fn check_point(
         }
         Target::Postgres { mount, inst } => {
             let rel = inst.data.strip_prefix(mount).unwrap_or(&inst.data);
-            check_postgres(&at.join(rel), &scratch.dir.join("run"), acked)
+            let (out, recovered_in) = check_postgres(&at.join(rel), &scratch.dir.join("run"), acked);
+            tm.recover = recovered_in;
+            out
         }
     };
+    tm.check = split().saturating_sub(tm.recover);
     drop(m);
-    Ok(out)
+    tm.cleanup = split();
+    Ok((out, tm))
 }
 
 /// SQLite on a crash image: open (its WAL or rollback journal recovers),
@@ -423,27 +467,29 @@ fn check_sqlite(db: &Path, acked: &[i64]) -> Outcome {
 /// looked for, and amcheck over the table and its primary key
 /// (`verify_heapam`, `bt_index_check` with every heap tuple looked up).
 /// Stopped immediately after: the image is thrown away.
-fn check_postgres(data: &Path, run_dir: &Path, acked: &[i64]) -> Outcome {
+fn check_postgres(data: &Path, run_dir: &Path, acked: &[i64]) -> (Outcome, Duration) {
     let mut out = Outcome { lost: 0, inconsistent: None, failed: None };
     if !data.join("PG_VERSION").exists() {
         out.failed = Some(format!("{} is not on the recovered filesystem", data.display()));
-        return out;
+        return (out, Duration::ZERO);
     }
     // The live server's lock: its pid is alive, which would stop the copy.
     let _ = std::fs::remove_file(data.join("postmaster.pid"));
     let _ = std::fs::remove_dir_all(run_dir);
     if let Err(e) = std::fs::create_dir_all(run_dir) {
         out.failed = Some(format!("creating {}: {e}", run_dir.display()));
-        return out;
+        return (out, Duration::ZERO);
     }
+    let t0 = Instant::now();
     let t = match Temporary::start(data, run_dir) {
         Ok(t) => t,
         Err(e) => {
             out.failed = Some(format!("recovery failed: {}", first_line(&e.to_string())));
             let _ = std::fs::remove_dir_all(run_dir);
-            return out;
+            return (out, t0.elapsed());
         }
     };
+    let recovered_in = t0.elapsed();
     let dir =
         percent_encoding::utf8_percent_encode(&run_dir.to_string_lossy(), percent_encoding::NON_ALPHANUMERIC)
             .to_string();
@@ -480,7 +526,7 @@ fn check_postgres(data: &Path, run_dir: &Path, acked: &[i64]) -> Outcome {
     }
     drop(t);
     let _ = std::fs::remove_dir_all(run_dir);
-    out
+    (out, recovered_in)
 }
 
 fn first_line(s: &str) -> String {

@@ -165,7 +165,12 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
 /// points per run only after it (about half a second each on SQLite).
 fn estimate(o: &Options) -> String {
     let runs = o.settings.len();
-    let per_point = 0.5;
+    // Measured here (bench/crash-points.sh): SQLite's points take a few
+    // tenths of a second, PostgreSQL's seconds (its start and recovery).
+    let per_point = match o.target {
+        Target::Sqlite { .. } => 0.4,
+        Target::Postgres { .. } => 5.0,
+    };
     let points = match o.selection {
         Selection::All => None,
         Selection::Sample(n) => Some(n),
@@ -194,7 +199,7 @@ fn progress(g: &Global, e: Event) {
         Event::Run { setting } => {
             eprintln!("run: {}", if setting.is_empty() { "default settings" } else { setting })
         }
-        Event::Point { cell, point, outcome, done, of, took } => {
+        Event::Point { cell, point, outcome, done, of, took, timing } => {
             let eta = took.as_secs_f64() * (of - done) as f64;
             let what = match (&outcome.failed, &outcome.inconsistent) {
                 (Some(f), _) => format!("recovery FAILED: {f}"),
@@ -202,17 +207,33 @@ fn progress(g: &Global, e: Event) {
                 _ => "consistent".into(),
             };
             eprintln!(
-                "  [{}] point {done}/{of} (#{} {} after flush {}): {} lost, {what} ({:.1} s, ETA {eta:.0} s)",
+                "  [{}] point {done}/{of} (#{} {} after flush {}): {} lost, {what} ({:.1} s: image {:.1}, mount {:.1}, recovery {:.1}, checks {:.1}, cleanup {:.1}; ETA {eta:.0} s)",
                 cell.mode,
                 point.index,
                 point.shape.name(),
                 point.flush,
                 outcome.lost,
-                took.as_secs_f64()
+                took.as_secs_f64(),
+                timing.image.as_secs_f64(),
+                timing.mount.as_secs_f64(),
+                timing.recover.as_secs_f64(),
+                timing.check.as_secs_f64(),
+                timing.cleanup.as_secs_f64(),
             );
         }
         Event::CellDone(_) => {}
     }
+}
+
+/// The mean time of a tried point, by phase (seconds).
+fn per_point(c: &Cell) -> serde_json::Value {
+    let n = c.tried.max(1) as f64;
+    let t = &c.time;
+    let total = t.image + t.mount + t.recover + t.check + t.cleanup;
+    serde_json::json!({
+        "total": total.as_secs_f64() / n, "image": t.image.as_secs_f64() / n, "mount": t.mount.as_secs_f64() / n,
+        "recover": t.recover.as_secs_f64() / n, "check": t.check.as_secs_f64() / n, "cleanup": t.cleanup.as_secs_f64() / n,
+    })
 }
 
 fn print_matrix(g: &Global, a: &DurabilityArgs, o: &Options, cells: &[Cell]) -> Result<()> {
@@ -226,6 +247,7 @@ fn print_matrix(g: &Global, a: &DurabilityArgs, o: &Options, cells: &[Cell]) -> 
                     "points_losing": c.points_losing, "inconsistent": c.inconsistent, "failed": c.failed,
                     "first_bad": c.first_bad.as_ref().map(|(i, _)| *i),
                     "first_bad_why": c.first_bad.as_ref().map(|(_, out)| format!("{out:?}")),
+                    "seconds_per_point": per_point(c),
                 })
             })
             .collect();
