@@ -126,3 +126,18 @@ pub fn look_for(conn: &mut dyn Connection, table: &str, acked: &[i64]) -> Result
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn acknowledged_before_a_moment_counts_each_clients_rows_acked_earlier() {
+        let log = AckLog { times: vec![vec![10, 20, 30], vec![], vec![5, 25]] };
+        assert_eq!(log.before(0), vec![0, 0, 0]);
+        assert_eq!(log.before(20), vec![1, 0, 1], "an ack at the moment itself does not count");
+        assert_eq!(log.before(26), vec![2, 0, 2]);
+        assert_eq!(log.before(u64::MAX), vec![3, 0, 2]);
+        assert_eq!(log.total(), 5);
+    }
+}
