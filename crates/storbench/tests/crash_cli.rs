@@ -201,3 +201,38 @@ fn postgres_crash_points_lose_nothing_when_honest_and_lose_when_the_cache_lies_o
     let temp = std::process::Command::new("pgrep").args(["-f", "storbench-crash"]).output().unwrap();
     assert!(temp.stdout.is_empty(), "a temporary server is left: {}", String::from_utf8_lossy(&temp.stdout));
 }
+
+#[test]
+fn ctrl_c_finishes_the_point_in_progress_and_leaves_nothing() {
+    let s = State::new();
+    let mnt = medium(&s, "crash-intr");
+    let db = format!("sqlite:{mnt}/t.db");
+    let child = s
+        .sb()
+        .args(["--json", "durability", "--db", &db, "--medium", "crash-intr", "--clients", "1"])
+        .args(["--cut-after", "1s", "--crash-points", "all", "--cache", "honest"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupted once the points are being checked (their scratch directory exists).
+    let backing = s.state().join("backing");
+    let t0 = std::time::Instant::now();
+    while !std::fs::read_dir(&backing)
+        .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("storbench-crash")))
+        .unwrap_or(false)
+    {
+        assert!(t0.elapsed().as_secs() < 60, "the points never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let doc: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: {stdout} {}", String::from_utf8_lossy(&out.stderr)));
+    let c = &doc["cells"][0];
+    let (tried, points) = (c["tried"].as_u64().unwrap(), c["points"].as_u64().unwrap());
+    assert!(tried >= 1 && tried < points, "stopped early, with what it had: {c}");
+    no_scratch_left(&s);
+}
