@@ -166,10 +166,11 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
 fn estimate(o: &Options) -> String {
     let runs = o.settings.len();
     // Measured here (bench/crash-points.sh): SQLite's points take a few
-    // tenths of a second, PostgreSQL's seconds (its start and recovery).
+    // tenths of a second, PostgreSQL's 0.7 s alone on the machine (its
+    // start and recovery are half), several seconds beside other work.
     let per_point = match o.target {
         Target::Sqlite { .. } => 0.4,
-        Target::Postgres { .. } => 5.0,
+        Target::Postgres { .. } => 1.0,
     };
     let points = match o.selection {
         Selection::All => None,
