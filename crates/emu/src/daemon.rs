@@ -79,6 +79,10 @@ pub struct DaemonConfig {
     /// ([`Sched::set_floor`]). 0: not absorbed.
     #[serde(default)]
     pub floor_ns: u64,
+    /// The write journal to record, if the medium records one
+    /// ([`crate::journal`]; `media create --record`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<PathBuf>,
 }
 
 impl DaemonConfig {
@@ -246,6 +250,8 @@ struct Fs {
     size: u64,
     sched: Arc<Sched<Done>>,
     cache: Arc<DataCache>,
+    /// The write journal, when recording.
+    journal: Option<crate::journal::Recorder>,
     /// Whether an INIT reply may ask for FUSE over io_uring: the rings
     /// are prepared, and no earlier connection's were refused.
     offer_uring: AtomicBool,
@@ -340,9 +346,12 @@ impl Fs {
 
     fn write_data(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
         let Some(shape) = self.cache.shape else {
-            return self.file.write_all_at(data, offset);
+            self.file.write_all_at(data, offset)?;
+            return self.record(|j| j.write(offset, data));
         };
         let mut map = self.cache.lock();
+        // Recorded under the cache's lock: in the order flushes drain.
+        self.record(|j| j.write(offset, data))?;
         let end = offset + data.len() as u64;
         for b in blocks(offset, data.len() as u64) {
             let bstart = b * CACHE_BLOCK;
@@ -406,6 +415,7 @@ impl Fs {
             for b in blocks(offset, length) {
                 map.remove(&b);
             }
+            self.record(|j| j.zero(offset, length))?;
         }
         // SAFETY: fallocate on a descriptor we own; the range is the kernel's.
         let r = unsafe {
@@ -419,9 +429,21 @@ impl Fs {
 
     fn flush_data(&self) -> std::io::Result<()> {
         match self.cache.shape {
-            Some(s) if !s.lie_on_flush => self.cache.drain(&mut self.cache.lock(), &self.file),
-            _ => Ok(()),
+            Some(s) if !s.lie_on_flush => {
+                let mut map = self.cache.lock();
+                self.cache.drain(&mut map, &self.file)?;
+                self.record(|j| j.flush())
+            }
+            _ => self.record(|j| j.flush()),
         }
+    }
+
+    /// Appends to the write journal, when recording.
+    fn record(
+        &self,
+        f: impl FnOnce(&crate::journal::Recorder) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        self.journal.as_ref().map_or(Ok(()), f)
     }
 
     /// A read of up to `size` bytes at `offset`, answered when the model
@@ -1120,12 +1142,20 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
         );
     }
     let image = Image::map(&file, cfg.size);
+    let journal = match &cfg.journal {
+        Some(p) => Some(
+            crate::journal::Recorder::create(p, cfg.size)
+                .map_err(|e| EmuError::Failed(format!("creating the write journal {}: {e}", p.display())))?,
+        ),
+        None => None,
+    };
     let fs = Arc::new(Fs {
         file,
         image,
         size: cfg.size,
         sched: sched.clone(),
         cache: cache.clone(),
+        journal,
         offer_uring: AtomicBool::new(false),
         uring: AtomicBool::new(false),
     });

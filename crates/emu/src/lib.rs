@@ -11,8 +11,10 @@
 #![deny(missing_docs)]
 
 pub mod counters;
+pub mod crash;
 pub mod daemon;
 pub mod fit;
+pub mod journal;
 pub mod model;
 mod ring;
 pub mod sched;

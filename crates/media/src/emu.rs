@@ -42,6 +42,9 @@ pub struct Daemon {
     /// started and absorbed by it ([`crate::floor`]); none if not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub floor: Option<crate::floor::Floor>,
+    /// The write journal it records (`media create --record`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<PathBuf>,
 }
 
 /// Checks that FUSE is usable here (root and /dev/fuse).
@@ -64,6 +67,23 @@ fn dir() -> PathBuf {
     state_dir().join("emu")
 }
 
+/// Removes a write journal and the runs kept beside it (`NAME.run-*.json`).
+pub fn forget_journal(journal: &Path) {
+    let _ = std::fs::remove_file(journal);
+    let (Some(dir), Some(stem)) = (journal.parent(), journal.file_stem()) else { return };
+    let prefix = format!("{}.run-", stem.to_string_lossy());
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if e.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// Where medium `name`'s write journal is recorded (`media create --record`).
+pub fn journal_path(name: &str) -> PathBuf {
+    dir().join(format!("{name}.journal"))
+}
+
 /// The storbench executable that runs `media serve`: `STORBENCH_EXE`, else
 /// the running one.
 fn exe() -> Result<PathBuf, MediaError> {
@@ -82,10 +102,11 @@ pub(crate) fn start(
     size: u64,
     spec: &Spec,
     trace: Option<&Path>,
+    journal: Option<&Path>,
 ) -> Result<Daemon, MediaError> {
     let probe_dir = image.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let floor = crate::floor::measure(name, probe_dir)?;
-    start_daemon(name, image, size, spec, trace, floor)
+    start_daemon(name, image, size, spec, trace, floor, journal)
 }
 
 /// Starts a daemon that absorbs `floor` (none: nothing absorbed).
@@ -96,6 +117,7 @@ pub(crate) fn start_daemon(
     spec: &Spec,
     trace: Option<&Path>,
     floor: Option<crate::floor::Floor>,
+    journal: Option<&Path>,
 ) -> Result<Daemon, MediaError> {
     let d = dir();
     std::fs::create_dir_all(&d).map_err(|e| MediaError::Failed(format!("creating {}: {e}", d.display())))?;
@@ -124,6 +146,7 @@ pub(crate) fn start_daemon(
         pid_file: d.join(format!("{name}.pid")),
         trace: trace.clone(),
         floor_ns: floor.as_ref().map(|f| f.absorbed().as_nanos() as u64).unwrap_or(0),
+        journal: journal.map(Path::to_path_buf),
     };
     let config = d.join(format!("{name}.json"));
     let log = d.join(format!("{name}.log"));
@@ -158,6 +181,7 @@ pub(crate) fn start_daemon(
         trace,
         cut: false,
         floor,
+        journal: cfg.journal.clone(),
     };
     let t0 = Instant::now();
     loop {
@@ -379,7 +403,12 @@ pub fn recover(name: &str) -> Result<Medium, MediaError> {
     }
     stop(&d)?;
     let spec = m.model.clone().expect("modelled");
-    let nd = start(name, &m.backing_file, m.size, &spec, d.trace.as_deref())?;
+    // The journal ends at a power cut: what the cut lost is in it, not on
+    // the image, so it no longer rebuilds the image (a new daemon records none).
+    if let Some(j) = &d.journal {
+        forget_journal(j);
+    }
+    let nd = start(name, &m.backing_file, m.size, &spec, d.trace.as_deref(), None)?;
     let device = match sys::losetup(&nd.served) {
         Ok(dev) => dev,
         Err(e) => {
@@ -642,6 +671,7 @@ mod tests {
                 trace: None,
                 cut: false,
                 floor: None,
+                journal: None,
             }),
             backing_file: dir.join(format!("{name}.img")),
             device: format!("/dev/loop-test-{name}"),

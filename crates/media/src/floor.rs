@@ -144,7 +144,7 @@ pub(crate) fn measure(name: &str, dir: &Path) -> Result<Option<Floor>, MediaErro
     undo.remove_file(&image);
     let res = (|| {
         let spec = Spec { base: "constant".into(), ..Spec::default() };
-        let d = emu::start_daemon(&probe, &image, PROBE_SIZE, &spec, None, None)?;
+        let d = emu::start_daemon(&probe, &image, PROBE_SIZE, &spec, None, None, None)?;
         let stop = d.clone();
         undo.call(move || {
             let _ = emu::stop(&stop);

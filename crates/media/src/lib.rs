@@ -121,6 +121,9 @@ pub struct CreateOptions {
     pub trace: Option<PathBuf>,
     /// Directory for the backing file (default: the state directory).
     pub backing: Option<PathBuf>,
+    /// Record the modelled medium's write journal from its creation
+    /// (`storbench_emu::journal`), for crash points.
+    pub record: bool,
 }
 
 fn valid_name(name: &str) -> Result<(), MediaError> {
@@ -251,7 +254,8 @@ pub fn create(name: &str, o: &CreateOptions) -> Result<Medium, MediaError> {
         undo.remove_file(&backing);
         let daemon = match &o.model {
             Some(spec) => {
-                let d = emu::start(name, &backing, o.size, spec, o.trace.as_deref())?;
+                let journal = o.record.then(|| emu::journal_path(name));
+                let d = emu::start(name, &backing, o.size, spec, o.trace.as_deref(), journal.as_deref())?;
                 let stop = d.clone();
                 undo.call(move || {
                     let _ = emu::stop(&stop);
@@ -398,6 +402,9 @@ pub fn destroy(name: &str) -> Result<(), MediaError> {
             errors.push(e.to_string());
         }
         emu::forget_array(d);
+        if let Some(j) = &d.journal {
+            emu::forget_journal(j);
+        }
     }
     if errors.is_empty() && m.backing_file.exists() {
         if let Err(e) = std::fs::remove_file(&m.backing_file) {

@@ -1,8 +1,10 @@
 //! Writers that remember what the server acknowledged (the idea of
 //! diskchecker.pl): each client inserts numbered rows `(client, seq)`, one
 //! commit each (autocommit), and keeps the last `seq` whose commit came
-//! back; afterwards every acknowledged row is looked for. Used by the
-//! durability (power cut) and failover (kill -9, promote) checks.
+//! back, and when (CLOCK_MONOTONIC, the clock of a recording medium's
+//! write journal: [`AckLog`]); afterwards every acknowledged row is looked
+//! for. Used by the durability (power cut, crash points) and failover
+//! (kill -9, promote) checks.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
@@ -21,7 +23,28 @@ pub fn create_table(table: &str) -> String {
 pub struct Writers {
     acked: Arc<Vec<AtomicI64>>,
     stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<()>>,
+    threads: Vec<JoinHandle<Vec<u64>>>,
+}
+
+/// When each client's rows were acknowledged: `times[c][s - 1]` is the
+/// CLOCK_MONOTONIC time (ns) at which row `seq = s` of client `c` came back
+/// committed. Times rise with `seq`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AckLog {
+    /// Per client, the acknowledgement time of each row in order.
+    pub times: Vec<Vec<u64>>,
+}
+
+impl AckLog {
+    /// Per client, the last `seq` acknowledged before `t_ns`.
+    pub fn before(&self, t_ns: u64) -> Vec<i64> {
+        self.times.iter().map(|t| t.partition_point(|&a| a < t_ns) as i64).collect()
+    }
+
+    /// Rows acknowledged, all clients.
+    pub fn total(&self) -> i64 {
+        self.times.iter().map(|t| t.len() as i64).sum()
+    }
 }
 
 impl Writers {
@@ -36,6 +59,7 @@ impl Writers {
                 let (acked, stop) = (acked.clone(), stop.clone());
                 let ins = Stmt::new(format!("INSERT INTO {table} (client, seq) VALUES ($1, $2)"));
                 std::thread::spawn(move || {
+                    let mut times = Vec::new();
                     let mut seq = 1i64;
                     while !stop.load(Ordering::Relaxed) {
                         // An error is the server (or its storage) going
@@ -44,9 +68,11 @@ impl Writers {
                         if c.execute(&ins, &[Value::Int(id as i64), Value::Int(seq)]).is_err() {
                             break;
                         }
+                        times.push(storbench_emu::journal::monotonic_ns());
                         acked[id].store(seq, Ordering::SeqCst);
                         seq += 1;
                     }
+                    times
                 })
             })
             .collect();
@@ -60,11 +86,13 @@ impl Writers {
 
     /// Stops the writers and waits for them; the final counts.
     pub fn stop(self) -> Vec<i64> {
+        self.stop_timed().times.iter().map(|t| t.len() as i64).collect()
+    }
+
+    /// Stops the writers and waits for them; when each row was acknowledged.
+    pub fn stop_timed(self) -> AckLog {
         self.stop.store(true, Ordering::Relaxed);
-        for t in self.threads {
-            let _ = t.join();
-        }
-        self.acked.iter().map(|a| a.load(Ordering::SeqCst)).collect()
+        AckLog { times: self.threads.into_iter().map(|t| t.join().unwrap_or_default()).collect() }
     }
 }
 
@@ -97,4 +125,19 @@ pub fn look_for(conn: &mut dyn Connection, table: &str, acked: &[i64]) -> Result
             Ok(ClientCount { client: c as u32, acknowledged: n, found })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn acknowledged_before_a_moment_counts_each_clients_rows_acked_earlier() {
+        let log = AckLog { times: vec![vec![10, 20, 30], vec![], vec![5, 25]] };
+        assert_eq!(log.before(0), vec![0, 0, 0]);
+        assert_eq!(log.before(20), vec![1, 0, 1], "an ack at the moment itself does not count");
+        assert_eq!(log.before(26), vec![2, 0, 2]);
+        assert_eq!(log.before(u64::MAX), vec![3, 0, 2]);
+        assert_eq!(log.total(), 5);
+    }
 }

@@ -13,6 +13,7 @@
 pub mod acked;
 pub mod backup;
 pub mod calibrate;
+pub mod crash;
 pub mod durability;
 pub mod error;
 pub mod failover;

@@ -69,6 +69,7 @@ fn options(spec: &Spec, size: u64, fs: &str) -> CreateOptions {
         model: Some(spec.clone()),
         trace: None,
         backing: None,
+        record: false,
     }
 }
 

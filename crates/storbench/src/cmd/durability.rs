@@ -8,7 +8,9 @@
 //! missing is the pass (exit 0); missing rows are counted per client and
 //! fail the check (exit 1). The diskchecker.pl idea, on one machine. The
 //! check itself is `storbench_ops::durability`; this verb validates its
-//! flags and says what it found.
+//! flags and says what it found. With `--crash-points` (or
+//! `--crash-point K`) it checks every crash point of a recorded run instead
+//! ([`crate::cmd::crashpoints`]).
 
 use std::process::ExitCode;
 
@@ -23,7 +25,7 @@ use crate::error::usage;
 /// Options of `storbench durability`.
 #[derive(Debug, Args)]
 pub struct DurabilityArgs {
-    /// The managed PostgreSQL instance (`managed:NAME` or NAME); its data and WAL should be on the medium.
+    /// The managed PostgreSQL instance (`managed:NAME` or NAME), or with --crash-points `sqlite:PATH` (a file on the medium); its data and WAL should be on the medium.
     #[arg(long)]
     pub db: String,
     /// The modelled medium whose power is cut (made with `media create --model`).
@@ -32,13 +34,34 @@ pub struct DurabilityArgs {
     /// Clients committing rows at once.
     #[arg(long, default_value_t = 4)]
     pub clients: u32,
-    /// How long the clients commit before the power is cut.
+    /// How long the clients commit before the power is cut (with --crash-points: how long each setting's run is).
     #[arg(long, default_value = "5s")]
     pub cut_after: String,
+    /// Crash points of a recorded run to check instead of one power cut: N (spread evenly over the run) or `all`. The medium must record (`media create --record`).
+    #[arg(long, value_name = "N|all", conflicts_with = "crash_point")]
+    pub crash_points: Option<String>,
+    /// Check only crash point K of each cell (the index a matrix names, to reproduce it).
+    #[arg(long, value_name = "K")]
+    pub crash_point: Option<usize>,
+    /// With crash points: a setting and its values, `KEY=V1,V2` (repeatable; the cells are every combination). SQLite: a PRAGMA (`synchronous=full,normal`); PostgreSQL: a server setting (`synchronous_commit=on,off`).
+    #[arg(long = "settings", value_name = "KEY=V1,V2")]
+    pub settings: Vec<String>,
+    /// With crash points: the device cache modes to read the run under, `honest`, `lying`, `none` (comma-separated), or `medium` (what the medium's model has).
+    #[arg(long, default_value = "medium")]
+    pub cache: String,
+    /// With crash points: check the medium's last recorded run of each setting again instead of running the workload (with --crash-point K, reproduces point K exactly).
+    #[arg(long)]
+    pub last_run: bool,
+    /// With crash points: where crash images are made (host disk; default: beside the medium's backing file).
+    #[arg(long)]
+    pub scratch: Option<std::path::PathBuf>,
 }
 
 /// Runs the check.
 pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
+    if a.crash_points.is_some() || a.crash_point.is_some() {
+        return crate::cmd::crashpoints::run(g, a);
+    }
     // Validate everything first.
     let name = a.db.strip_prefix("managed:").unwrap_or(&a.db).to_string();
     let inst = storbench_instances::pg::get(&name).map_err(|e| anyhow!("{e}"))?.ok_or_else(|| {

@@ -60,6 +60,9 @@ pub enum MediaVerb {
         /// Directory for the backing file (default: the state directory).
         #[arg(long)]
         backing: Option<PathBuf>,
+        /// Record the modelled medium's write journal from its creation (every write and flush, for `durability --crash-points`).
+        #[arg(long, requires = "model")]
+        record: bool,
     },
     /// List media: device, size, filesystem, block size, emulation, mount point, state.
     List,
@@ -279,6 +282,7 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
             cache,
             array,
             backing,
+            record,
         } => {
             if let (Some(t), None, None) = (&trace, &model, &array.array) {
                 return Err(usage(format!(
@@ -303,7 +307,7 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
                 spec.cache = Some(tier);
                 spec.build(size).map_err(|e| usage(e.to_string()))?;
             }
-            let o = CreateOptions { size, fs, block_size, emulate, model, trace, backing };
+            let o = CreateOptions { size, fs, block_size, emulate, model, trace, backing, record };
             let m = storbench_media::create(&name, &o).map_err(media_err)?;
             if g.json {
                 println!("{}", serde_json::to_string_pretty(&m)?);

@@ -5,6 +5,7 @@ pub mod backup;
 pub mod cache;
 pub mod calibrate;
 pub mod compare;
+pub mod crashpoints;
 pub mod durability;
 pub mod failover;
 pub mod io;

@@ -1,0 +1,588 @@
+//! Crash points of a real database run (`storbench durability
+//! --crash-points`): clients commit numbered rows ([`crate::acked`], with
+//! their acknowledgement times) into a database whose files are on a
+//! recording medium (`media create --record`), for each setting of a
+//! matrix; then, from the medium's write journal alone
+//! ([`storbench_emu::crash`]), each crash point's image is made, mounted
+//! on a loop device, the engine recovers on it, and what it holds is
+//! checked: acknowledged rows missing (those acknowledged before the
+//! point's time), the engine's own consistency check, and whether recovery
+//! worked at all. Every loop device, mount and image is undone after each
+//! point (and on error, by [`Scratch`]'s drop). Nothing here prints: the
+//! caller gets [`Event`]s.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use storbench_db::{connect, DbUrl, Stmt};
+use storbench_emu::crash::{self, CacheMode, Point, Replayer};
+use storbench_emu::journal::{monotonic_ns, Journal};
+
+use storbench_instances::pg::{self, Instance, Temporary};
+
+use crate::acked::{self, AckLog, Writers};
+use crate::error::OpsError;
+
+const TABLE: &str = "sb_crash";
+
+/// The database under test.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// A SQLite file on the medium: `mount` is the medium's mount point,
+    /// `path` the file under it.
+    Sqlite {
+        /// The medium's mount point.
+        mount: PathBuf,
+        /// The database file, under `mount`.
+        path: PathBuf,
+    },
+    /// A running managed PostgreSQL whose data directory (and WAL) is on the medium.
+    Postgres {
+        /// The medium's mount point.
+        mount: PathBuf,
+        /// The instance.
+        inst: Box<Instance>,
+    },
+}
+
+impl Target {
+    /// The engine's name.
+    pub fn engine(&self) -> &'static str {
+        match self {
+            Target::Sqlite { .. } => "sqlite",
+            Target::Postgres { .. } => "postgresql",
+        }
+    }
+}
+
+/// Which crash points of a run to try.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Selection {
+    /// Every one.
+    All,
+    /// This many, spread evenly over the run.
+    Sample(usize),
+    /// Only this index (to reproduce a result).
+    One(usize),
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The database.
+    pub target: Target,
+    /// The medium's write journal.
+    pub journal: PathBuf,
+    /// Where crash images and their mount points go (host disk, not the medium).
+    pub scratch: PathBuf,
+    /// Clients committing at once.
+    pub clients: u32,
+    /// How long they commit per setting.
+    pub run_for: Duration,
+    /// The settings of each cell (`key=value` each); one run per entry.
+    pub settings: Vec<Vec<(String, String)>>,
+    /// The cache modes each run's journal is read under.
+    pub modes: Vec<CacheMode>,
+    /// Which points.
+    pub selection: Selection,
+    /// Check the medium's last recorded run of each setting again (its
+    /// window and acknowledgement log, kept beside the journal) instead of
+    /// running the workload: a point's index then names the same state.
+    pub last_run: bool,
+}
+
+/// A setting's run as kept for `last_run`: its window and acknowledgements.
+fn run_file(journal: &Path, label: &str) -> PathBuf {
+    let safe: String = label.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    journal.with_extension(format!("run-{safe}.json"))
+}
+
+fn save_run(journal: &Path, label: &str, acks: &AckLog, start: u64, end: u64) -> Result<(), OpsError> {
+    let p = run_file(journal, label);
+    let doc = serde_json::json!({ "start_ns": start, "end_ns": end, "acks": acks.times });
+    std::fs::write(&p, doc.to_string()).map_err(|e| OpsError::Failed(format!("writing {}: {e}", p.display())))
+}
+
+fn load_run(journal: &Path, label: &str) -> Result<(AckLog, u64, u64), OpsError> {
+    let p = run_file(journal, label);
+    let text = std::fs::read_to_string(&p).map_err(|_| {
+        OpsError::Usage(format!(
+            "no recorded run of settings '{label}' on this medium to check again ({} is missing)",
+            p.display()
+        ))
+    })?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| OpsError::Failed(format!("reading {}: {e}", p.display())))?;
+    let times: Vec<Vec<u64>> = serde_json::from_value(v["acks"].clone())
+        .map_err(|e| OpsError::Failed(format!("reading {}: {e}", p.display())))?;
+    let num = |k: &str| v[k].as_u64().unwrap_or(0);
+    Ok((AckLog { times }, num("start_ns"), num("end_ns")))
+}
+
+/// What one crash point showed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// Acknowledged rows missing.
+    pub lost: i64,
+    /// The engine's consistency check failed (its first complaint).
+    pub inconsistent: Option<String>,
+    /// Recovery failed (why): the filesystem did not mount or the database did not open.
+    pub failed: Option<String>,
+}
+
+impl Outcome {
+    /// Whether it lost anything or is inconsistent or failed.
+    pub fn bad(&self) -> bool {
+        self.lost > 0 || self.inconsistent.is_some() || self.failed.is_some()
+    }
+}
+
+/// Where a point's time went.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timing {
+    /// Making its image (checkpoint brought forward, copied, volatile writes laid on).
+    pub image: Duration,
+    /// Attaching the loop device and mounting (the filesystem's journal replay).
+    pub mount: Duration,
+    /// The engine's start and crash recovery (PostgreSQL; SQLite's is in `check`).
+    pub recover: Duration,
+    /// Looking for the rows and the consistency check (and stopping the engine).
+    pub check: Duration,
+    /// Unmounting, detaching, deleting the image.
+    pub cleanup: Duration,
+}
+
+impl Timing {
+    fn add(&mut self, t: &Timing) {
+        self.image += t.image;
+        self.mount += t.mount;
+        self.recover += t.recover;
+        self.check += t.check;
+        self.cleanup += t.cleanup;
+    }
+}
+
+/// The figures of one cell: a setting under a cache mode.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Cell {
+    /// The setting, as `key=value,…`.
+    pub setting: String,
+    /// The cache mode.
+    pub mode: String,
+    /// Rows acknowledged in the run.
+    pub acknowledged: i64,
+    /// Crash points the run has under this mode.
+    pub points: usize,
+    /// Crash points tried.
+    pub tried: usize,
+    /// The most acknowledged rows one point lost.
+    pub lost_max: i64,
+    /// Points that lost any.
+    pub points_losing: usize,
+    /// Points whose consistency check failed.
+    pub inconsistent: usize,
+    /// Points whose recovery failed.
+    pub failed: usize,
+    /// The first bad point's index and what it showed.
+    pub first_bad: Option<(usize, Outcome)>,
+    /// Where the tried points' time went, summed.
+    pub time: Timing,
+}
+
+/// What the run tells its caller as it goes.
+#[derive(Clone, Debug)]
+pub enum Event<'a> {
+    /// A setting's run starts.
+    Run {
+        /// Its settings, `key=value,…`.
+        setting: &'a str,
+    },
+    /// A point was checked.
+    Point {
+        /// The cell so far.
+        cell: &'a Cell,
+        /// The point.
+        point: &'a Point,
+        /// What it showed.
+        outcome: &'a Outcome,
+        /// Points done in this cell, this one included.
+        done: usize,
+        /// Points to try in this cell.
+        of: usize,
+        /// How long this one took (image, mount, recovery, checks, cleanup).
+        took: Duration,
+        /// Where that went.
+        timing: &'a Timing,
+    },
+    /// A cell is complete.
+    CellDone(&'a Cell),
+}
+
+/// The settings as `key=value,…`.
+pub fn setting_label(s: &[(String, String)]) -> String {
+    s.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+}
+
+/// Runs every setting and checks its crash points under every mode.
+pub fn run(o: &Options, stop: &AtomicBool, on: &mut dyn FnMut(Event)) -> Result<Vec<Cell>, OpsError> {
+    let mut cells = Vec::new();
+    for s in &o.settings {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let label = setting_label(s);
+        on(Event::Run { setting: &label });
+        let (acks, start, end) = if o.last_run {
+            load_run(&o.journal, &label)?
+        } else {
+            let (acks, start, end) = workload(o, s)?;
+            save_run(&o.journal, &label, &acks, start, end)?;
+            (acks, start, end)
+        };
+        for &mode in &o.modes {
+            let cell = check_cell(o, &label, mode, &acks, (start, end), stop, on)?;
+            on(Event::CellDone(&cell));
+            cells.push(cell);
+        }
+    }
+    Ok(cells)
+}
+
+/// Commits rows for `o.run_for` under setting `s`: the acknowledgement log
+/// and the run's window on CLOCK_MONOTONIC.
+fn workload(o: &Options, s: &[(String, String)]) -> Result<(AckLog, u64, u64), OpsError> {
+    match &o.target {
+        Target::Sqlite { path, .. } => {
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+            }
+            let url = DbUrl::parse(&format!("sqlite:{}", path.display())).map_err(OpsError::Usage)?;
+            let open = || -> Result<_, OpsError> {
+                let mut c = connect(&url)?;
+                for (k, v) in s {
+                    c.batch(&format!("PRAGMA {k}={v}"))?;
+                }
+                Ok(c)
+            };
+            open()?.batch(&acked::create_table(TABLE))?;
+            let conns = (0..o.clients).map(|_| open()).collect::<Result<Vec<_>, _>>()?;
+            Ok(commit_for(o.run_for, conns))
+        }
+        Target::Postgres { inst, .. } => {
+            let url = DbUrl::parse(&pg::resolve(&inst.name)?).map_err(OpsError::Usage)?;
+            let open =
+                || connect(&url).map_err(|e| OpsError::Unreachable(format!("managed:{}: {e}", inst.name)));
+            let mut admin = open()?;
+            // The server's own setting (the crash image's copy starts with it too).
+            for (k, v) in s {
+                admin.batch(&format!("ALTER SYSTEM SET {k} = '{v}'"))?;
+            }
+            admin.batch("SELECT pg_reload_conf()")?;
+            admin.batch(&acked::create_table(TABLE))?;
+            admin.batch("CHECKPOINT")?;
+            let conns = (0..o.clients).map(|_| open()).collect::<Result<Vec<_>, _>>()?;
+            let out = commit_for(o.run_for, conns);
+            for (k, _) in s {
+                admin.batch(&format!("ALTER SYSTEM RESET {k}"))?;
+            }
+            admin.batch("SELECT pg_reload_conf()")?;
+            Ok(out)
+        }
+    }
+}
+
+/// The clients commit for `d`: their acknowledgement log and the window.
+fn commit_for(d: Duration, conns: Vec<Box<dyn storbench_db::Connection>>) -> (AckLog, u64, u64) {
+    let start = monotonic_ns();
+    let writers = Writers::start(TABLE, conns);
+    std::thread::sleep(d);
+    let acks = writers.stop_timed();
+    (acks, start, monotonic_ns())
+}
+
+fn check_cell(
+    o: &Options,
+    label: &str,
+    mode: CacheMode,
+    acks: &AckLog,
+    (start, end): (u64, u64),
+    stop: &AtomicBool,
+    on: &mut dyn FnMut(Event),
+) -> Result<Cell, OpsError> {
+    let journal = Journal::open(&o.journal)
+        .map_err(|e| OpsError::Failed(format!("reading the write journal {}: {e}", o.journal.display())))?;
+    let all = crash::points(&journal, mode, start, end);
+    let chosen = match o.selection {
+        Selection::All => all.clone(),
+        Selection::Sample(n) => crash::sample(&all, n),
+        Selection::One(k) => all.get(k).copied().into_iter().collect(),
+    };
+    let mut cell = Cell {
+        setting: label.to_string(),
+        mode: mode.name().to_string(),
+        acknowledged: acks.total(),
+        points: all.len(),
+        ..Cell::default()
+    };
+    let scratch = Scratch::new(&o.scratch)?;
+    let mut replayer = Replayer::new(journal, &scratch.dir.join("checkpoint.img"))
+        .map_err(|e| OpsError::Failed(format!("making the checkpoint image: {e}")))?;
+    // The checkpoint only moves forward cheaply: go through the points in
+    // journal order, report them in index order.
+    let mut order = chosen.clone();
+    order.sort_by_key(|p| (p.t_ns, p.index));
+    let mut outcomes: Vec<(Point, Outcome)> = Vec::new();
+    for (done, p) in order.iter().enumerate() {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let t0 = Instant::now();
+        let (outcome, timing) = check_point(o, &mut replayer, &scratch, p, &acks.before(p.t_ns))?;
+        cell.tried += 1;
+        cell.time.add(&timing);
+        let took = t0.elapsed();
+        on(Event::Point {
+            cell: &cell,
+            point: p,
+            outcome: &outcome,
+            done: done + 1,
+            of: order.len(),
+            took,
+            timing: &timing,
+        });
+        outcomes.push((*p, outcome));
+    }
+    outcomes.sort_by_key(|(p, _)| p.index);
+    for (p, out) in outcomes {
+        cell.lost_max = cell.lost_max.max(out.lost);
+        cell.points_losing += usize::from(out.lost > 0);
+        cell.inconsistent += usize::from(out.inconsistent.is_some());
+        cell.failed += usize::from(out.failed.is_some());
+        if out.bad() && cell.first_bad.is_none() {
+            cell.first_bad = Some((p.index, out));
+        }
+    }
+    Ok(cell)
+}
+
+/// One point: its image, mounted, the engine's recovery and the checks; all undone after.
+fn check_point(
+    o: &Options,
+    replayer: &mut Replayer,
+    scratch: &Scratch,
+    p: &Point,
+    acked: &[i64],
+) -> Result<(Outcome, Timing), OpsError> {
+    let mut tm = Timing::default();
+    let mut lap = Instant::now();
+    let mut split = || std::mem::replace(&mut lap, Instant::now()).elapsed();
+    let image = scratch.dir.join("point.img");
+    replayer
+        .materialise(p, &image)
+        .map_err(|e| OpsError::Failed(format!("making crash point {}'s image: {e}", p.index)))?;
+    tm.image = split();
+    let mut m = Mounted { image, device: None, at: None };
+    let failed = |why: String| Outcome { lost: 0, inconsistent: None, failed: Some(why) };
+    let dev = match losetup(&m.image) {
+        Ok(d) => d,
+        Err(e) => return Err(OpsError::Failed(format!("attaching crash point {}'s image: {e}", p.index))),
+    };
+    m.device = Some(dev.clone());
+    let at = scratch.dir.join("mnt");
+    std::fs::create_dir_all(&at).map_err(|e| OpsError::Failed(format!("creating {}: {e}", at.display())))?;
+    if let Err(e) = run_cmd(Command::new("mount").arg(&dev).arg(&at)) {
+        let first = e.lines().next().unwrap_or("").to_string();
+        tm.mount = split();
+        drop(m);
+        tm.cleanup = split();
+        return Ok((failed(format!("the filesystem did not mount: {first}")), tm));
+    }
+    m.at = Some(at.clone());
+    tm.mount = split();
+    let out = match &o.target {
+        Target::Sqlite { mount, path } => {
+            let rel = path.strip_prefix(mount).unwrap_or(path);
+            check_sqlite(&at.join(rel), acked)
+        }
+        Target::Postgres { mount, inst } => {
+            let rel = inst.data.strip_prefix(mount).unwrap_or(&inst.data);
+            let (out, recovered_in) = check_postgres(&at.join(rel), &scratch.dir.join("run"), acked);
+            tm.recover = recovered_in;
+            out
+        }
+    };
+    tm.check = split().saturating_sub(tm.recover);
+    drop(m);
+    tm.cleanup = split();
+    Ok((out, tm))
+}
+
+/// SQLite on a crash image: open (its WAL or rollback journal recovers),
+/// `PRAGMA integrity_check`, and the acknowledged rows looked for.
+fn check_sqlite(db: &Path, acked: &[i64]) -> Outcome {
+    let mut out = Outcome { lost: 0, inconsistent: None, failed: None };
+    if !db.exists() {
+        out.failed = Some(format!("{} is not on the recovered filesystem", db.display()));
+        return out;
+    }
+    let conn = match rusqlite::Connection::open(db) {
+        Ok(c) => c,
+        Err(e) => {
+            out.failed = Some(format!("opening: {e}"));
+            return out;
+        }
+    };
+    let check: Result<Vec<String>, _> = conn
+        .prepare("PRAGMA integrity_check")
+        .and_then(|mut s| s.query_map([], |r| r.get::<_, String>(0))?.collect());
+    match check {
+        Ok(rows) if rows.len() == 1 && rows[0] == "ok" => {}
+        Ok(rows) => out.inconsistent = Some(rows.into_iter().take(3).collect::<Vec<_>>().join("; ")),
+        Err(e) => out.inconsistent = Some(e.to_string()),
+    }
+    let q = format!("SELECT count(*) FROM {TABLE} WHERE client = ?1 AND seq <= ?2");
+    for (c, &n) in acked.iter().enumerate() {
+        if n == 0 {
+            continue;
+        }
+        match conn.query_row(&q, [c as i64, n], |r| r.get::<_, i64>(0)) {
+            Ok(found) => out.lost += n - found,
+            Err(e) if out.inconsistent.is_some() => {
+                out.lost += n;
+                let _ = e;
+            }
+            Err(e) => {
+                out.failed = Some(format!("reading {TABLE}: {e}"));
+                out.lost += n;
+            }
+        }
+    }
+    out
+}
+
+/// PostgreSQL on a crash image: a temporary server on the copied data
+/// directory (its crash recovery replays the WAL), the acknowledged rows
+/// looked for, and amcheck over the table and its primary key
+/// (`verify_heapam`, `bt_index_check` with every heap tuple looked up).
+/// Stopped immediately after: the image is thrown away.
+fn check_postgres(data: &Path, run_dir: &Path, acked: &[i64]) -> (Outcome, Duration) {
+    let mut out = Outcome { lost: 0, inconsistent: None, failed: None };
+    if !data.join("PG_VERSION").exists() {
+        out.failed = Some(format!("{} is not on the recovered filesystem", data.display()));
+        return (out, Duration::ZERO);
+    }
+    // The live server's lock: its pid is alive, which would stop the copy.
+    let _ = std::fs::remove_file(data.join("postmaster.pid"));
+    let _ = std::fs::remove_dir_all(run_dir);
+    if let Err(e) = std::fs::create_dir_all(run_dir) {
+        out.failed = Some(format!("creating {}: {e}", run_dir.display()));
+        return (out, Duration::ZERO);
+    }
+    let t0 = Instant::now();
+    let t = match Temporary::start(data, run_dir) {
+        Ok(t) => t,
+        Err(e) => {
+            out.failed = Some(format!("recovery failed: {}", first_line(&e.to_string())));
+            let _ = std::fs::remove_dir_all(run_dir);
+            return (out, t0.elapsed());
+        }
+    };
+    let recovered_in = t0.elapsed();
+    let dir =
+        percent_encoding::utf8_percent_encode(&run_dir.to_string_lossy(), percent_encoding::NON_ALPHANUMERIC)
+            .to_string();
+    let checked = DbUrl::parse(&format!("postgres://root@{dir}:{}/storbench", t.port()))
+        .map_err(|e| storbench_db::DbError::new(storbench_db::ErrorKind::Connect, e))
+        .and_then(|u| connect(&u))
+        .and_then(|mut c| {
+            out.lost = acked::look_for(c.as_mut(), TABLE, acked)?.iter().map(|c| c.missing()).sum();
+            c.batch("CREATE EXTENSION IF NOT EXISTS amcheck")?;
+            let heap = Stmt::new(format!("SELECT count(*) FROM verify_heapam('{TABLE}')"));
+            let bad = c.query_one(&heap, &[])?.int(0)?;
+            if bad > 0 {
+                out.inconsistent = Some(format!("verify_heapam: {bad} corrupt tuple(s)"));
+            }
+            let idx = Stmt::new(format!("SELECT bt_index_check('{TABLE}_pkey', true)::text"));
+            if let Err(e) = c.query_one(&idx, &[]) {
+                out.inconsistent.get_or_insert(format!("bt_index_check: {e}"));
+            }
+            Ok(())
+        });
+    if let Err(e) = checked {
+        let e = e.to_string();
+        if e.contains("corrupt") || e.contains("invalid page") || e.contains("could not read block") {
+            out.inconsistent = Some(first_line(&e));
+        } else {
+            out.failed = Some(format!("after recovery: {}", first_line(&e)));
+        }
+    }
+    // Immediate shutdown: nothing of this copy is kept.
+    if let Some(pid) = t.pid() {
+        // SAFETY: kill with a pid from the copy's postmaster.pid, which this started.
+        unsafe { libc::kill(pid as i32, libc::SIGQUIT) };
+        storbench_proc::wait_until(Duration::from_secs(30), || !storbench_proc::alive(pid));
+    }
+    drop(t);
+    let _ = std::fs::remove_dir_all(run_dir);
+    (out, recovered_in)
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").to_string()
+}
+
+/// A point's image on a loop device, mounted; undone on drop (unmount, detach, delete).
+struct Mounted {
+    image: PathBuf,
+    device: Option<String>,
+    at: Option<PathBuf>,
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        if let Some(at) = self.at.take() {
+            if run_cmd(Command::new("umount").arg(&at)).is_err() {
+                let _ = run_cmd(Command::new("umount").arg("-l").arg(&at));
+            }
+        }
+        if let Some(d) = self.device.take() {
+            let _ = run_cmd(Command::new("losetup").arg("-d").arg(&d));
+        }
+        let _ = std::fs::remove_file(&self.image);
+    }
+}
+
+/// The cell's scratch directory (checkpoint image, point image, mount
+/// point), removed with everything in it on drop.
+struct Scratch {
+    dir: PathBuf,
+}
+
+impl Scratch {
+    fn new(parent: &Path) -> Result<Scratch, OpsError> {
+        let dir = parent.join(format!("storbench-crash-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| OpsError::Failed(format!("creating {}: {e}", dir.display())))?;
+        Ok(Scratch { dir })
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn losetup(file: &Path) -> Result<String, String> {
+    run_cmd(Command::new("losetup").args(["--find", "--show"]).arg(file)).map(|s| s.trim().to_string())
+}
+
+fn run_cmd(c: &mut Command) -> Result<String, String> {
+    let out = c.output().map_err(|e| format!("{c:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}

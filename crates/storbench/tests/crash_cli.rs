@@ -1,0 +1,238 @@
+//! Crash points end to end (`storbench durability --crash-points`): a real
+//! SQLite database on a recording modelled medium (`media create --record`),
+//! every crash point's image mounted on a real loop device and recovered by
+//! SQLite. The known-safe case must lose nothing; the known-unsafe ones must
+//! lose acknowledged rows, or the check is not working.
+
+mod common;
+use common::State;
+
+/// A recording medium named `name` with a volatile write cache, its mount point.
+fn medium(s: &State, name: &str) -> String {
+    s.ok(&["media", "create", name, "--size", "64M", "--fs", "ext4", "--model", "sata-ssd", "--record"]);
+    s.state().join("mnt").join(name).to_string_lossy().into_owned()
+}
+
+/// The matrix of a `--json` crash-point run (the exit code is 1 when any point was bad).
+fn matrix(s: &State, args: &[&str]) -> (i32, Vec<serde_json::Value>) {
+    let mut all = vec!["--json", "durability"];
+    all.extend_from_slice(args);
+    let (code, out, err) = s.run(&all);
+    assert!(code == 0 || code == 1, "storbench {all:?}: {code} {err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
+    (code, doc["cells"].as_array().unwrap().clone())
+}
+
+fn cell<'a>(cells: &'a [serde_json::Value], setting: &str, cache: &str) -> &'a serde_json::Value {
+    cells
+        .iter()
+        .find(|c| c["setting"] == setting && c["cache"] == cache)
+        .unwrap_or_else(|| panic!("{cells:?}"))
+}
+
+/// Nothing of the crash images is left: no scratch directory beside the backing files.
+fn no_scratch_left(s: &State) {
+    let left: Vec<_> = std::fs::read_dir(s.state().join("backing"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("storbench-crash"))
+        .collect();
+    assert!(left.is_empty(), "crash images left: {left:?}");
+}
+
+#[test]
+fn sqlite_full_sync_on_an_honest_device_loses_nothing_at_any_crash_point() {
+    let s = State::new();
+    let mnt = medium(&s, "crash-honest");
+    let db = format!("sqlite:{mnt}/t.db");
+    let (code, cells) = matrix(
+        &s,
+        &[
+            "--db",
+            &db,
+            "--medium",
+            "crash-honest",
+            "--clients",
+            "1",
+            "--cut-after",
+            "150ms",
+            "--crash-points",
+            "all",
+            "--settings",
+            "synchronous=full",
+            "--cache",
+            "honest,none",
+        ],
+    );
+    for c in &cells {
+        assert!(c["acknowledged"].as_i64().unwrap() > 0, "{c}");
+        assert!(c["points"].as_u64().unwrap() > 3, "{c}");
+        assert_eq!(c["tried"], c["points"], "every point: {c}");
+        assert_eq!(c["lost_max"], 0, "{c}");
+        assert_eq!(c["inconsistent"], 0, "{c}");
+        assert_eq!(c["failed"], 0, "{c}");
+    }
+    assert_eq!(code, 0);
+    no_scratch_left(&s);
+}
+
+#[test]
+fn a_lying_cache_and_synchronous_off_lose_acknowledged_rows() {
+    let s = State::new();
+    let mnt = medium(&s, "crash-unsafe");
+    // Past the lying cache's destage window: the filesystem itself is durable.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let db = format!("sqlite:{mnt}/t.db");
+    let (code, cells) = matrix(
+        &s,
+        &[
+            "--db",
+            &db,
+            "--medium",
+            "crash-unsafe",
+            "--clients",
+            "2",
+            "--cut-after",
+            "3s",
+            "--crash-points",
+            "8",
+            "--settings",
+            "synchronous=full,off",
+            "--cache",
+            "honest,lying",
+        ],
+    );
+    assert_eq!(code, 1, "bad points exit 1");
+    let lying = cell(&cells, "synchronous=full", "lying");
+    assert!(lying["lost_max"].as_i64().unwrap() > 0, "a cache that ignores flushes loses commits: {lying}");
+    assert!(lying["first_bad"].is_u64(), "{lying}");
+    let honest = cell(&cells, "synchronous=full", "honest");
+    assert_eq!((honest["lost_max"].as_i64(), honest["failed"].as_i64()), (Some(0), Some(0)), "{honest}");
+    let off = cell(&cells, "synchronous=off", "honest");
+    let (lost, acked) = (off["lost_max"].as_i64().unwrap(), off["acknowledged"].as_i64().unwrap());
+    assert!(lost > 0 && lost <= acked, "synchronous=off loses some, never more than acknowledged: {off}");
+
+    // The first bad point, checked again from the kept run, twice: the same.
+    let k = lying["first_bad"].as_u64().unwrap().to_string();
+    let again = |_: u32| {
+        let (_, c) = matrix(
+            &s,
+            &[
+                "--db",
+                &db,
+                "--medium",
+                "crash-unsafe",
+                "--crash-point",
+                &k,
+                "--last-run",
+                "--settings",
+                "synchronous=full",
+                "--cache",
+                "lying",
+            ],
+        );
+        let c = c[0].clone();
+        (c["lost_max"].clone(), c["inconsistent"].clone(), c["failed"].clone(), c["first_bad"].clone())
+    };
+    let (a, b) = (again(1), again(2));
+    assert_eq!(a, b, "a crash point reproduced by its index");
+    assert_eq!(a.3.as_u64().map(|i| i.to_string()), Some(k.clone()), "{a:?}");
+    no_scratch_left(&s);
+}
+
+#[test]
+fn a_medium_that_does_not_record_is_refused() {
+    let s = State::new();
+    s.ok(&["media", "create", "crash-norec", "--size", "64M", "--fs", "ext4", "--model", "sata-ssd"]);
+    let db = format!("sqlite:{}/t.db", s.state().join("mnt/crash-norec").display());
+    let (code, _, err) =
+        s.run(&["durability", "--db", &db, "--medium", "crash-norec", "--crash-points", "3"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--record"), "{err}");
+    let (code, _, err) =
+        s.run(&["durability", "--db", &db, "--medium", "crash-norec", "--crash-points", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--crash-points 0"), "{err}");
+}
+
+#[test]
+fn postgres_crash_points_lose_nothing_when_honest_and_lose_when_the_cache_lies_or_commits_are_async() {
+    let s = State::new();
+    s.ok(&[
+        "media", "create", "crash-pg", "--size", "512M", "--fs", "ext4", "--model", "sata-ssd", "--record",
+    ]);
+    s.ok(&["pg", "up", "crash-pg1", "--data", "crash-pg", "-c", "shared_buffers=32MB"]);
+    // Past the lying cache's destage window: the cluster itself is durable.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let (code, cells) = matrix(
+        &s,
+        &[
+            "--db",
+            "managed:crash-pg1",
+            "--medium",
+            "crash-pg",
+            "--clients",
+            "2",
+            "--cut-after",
+            "3s",
+            "--crash-points",
+            "4",
+            "--settings",
+            "synchronous_commit=on,off",
+            "--cache",
+            "honest,lying",
+        ],
+    );
+    assert_eq!(code, 1, "bad points exit 1");
+    let honest = cell(&cells, "synchronous_commit=on", "honest");
+    assert_eq!(honest["tried"], 4, "{honest}");
+    for k in ["lost_max", "inconsistent", "failed"] {
+        assert_eq!(honest[k], 0, "an honest device with synchronous commits: {honest}");
+    }
+    let lying = cell(&cells, "synchronous_commit=on", "lying");
+    assert!(lying["lost_max"].as_i64().unwrap() > 0, "a cache that ignores flushes loses commits: {lying}");
+    // synchronous_commit=off loses at most the WAL writer's window
+    // (3 × wal_writer_delay = 0.6 s by default): here, at most 1 s of a 3 s run.
+    let off = cell(&cells, "synchronous_commit=off", "honest");
+    let (lost, acked) = (off["lost_max"].as_i64().unwrap(), off["acknowledged"].as_i64().unwrap());
+    assert!(lost > 0 && lost * 3 <= acked, "asynchronous commits lose a bounded window: {off}");
+    assert_eq!((off["inconsistent"].as_i64(), off["failed"].as_i64()), (Some(0), Some(0)), "{off}");
+    no_scratch_left(&s);
+    let temp = std::process::Command::new("pgrep").args(["-f", "storbench-crash"]).output().unwrap();
+    assert!(temp.stdout.is_empty(), "a temporary server is left: {}", String::from_utf8_lossy(&temp.stdout));
+}
+
+#[test]
+fn ctrl_c_finishes_the_point_in_progress_and_leaves_nothing() {
+    let s = State::new();
+    let mnt = medium(&s, "crash-intr");
+    let db = format!("sqlite:{mnt}/t.db");
+    let child = s
+        .sb()
+        .args(["--json", "durability", "--db", &db, "--medium", "crash-intr", "--clients", "1"])
+        .args(["--cut-after", "1s", "--crash-points", "all", "--cache", "honest"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupted once the points are being checked (their scratch directory exists).
+    let backing = s.state().join("backing");
+    let t0 = std::time::Instant::now();
+    while !std::fs::read_dir(&backing)
+        .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("storbench-crash")))
+        .unwrap_or(false)
+    {
+        assert!(t0.elapsed().as_secs() < 60, "the points never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let doc: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: {stdout} {}", String::from_utf8_lossy(&out.stderr)));
+    let c = &doc["cells"][0];
+    let (tried, points) = (c["tried"].as_u64().unwrap(), c["points"].as_u64().unwrap());
+    assert!(tried >= 1 && tried < points, "stopped early, with what it had: {c}");
+    no_scratch_left(&s);
+}
