@@ -395,6 +395,8 @@ fn finish(mut job: Job, mut p: Profile, raw: Raw, opts: &[Opt], file: &str) -> R
             });
         }
     }
+    // The random map means something only for uniform random offsets.
+    p.random_map = false;
     if pattern == Pattern::Random {
         match raw.dist {
             Some(d @ Distribution::Zipf { .. }) => {

@@ -121,3 +121,13 @@ fn jobs_that_fio_runs_together_are_refused() {
         "own/together.fio:8: job [writer] runs alongside [reader] in fio (no stonewall before it), and storbench runs profiles one after another: add stonewall to [writer]"
     );
 }
+
+#[test]
+fn the_benchmarks_job_file_maps_to_its_four_jobs() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/data/io-vs-fio.fio");
+    let r = import_file(&f).unwrap();
+    let names: Vec<&str> = r.profiles.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["randread-4k-qd32", "randrw70-8k-qd8x4", "log-8k-fdatasync", "read-seq-128k-qd8"]);
+    assert!(r.profiles.iter().all(|p| p.direct && !p.random_map && p.duration == Duration::from_secs(5)));
+    assert_eq!((r.profiles[1].threads, r.profiles[1].read_pct, r.profiles[2].fsync_every), (4, 70, 1));
+}
