@@ -43,7 +43,7 @@ if [ -n "$job" ]; then
   export JOB="$job"
   # storbench creates and fills the job's file; fio then finds it at its size.
   "$SB" -q io --fio "$job" --duration 1s --rampup 0s >/dev/null
-  exec python3 - <<'PY'
+  python3 - <<'PY'
 import json, os, statistics, subprocess, datetime
 sb, job, rounds = os.environ["SB"], os.environ["JOB"], int(os.environ["ROUNDS"])
 
@@ -89,6 +89,7 @@ for name in res[0][0]:
     print(f"{name:<22} {med([x[0] for x in f]):>10.0f} {med([y[0] for y in s]):>10.0f} {ri:>6.3f} "
           f"{med([x[1] for x in f]):>8.0f}u {med([y[1] for y in s]):>8.0f}u {rp:>6.3f}")
 PY
+  exit 0
 fi
 # Create and fill the file once (storbench fills it with incompressible data).
 "$SB" -q io --target "$file" --size "$size" --bs 4k --rw randread --duration 1s --rampup 0s >/dev/null
