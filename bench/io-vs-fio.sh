@@ -16,13 +16,20 @@
 #
 #   bench/io-vs-fio.sh [--file PATH] [--size 2G] [--duration 10] [--rounds 3] [--profiles "read-random-8k qd1 qd128"]
 #
+# With --fio-job JOB.fio it runs that job file instead, as it is, through `fio JOB.fio`
+# and `storbench io --fio JOB.fio` alternately (the file the job names is filled by
+# storbench first), and prints per job the medians of IOPS and p99 (reads' if the job
+# reads, else writes') and the median ratio storbench/fio. bench/data/io-vs-fio.fio is one.
+#
+#   bench/io-vs-fio.sh --fio-job bench/data/io-vs-fio.fio [--rounds 3]
+#
 # Run it under `flock /tmp/storbench-measure.lock` on a shared machine.
 set -euo pipefail
-file=./storbench-data/bench-io.dat; size=2G; duration=10; rounds=3; only=""
+file=./storbench-data/bench-io.dat; size=2G; duration=10; rounds=3; only=""; job=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --file) file=$2; shift 2;; --size) size=$2; shift 2;; --duration) duration=$2; shift 2;;
-    --rounds) rounds=$2; shift 2;; --profiles) only=$2; shift 2;;
+    --rounds) rounds=$2; shift 2;; --profiles) only=$2; shift 2;; --fio-job) job=$2; shift 2;;
     *) echo "unknown option $1" >&2; exit 2;;
   esac
 done
@@ -32,6 +39,58 @@ cargo build --release -q -p storbench --manifest-path "$here/Cargo.toml"
 export SB="${CARGO_TARGET_DIR:-$here/target}/release/storbench" FILE="$file" SIZE="$size" DURATION="$duration" ROUNDS="$rounds" ONLY="$only"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 export STORBENCH_RESULTS="$work/results.db" WORK="$work"
+if [ -n "$job" ]; then
+  export JOB="$job"
+  # storbench creates and fills the job's file; fio then finds it at its size.
+  "$SB" -q io --fio "$job" --duration 1s --rampup 0s >/dev/null
+  python3 - <<'PY'
+import json, os, statistics, subprocess, datetime
+sb, job, rounds = os.environ["SB"], os.environ["JOB"], int(os.environ["ROUNDS"])
+
+def side(read, write):
+    return "read" if read else "write"
+
+def run_fio():
+    j = json.loads(subprocess.run(["fio", "--output-format=json", "--lat_percentiles=1", job],
+                                  check=True, capture_output=True, text=True).stdout)
+    out = {}
+    for g in j["jobs"]:
+        r, w = g["read"], g["write"]
+        s = r if r["total_ios"] else w
+        out[g["jobname"]] = (r["iops"] + w["iops"], s["lat_ns"]["percentile"]["99.000000"] / 1000.0)
+    return out
+
+def run_sb():
+    rec = json.loads(subprocess.run([sb, "-q", "--json", "io", "--fio", job], check=True,
+                                    capture_output=True, text=True).stdout)
+    out = {}
+    for st in rec["steps"]:
+        m = st["metrics"]
+        v = lambda k: m[k]["value"] if k in m else 0.0
+        d = "read" if v("io.read.count") else "write"
+        out[st["label"]] = (v("io.iops"), v(f"io.{d}.lat.p99"))
+    return out
+
+res = []
+for n in range(rounds):
+    # Who goes first swaps every round.
+    if n % 2 == 0:
+        a = run_fio(); b = run_sb()
+    else:
+        b = run_sb(); a = run_fio()
+    res.append((a, b))
+med = statistics.median
+print(f"{datetime.date.today()}, {os.cpu_count()} CPUs, {job}, {rounds} rounds, "
+      f"{subprocess.run(['fio', '--version'], capture_output=True, text=True).stdout.strip()}")
+print(f"{'job':<22} {'fio IOPS':>10} {'sb IOPS':>10} {'IOPS':>6} {'fio p99':>9} {'sb p99':>9} {'p99':>6}")
+for name in res[0][0]:
+    f = [a[name] for a, _ in res]; s = [b[name] for _, b in res]
+    ri = med([y[0] / x[0] for x, y in zip(f, s)]); rp = med([y[1] / x[1] for x, y in zip(f, s)])
+    print(f"{name:<22} {med([x[0] for x in f]):>10.0f} {med([y[0] for y in s]):>10.0f} {ri:>6.3f} "
+          f"{med([x[1] for x in f]):>8.0f}u {med([y[1] for y in s]):>8.0f}u {rp:>6.3f}")
+PY
+  exit 0
+fi
 # Create and fill the file once (storbench fills it with incompressible data).
 "$SB" -q io --target "$file" --size "$size" --bs 4k --rw randread --duration 1s --rampup 0s >/dev/null
 python3 - <<'PY'

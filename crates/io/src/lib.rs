@@ -7,10 +7,12 @@
 
 #![deny(missing_docs)]
 
+pub mod diskspd;
 pub mod dist;
 pub mod engine;
 pub mod engines;
 pub mod error;
+pub mod fio_job;
 pub mod profile;
 pub mod session;
 pub mod target;

@@ -15,6 +15,7 @@ use anyhow::{anyhow, Result};
 use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::{json, Value};
+use storbench_io::fio_job::Import;
 use storbench_io::profile::{self, parse_dist, parse_rw, Distribution, Pattern};
 use storbench_io::{run_profile, Overrides, PrepareError, Prepared, Profile, RunOptions, Verdict};
 use storbench_metrics::units::{format_size, parse_duration, parse_size};
@@ -30,12 +31,23 @@ use storbench_cluster::LiveValues;
 /// Options of `storbench io`.
 #[derive(Debug, Args)]
 pub struct IoArgs {
-    /// The file (created at --size and filled) or block device to test.
-    #[arg(long, short = 't', default_value = "./storbench-data/io.dat")]
-    pub target: PathBuf,
-    /// Size of the test file (ignored for a block device).
-    #[arg(long, default_value = "1G", value_parser = parse_size)]
-    pub size: u64,
+    /// The file (created at --size and filled) or block device to test
+    /// [default: ./storbench-data/io.dat, or the --fio/--diskspd target].
+    #[arg(long, short = 't')]
+    pub target: Option<PathBuf>,
+    /// The target, as diskspd takes it: last on the line (same as --target).
+    #[arg(value_name = "TARGET", conflicts_with = "target")]
+    pub target_arg: Option<PathBuf>,
+    /// Size of the test file (ignored for a block device) [default: 1G,
+    /// or the --fio/--diskspd size].
+    #[arg(long, value_parser = parse_size)]
+    pub size: Option<u64>,
+    /// Run a fio job file's jobs, one profile each, in order (see docs/io.md).
+    #[arg(long, value_name = "JOB.fio", conflicts_with_all = ["set", "profile", "engine", "diskspd"])]
+    pub fio: Option<PathBuf>,
+    /// Run a diskspd command line, e.g. "-b8K -d60 -o8 -t8 -r -w30 -Sh -L".
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true, conflicts_with_all = ["set", "profile"])]
+    pub diskspd: Option<String>,
     /// A built-in set: sqlserver-six, nvme-vs-sata, hci-mix, db-shapes, quick.
     #[arg(long, conflicts_with = "profile")]
     pub set: Option<String>,
@@ -174,8 +186,10 @@ fn overrides(a: &IoArgs) -> Result<Overrides> {
     Ok(o)
 }
 
-fn parse_profiles(a: &IoArgs) -> Result<Vec<Profile>> {
-    let mut profiles = if let Some(set) = &a.set {
+fn parse_profiles(a: &IoArgs, imp: Option<&Import>) -> Result<Vec<Profile>> {
+    let mut profiles = if let Some(imp) = imp {
+        imp.profiles.clone()
+    } else if let Some(set) = &a.set {
         profile::set(set).ok_or_else(|| {
             usage(format!("--set {set}: unknown profile set; use one of {}", profile::SETS.join(", ")))
         })?
@@ -196,7 +210,7 @@ fn parse_profiles(a: &IoArgs) -> Result<Vec<Profile>> {
         p.rampup = Duration::from_secs(2);
         vec![p]
     };
-    let custom = a.set.is_none() && a.profile.is_none();
+    let custom = a.set.is_none() && a.profile.is_none() && imp.is_none();
     let o = overrides(a)?;
     for p in &mut profiles {
         o.apply(p, custom);
@@ -207,19 +221,22 @@ fn parse_profiles(a: &IoArgs) -> Result<Vec<Profile>> {
 /// Runs `storbench io`.
 pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
     let sharding = g.sharding();
-    let mut profiles = parse_profiles(&a)?;
+    let imp = storbench_io::fio_job::import(a.fio.as_deref(), a.diskspd.as_deref()).map_err(usage)?;
+    let mut profiles = parse_profiles(&a, imp.as_ref())?;
     let sens = crate::oltp::parse_sensitivity(a.sensitivity.as_deref(), a.sensitivity_duration.as_deref())?;
     if sens.is_some() && sharding.split() {
         return Err(usage(
             "--sensitivity with --shard: scale the medium from one process (run without shards)",
         ));
     }
-    let size = a.size;
-    let prep =
-        storbench_io::prepare(&a.target, size, &profiles, a.force, &a.engine).map_err(|e| match e {
-            PrepareError::Refused(m) => usage(m),
-            other => usage(other.to_string()),
-        })?;
+    let target = a.target.clone().or(a.target_arg.clone()).or(imp.as_ref().and_then(|i| i.target.clone()));
+    let target = target.unwrap_or_else(|| PathBuf::from("./storbench-data/io.dat"));
+    let size = a.size.or(imp.as_ref().and_then(|i| i.size)).unwrap_or(1 << 30);
+    let engine = imp.as_ref().and_then(|i| i.engine).unwrap_or(&a.engine);
+    let prep = storbench_io::prepare(&target, size, &profiles, a.force, engine).map_err(|e| match e {
+        PrepareError::Refused(m) => usage(m),
+        other => usage(other.to_string()),
+    })?;
     let sensitivity = crate::oltp::sensitivity_plan(sens, std::slice::from_ref(&prep.target.path))?;
     if a.verify {
         storbench_io::session::check_verify(&prep.target, &profiles).map_err(|e| usage(e.to_string()))?;
@@ -227,7 +244,7 @@ pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
     for p in &mut profiles {
         sharding.io_profile(p, prep.target.size, a.shared_span)?;
     }
-    for n in &prep.notes {
+    for n in prep.notes.iter().chain(imp.iter().flat_map(|i| &i.notes)) {
         eprintln!("storbench: note: {n}");
     }
     // A --results file that is not a results store is bad input: found
@@ -239,16 +256,18 @@ pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
     // target's, not a measurement's.
     // A target that cannot take its fill (full, failing) is a failed
     // target, exit 4.
-    crate::live::fill(g.quiet, &prep.plan, &a.target).map_err(|e| target_failed(e.to_string()))?;
+    crate::live::fill(g.quiet, &prep.plan, &target).map_err(|e| target_failed(e.to_string()))?;
     let config = json!({
         "target": prep.target.path, "size": prep.target.size, "engine": prep.engine.name(),
         "verify": a.verify, "set": a.set, "profiles": profiles,
+        "imported": imp.as_ref().map(|i| &i.origin),
     });
-    let label = a.set.clone().or(a.profile.clone()).unwrap_or_else(|| profiles[0].name.clone());
+    let fio = a.fio.as_ref().map(|f| format!("fio job {}", f.display()));
+    let label = a.set.clone().or(a.profile.clone()).or(fio).unwrap_or_else(|| profiles[0].name.clone());
     let mut rec = Recorder::begin(
         g,
         "io",
-        format!("io {label} on {}", a.target.display()),
+        format!("io {label} on {}", target.display()),
         config,
         env(&prep, &profiles),
         std::slice::from_ref(&prep.target.path),
@@ -504,7 +523,7 @@ mod tests {
     fn sizes_durations_and_patterns_are_typed_by_clap() {
         let a = parse(&["--size", "8M", "--bs", "8k", "--duration", "2s", "--rampup", "0s", "--span", "1m"])
             .unwrap();
-        assert_eq!((a.size, a.bs, a.span), (8 << 20, Some(8192), Some(1 << 20)));
+        assert_eq!((a.size, a.bs, a.span), (Some(8 << 20), Some(8192), Some(1 << 20)));
         assert_eq!((a.duration, a.rampup), (Some(Duration::from_secs(2)), Some(Duration::ZERO)));
         assert_eq!(parse(&["--rw", "randrw"]).unwrap().rw.map(|r| r.0), Some(Pattern::Random));
         for (args, want) in [
