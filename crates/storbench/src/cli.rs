@@ -125,7 +125,7 @@ impl Global {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run storage I/O profiles against a file or block device.
-    Io(cmd::io::IoArgs),
+    Io(Box<cmd::io::IoArgs>),
     /// TPC-C-like OLTP workload: build | run | check | drop.
     Tpcc(cmd::tpcc::TpccArgs),
     /// TPC-B-like workload (pgbench's built-in script): init | run.

@@ -514,7 +514,7 @@ mod tests {
         let mut v = vec!["storbench", "io"];
         v.extend_from_slice(args);
         match crate::cli::Cli::try_parse_from(v).map_err(|e| e.to_string())?.command {
-            crate::cli::Command::Io(a) => Ok(a),
+            crate::cli::Command::Io(a) => Ok(*a),
             _ => unreachable!(),
         }
     }

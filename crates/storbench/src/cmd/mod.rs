@@ -42,7 +42,7 @@ pub fn dispatch(g: &Global, c: Command) -> Result<ExitCode> {
         return Err(crate::error::usage(format!("--json: {why}")));
     }
     match c {
-        Command::Io(a) => io::run(g, a),
+        Command::Io(a) => io::run(g, *a),
         Command::Tpcc(a) => tpcc::run(g, a),
         Command::Tpcb(a) => tpcb::run(g, a),
         Command::Tpch(a) => tpch::run(g, a),

@@ -38,7 +38,7 @@ pub enum TpcbVerb {
     /// Create and load pgbench's tables (existing ones only with --replace).
     Init(InitArgs),
     /// Run the TPC-B-like script at one or more client counts.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
 }
 
 /// The database to use.
@@ -122,7 +122,7 @@ pub struct RunArgs {
 pub fn run(g: &Global, a: TpcbArgs) -> Result<ExitCode> {
     match a.verb {
         TpcbVerb::Init(i) => init(g, i),
-        TpcbVerb::Run(r) => run_steps(g, r),
+        TpcbVerb::Run(r) => run_steps(g, *r),
     }
 }
 
