@@ -568,6 +568,33 @@ pub fn warn_line(warnings: &[String]) {
     }
 }
 
+/// The storage-sensitivity flags `tpcb run`, `tpcc run` and `io` share.
+#[derive(Debug, clap::Args)]
+pub struct SensitivityArgs {
+    /// Storage sensitivity: re-run the last step (io: the last profile)
+    /// with the modelled medium's device times scaled by each factor (0.5:
+    /// twice as fast, 2: half as fast) and report what that buys. The data
+    /// must be on a modelled medium (media create … --model).
+    #[arg(long, value_name = "FACTORS")]
+    pub sensitivity: Option<String>,
+    /// Measured time of each sensitivity re-run (default: the step's).
+    #[arg(long, value_name = "DURATION")]
+    pub sensitivity_duration: Option<String>,
+}
+
+impl SensitivityArgs {
+    /// The flags parsed ([`parse_sensitivity`]); refused with `--shard`.
+    pub fn parse(&self, sharded: bool) -> Result<Option<(Vec<f64>, Option<Duration>)>> {
+        let sens = parse_sensitivity(self.sensitivity.as_deref(), self.sensitivity_duration.as_deref())?;
+        if sens.is_some() && sharded {
+            return Err(crate::error::usage(
+                "--sensitivity with --shard: scale the medium from one process (run without shards)",
+            ));
+        }
+        Ok(sens)
+    }
+}
+
 /// `--sensitivity` and `--sensitivity-duration`, parsed with no side
 /// effect (`None` without `--sensitivity`); the medium is found later,
 /// from the data's directory ([`sensitivity_plan`]).

@@ -128,14 +128,8 @@ pub struct IoArgs {
     /// instead of its own block-aligned part of it.
     #[arg(long)]
     pub shared_span: bool,
-    /// Storage sensitivity: re-run the last profile with the modelled
-    /// medium's device times scaled by each factor (0.5: twice as fast,
-    /// 2: half as fast). The target must be on a modelled medium.
-    #[arg(long, value_name = "FACTORS")]
-    pub sensitivity: Option<String>,
-    /// Measured time of each sensitivity re-run (default: the profile's).
-    #[arg(long, value_name = "DURATION")]
-    pub sensitivity_duration: Option<String>,
+    #[command(flatten)]
+    pub sens: crate::oltp::SensitivityArgs,
 }
 
 /// A measured time: a duration more than zero.
@@ -223,12 +217,7 @@ pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
     let sharding = g.sharding();
     let imp = storbench_io::fio_job::import(a.fio.as_deref(), a.diskspd.as_deref()).map_err(usage)?;
     let mut profiles = parse_profiles(&a, imp.as_ref())?;
-    let sens = crate::oltp::parse_sensitivity(a.sensitivity.as_deref(), a.sensitivity_duration.as_deref())?;
-    if sens.is_some() && sharding.split() {
-        return Err(usage(
-            "--sensitivity with --shard: scale the medium from one process (run without shards)",
-        ));
-    }
+    let sens = a.sens.parse(sharding.split())?;
     let target = a.target.clone().or(a.target_arg.clone()).or(imp.as_ref().and_then(|i| i.target.clone()));
     let target = target.unwrap_or_else(|| PathBuf::from("./storbench-data/io.dat"));
     let size = a.size.or(imp.as_ref().and_then(|i| i.size)).unwrap_or(1 << 30);

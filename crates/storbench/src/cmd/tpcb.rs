@@ -105,15 +105,8 @@ pub struct RunArgs {
     /// How long a user retries a lost connection before the run fails.
     #[arg(long, default_value = "30s")]
     pub reconnect_for: String,
-    /// Storage sensitivity: re-run the last step with the modelled
-    /// medium's device times scaled by each factor (0.5: twice as fast,
-    /// 2: half as fast) and report what that buys. The data must be on a
-    /// modelled medium (media create … --model).
-    #[arg(long, value_name = "FACTORS")]
-    pub sensitivity: Option<String>,
-    /// Measured time of each sensitivity re-run (default: the step's).
-    #[arg(long, value_name = "DURATION")]
-    pub sensitivity_duration: Option<String>,
+    #[command(flatten)]
+    pub sens: oltp::SensitivityArgs,
     #[command(flatten)]
     pub waits: oltp::WaitArgs,
 }
@@ -179,12 +172,7 @@ fn init(g: &Global, a: InitArgs) -> Result<ExitCode> {
 fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
     let sharding = g.sharding();
     let t = oltp::parse_timing("clients", &a.clients, &a.duration, &a.rampup, &a.reconnect_for)?;
-    let sens = oltp::parse_sensitivity(a.sensitivity.as_deref(), a.sensitivity_duration.as_deref())?;
-    if sens.is_some() && sharding.split() {
-        return Err(usage(
-            "--sensitivity with --shard: scale the medium from one process (run without shards)",
-        ));
-    }
+    let sens = a.sens.parse(sharding.split())?;
     let (clients, duration, rampup, reconnect_for) = (t.levels, t.duration, t.rampup, t.reconnect_for);
     let shard_clients = sharding.levels(&clients, "clients")?;
     if let Some(r) = a.rate.filter(|r| !(r.is_finite() && *r > 0.0)) {
