@@ -42,7 +42,8 @@ use crate::journal::{Entry, Journal, Kind};
 /// at the previous tick).
 pub const LYING_DESTAGE: u64 = 2_000_000_000;
 
-const PAGE: u64 = 4096;
+/// What the volatile cache holds or drops as one: the model's cache block.
+const PAGE: u64 = crate::model::CACHE_BLOCK;
 const SECTOR: u64 = 512;
 
 /// How the device's cache treats data not yet flushed.

@@ -23,10 +23,11 @@
 //!    at least [`NETWORK_SHARE`] of the mean latency → `network`;
 //! 3. host CPU busy (user + system) ≥ [`CPU_BUSY`] % → `cpu`, saying how
 //!    much of it is storbench's own and, where `server.cpu.percent` was
-//!    recorded (the server's process tree), the server's — unless
-//!    storbench's CPU is the whole workload's (SQLite runs inside it; `io`
-//!    has no server), under half of the busy CPU is it, and the device is
-//!    ≥ [`UTIL_SATURATED`] % utilised: then other processes load the host
+//!    recorded (the server's process tree), the server's — unless the
+//!    workload's own CPU is known (storbench's where it is the whole
+//!    workload: SQLite runs inside it, `io` has no server; else storbench's
+//!    plus the measured server's), under half of the busy CPU is it, and
+//!    the device is ≥ [`UTIL_SATURATED`] % utilised: then other processes load the host
 //!    while the device limits the workload, and the rules below decide;
 //! 4. no figures for the database's device → `storage-latency` when the
 //!    database's own sessions spent at least [`WAIT_IO_SHARE`] of their
@@ -454,9 +455,14 @@ impl<'a> Context<'a> {
             return (Kind::Network, v);
         }
         // A host busy with other processes while the workload's own share
-        // is small and its device saturated: the device limits it.
-        let others_busy = self.whole
-            && f.own.is_some_and(|o| o < busy / 2.0)
+        // (storbench's, plus the server's where there is one and it was
+        // measured) is small and its device saturated: the device limits it.
+        let workload = match (self.whole, f.server) {
+            (true, _) => f.own,
+            (false, Some(sv)) => f.own.map(|o| o + sv),
+            (false, None) => None,
+        };
+        let others_busy = workload.is_some_and(|w| w < busy / 2.0)
             && f.dev.as_ref().is_some_and(|(_, d)| d.util >= UTIL_SATURATED);
         if busy >= CPU_BUSY && !others_busy {
             return (Kind::Cpu, self.cpu(&f, busy));
@@ -902,8 +908,8 @@ mod tests {
     fn a_host_busy_with_others_does_not_hide_a_saturated_device() {
         // SQLite at one client on a slow disk while other work fills the
         // CPU: storbench (the whole workload) takes 1 %, the device is 98 %
-        // busy — storage, not CPU. With PostgreSQL the server's share is
-        // unknown, so the same figures stay `cpu`.
+        // busy — storage, not CPU. With PostgreSQL and the server's share
+        // unknown, the same figures stay `cpu`.
         let figures = || {
             vec![step(
                 0,
@@ -927,6 +933,15 @@ mod tests {
         assert_eq!(v.kind, Kind::StorageLatency, "{}", v.evidence);
         let v = one("tpcb", env(), figures());
         assert_eq!(v.kind, Kind::Cpu, "{}", v.evidence);
+        // With the server's own CPU measured and small, PostgreSQL's step
+        // is judged as SQLite's; with it large, CPU stays the verdict.
+        let with_server = |pct: f64| {
+            let mut s = figures();
+            s[0].metrics.insert("server.cpu.percent".into(), (pct, String::new()));
+            s
+        };
+        assert_eq!(one("tpcb", env(), with_server(10.0)).kind, Kind::StorageLatency);
+        assert_eq!(one("tpcb", env(), with_server(150.0)).kind, Kind::Cpu);
     }
 
     #[test]
