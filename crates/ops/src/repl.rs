@@ -12,7 +12,6 @@
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use storbench_instances::pg::{self, Instance, Probe};
@@ -64,8 +63,7 @@ pub struct ReplProbe {
     /// The run's ramp-up plus duration per step.
     step_len: Option<Duration>,
     history: Arc<Mutex<Vec<Snap>>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    _sampler: storbench_proc::Background,
 }
 
 /// Whether `sync_names` makes commits wait for standby `name`.
@@ -92,10 +90,9 @@ impl ReplProbe {
         let names: Vec<String> =
             prim.standbys.iter().filter_map(|n| pg::get(n).ok().flatten()?.standby_name).collect();
         let history = Arc::new(Mutex::new(Vec::new()));
-        let stop = Arc::new(AtomicBool::new(false));
         let deadline: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
-        let (h, st, watched, dl) = (history.clone(), stop.clone(), names.clone(), deadline.clone());
-        let thread = std::thread::spawn(move || {
+        let (h, watched, dl) = (history.clone(), names.clone(), deadline.clone());
+        let sampler = storbench_proc::Background::spawn(move |st| {
             let t0 = Instant::now();
             let mut gone_for = vec![0u32; watched.len()];
             let mut said = vec![false; watched.len()];
@@ -149,7 +146,7 @@ impl ReplProbe {
                 h.lock().expect("repl history").push(Snap { at: Instant::now(), probe, released });
             }
         });
-        Some(ReplProbe { names, deadline, step_len, history, stop, thread: Some(thread) })
+        Some(ReplProbe { names, deadline, step_len, history, _sampler: sampler })
     }
 
     /// A step starts now: its commits may wait for a standby until its
@@ -245,15 +242,6 @@ impl ReplProbe {
         r.figure("repl.sync_waiting.max", waiting_max, Unit::Count);
         r.figure("repl.released", released as f64, Unit::Count);
         r
-    }
-}
-
-impl Drop for ReplProbe {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

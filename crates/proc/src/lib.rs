@@ -11,6 +11,7 @@
 
 #![deny(missing_docs)]
 
+mod background;
 mod memory;
 mod mounts;
 mod state;
@@ -24,6 +25,7 @@ use std::time::Duration;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
+pub use background::Background;
 pub use memory::MemoryGroup;
 pub use mounts::{holders, is_mounted, mount_of, mounts, unescape, Holder, Mount};
 pub use nix::sys::signal::Signal as Sig;

@@ -5,9 +5,8 @@
 //! own is `driver.cpu.percent`). Only for a server on this host (its
 //! process visible in /proc); never prints.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use storbench_metrics::{StepReport, Unit};
@@ -22,8 +21,7 @@ const HALF: Duration = Duration::from_millis(500);
 /// Samples a process tree's CPU once a second; stops when dropped.
 pub struct ServerCpu {
     history: Arc<Mutex<Vec<(Instant, u64)>>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    _sampler: storbench_proc::Background,
 }
 
 impl ServerCpu {
@@ -31,9 +29,8 @@ impl ServerCpu {
     pub fn start(root: u32) -> Option<ServerCpu> {
         let first = storbench_proc::tree_cpu_ticks(root)?;
         let history = Arc::new(Mutex::new(vec![(Instant::now(), first)]));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (h, st) = (history.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
+        let h = history.clone();
+        let sampler = storbench_proc::Background::spawn(move |st| {
             let t0 = Instant::now();
             let mut k = 1u32;
             while !st.load(Ordering::Relaxed) {
@@ -48,7 +45,7 @@ impl ServerCpu {
                 h.lock().expect("server cpu history").push((Instant::now(), t));
             }
         });
-        Some(ServerCpu { history, stop, thread: Some(thread) })
+        Some(ServerCpu { history, _sampler: sampler })
     }
 
     /// Starts watching the server one of whose processes is `pid` (as
@@ -108,15 +105,6 @@ fn window(
         r.figure(SERVER_CPU, p, Unit::Percent);
     }
     r
-}
-
-impl Drop for ServerCpu {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 #[cfg(test)]
