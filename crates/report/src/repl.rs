@@ -219,7 +219,6 @@ pub(crate) fn study(s: &Section<'_>) -> Option<ReplStudy> {
     let levels = s.load_levels();
     let one = levels.iter().find(|l| l.1 == Some(1.0)).map(|l| l.0.clone());
     let mut blocks = Vec::new();
-    let mut notes: Vec<String> = Vec::new();
     let mut i = 0;
     while i < placed.len() {
         let key = (placed[i].0.rest.clone(), placed[i].0.rtt_us);
@@ -247,44 +246,9 @@ pub(crate) fn study(s: &Section<'_>) -> Option<ReplStudy> {
                 continue;
             }
             seen.push(&p.sync);
-            let lv: Vec<ReplLevel> = levels
-                .iter()
-                .filter_map(|(step, load)| {
-                    let value = med(g, step, &head.metric)?;
-                    let p99_us = med(g, step, &p99);
-                    Some(ReplLevel {
-                        step: step.clone(),
-                        load: *load,
-                        value,
-                        ratio: ratio_of(Some(value), med(local, step, &head.metric)),
-                        p99_us,
-                        p99_ratio: ratio_of(p99_us, med(local, step, &p99)),
-                    })
-                })
-                .collect();
+            let lv = level_rows(&levels, g, local, &head.metric, &p99);
             let model = match (p.waits, one.as_deref(), t_local) {
-                (true, Some(step), Some(t_local)) => {
-                    // The standby's turnaround while this level's one
-                    // client waits for it; under `local` the standby is
-                    // out of the commit path and batches, so its lag there
-                    // is only the fallback.
-                    let (lag, _) = standby_term(&p.sync);
-                    let metric = format!("repl.s1.{lag}.p50");
-                    let lag = med(g, step, &metric)
-                        .map(|ms| (ms, p.sync.as_str()))
-                        .or_else(|| med(local, step, &metric).map(|ms| (ms, "local")));
-                    let rtt = p.rtt_us as f64;
-                    let t_standby = lag.map(|(ms, _)| (ms * 1000.0 - rtt).max(0.0)).unwrap_or(0.0);
-                    let total = t_local + rtt + t_standby;
-                    Some(ReplModel {
-                        t_local_us: t_local,
-                        rtt_us: rtt,
-                        t_standby_us: t_standby,
-                        t_standby_from: lag.map(|(_, run)| format!("{metric} ({run} run)")),
-                        tps: 1e6 / total,
-                        ratio: t_local / total,
-                    })
-                }
+                (true, Some(step), Some(t_local)) => Some(commit_model(p, g, local, step, t_local)),
                 _ => None,
             };
             let diverges_at = model.as_ref().and_then(|m| {
@@ -309,8 +273,73 @@ pub(crate) fn study(s: &Section<'_>) -> Option<ReplStudy> {
     if blocks.is_empty() {
         return None;
     }
+    let notes = study_notes(s, &blocks, one.is_some());
+    Some(ReplStudy {
+        plan: s.plan.map(str::to_string),
+        kind: s.kind.to_string(),
+        figure: head.metric.clone(),
+        figure_label: head.label.to_string(),
+        p99,
+        blocks,
+        notes,
+    })
+}
+
+/// Each load level's figure and p99 for one group, with their ratios to
+/// the `local` group's at the same step.
+fn level_rows(
+    levels: &[(String, Option<f64>)],
+    g: &Group,
+    local: &Group,
+    metric: &str,
+    p99: &str,
+) -> Vec<ReplLevel> {
+    levels
+        .iter()
+        .filter_map(|(step, load)| {
+            let value = med(g, step, metric)?;
+            let p99_us = med(g, step, p99);
+            Some(ReplLevel {
+                step: step.clone(),
+                load: *load,
+                value,
+                ratio: ratio_of(Some(value), med(local, step, metric)),
+                p99_us,
+                p99_ratio: ratio_of(p99_us, med(local, step, p99)),
+            })
+        })
+        .collect()
+}
+
+/// The one-client commit model `1 / (t_local + RTT + t_standby)` for a
+/// synchronous level, at the one-client `step`.
+fn commit_model(p: &Place, g: &Group, local: &Group, step: &str, t_local: f64) -> ReplModel {
+    // The standby's turnaround while this level's one client waits for
+    // it; under `local` the standby is out of the commit path and
+    // batches, so its lag there is only the fallback.
+    let (lag, _) = standby_term(&p.sync);
+    let metric = format!("repl.s1.{lag}.p50");
+    let lag = med(g, step, &metric)
+        .map(|ms| (ms, p.sync.as_str()))
+        .or_else(|| med(local, step, &metric).map(|ms| (ms, "local")));
+    let rtt = p.rtt_us as f64;
+    let t_standby = lag.map(|(ms, _)| (ms * 1000.0 - rtt).max(0.0)).unwrap_or(0.0);
+    let total = t_local + rtt + t_standby;
+    ReplModel {
+        t_local_us: t_local,
+        rtt_us: rtt,
+        t_standby_us: t_standby,
+        t_standby_from: lag.map(|(_, run)| format!("{metric} ({run} run)")),
+        tps: 1e6 / total,
+        ratio: t_local / total,
+    }
+}
+
+/// What the study's reader must know about how the model was drawn.
+fn study_notes(s: &Section<'_>, blocks: &[ReplBlock], has_one_client: bool) -> Vec<String> {
+    let mut notes = Vec::new();
     let rows = || blocks.iter().flat_map(|b| &b.rows);
-    if rows().any(|r| r.waits) && one.is_none() {
+    if rows().any(|r| r.waits) && !has_one_client {
         notes.push("No step at one client: the model (one client) is not drawn.".into());
     }
     let mut missing: Vec<&str> = rows()
@@ -330,15 +359,7 @@ pub(crate) fn study(s: &Section<'_>) -> Option<ReplStudy> {
             crate::findings::spec_name(s, &s.spec())
         ));
     }
-    Some(ReplStudy {
-        plan: s.plan.map(str::to_string),
-        kind: s.kind.to_string(),
-        figure: head.metric.clone(),
-        figure_label: head.label.to_string(),
-        p99,
-        blocks,
-        notes,
-    })
+    notes
 }
 
 /// A ratio as a factor: `0.48×`.
