@@ -22,6 +22,16 @@ impl Background {
         let thread = std::thread::spawn(move || f(&flag));
         Background { stop, thread: Some(thread) }
     }
+
+    /// As [`Background::spawn`], on a thread with a name (seen in `top -H`
+    /// and panics), and an error instead of a panic when the system cannot
+    /// start a thread.
+    pub fn named(name: &str, f: impl FnOnce(&AtomicBool) + Send + 'static) -> std::io::Result<Background> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new().name(name.into()).spawn(move || f(&flag))?;
+        Ok(Background { stop, thread: Some(thread) })
+    }
 }
 
 impl Drop for Background {

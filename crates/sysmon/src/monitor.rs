@@ -7,7 +7,6 @@ use std::collections::{BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use storbench_metrics::{StepReport, Unit};
@@ -47,8 +46,9 @@ const SAMPLE_SLACK: Duration = Duration::from_millis(100);
 pub struct Monitor {
     devices: Vec<String>,
     history: Arc<Mutex<VecDeque<Snapshot>>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    /// The sampling thread, stopped and joined when the monitor drops
+    /// (`None` if the system could not start one: no samples, no waiting).
+    sampler: Option<storbench_proc::Background>,
 }
 
 /// The kernel names of the devices behind a path: its filesystem's device,
@@ -93,15 +93,12 @@ impl Monitor {
         }
         let devices: Vec<String> = devices.into_iter().collect();
         let history = Arc::new(Mutex::new(VecDeque::new()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (devices, history, stop) = (devices.clone(), history.clone(), stop.clone());
-            std::thread::Builder::new()
-                .name("sysmon".into())
-                .spawn(move || sample_loop(&devices, &history, &stop))
+        let sampler = {
+            let (devices, history) = (devices.clone(), history.clone());
+            storbench_proc::Background::named("sysmon", move |stop| sample_loop(&devices, &history, stop))
                 .ok()
         };
-        Monitor { devices, history, stop, thread }
+        Monitor { devices, history, sampler }
     }
 
     /// The devices watched.
@@ -130,7 +127,7 @@ impl Monitor {
             h.iter().filter(|s| s.at > start && s.at <= last).cloned().collect()
         };
         let mut snaps = taken();
-        while self.thread.is_some()
+        while self.sampler.is_some()
             && end > measure_from
             && !snaps.iter().any(|s| s.at > measure_from + HALF)
             && Instant::now() < last + SAMPLE_SLACK
@@ -139,15 +136,6 @@ impl Monitor {
             snaps = taken();
         }
         summarise(&snaps, start, measure_from)
-    }
-}
-
-impl Drop for Monitor {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
