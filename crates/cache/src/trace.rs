@@ -148,6 +148,15 @@ impl FromStr for Format {
 }
 
 impl Format {
+    /// The name `--format` takes: `sbtrace`, `blkparse` or `csv`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::SbTrace => "sbtrace",
+            Format::Blkparse => "blkparse",
+            Format::Csv => "csv",
+        }
+    }
+
     /// Guesses the format from the first bytes of a file: the `SBTRACE1`
     /// magic, else a first data line with commas is CSV, else blkparse.
     pub fn detect(head: &[u8]) -> Format {

@@ -17,6 +17,7 @@
 pub mod against;
 mod cache;
 mod compare;
+pub mod curves;
 mod findings;
 mod html;
 mod kinds;

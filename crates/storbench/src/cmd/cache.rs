@@ -15,12 +15,12 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use storbench_cache::mrc::{self, MrcConfig, MrcResult, Sampling};
+use storbench_cache::mrc::{self, MrcConfig, Sampling};
 use storbench_cache::synth::Zipf;
 use storbench_cache::trace::{self, Format, Lines, TraceWriter};
 use storbench_cache::PolicyKind;
 use storbench_metrics::units::{format_size, parse_size};
+use storbench_report::curves;
 
 use crate::cli::Global;
 use crate::error::{usage, EXIT_INTERRUPTED};
@@ -218,25 +218,25 @@ fn run_mrc(g: &Global, a: MrcArgs) -> Result<ExitCode> {
             "{}: no reads or writes in {} requests (read as {})",
             a.trace.display(),
             lines.requests,
-            format_name(format)
+            format.name()
         )));
     }
     let (requests, skipped) = (lines.requests, lines.skipped);
     if g.json {
         let mut v = serde_json::to_value(&res)?;
         v["trace"] = serde_json::json!({
-            "path": a.trace.display().to_string(), "format": format_name(format),
+            "path": a.trace.display().to_string(), "format": format.name(),
             "requests": requests, "skipped": skipped,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else if a.csv {
-        print!("{}", to_csv(&res));
+        print!("{}", curves::to_csv(&res));
     } else {
-        print!("{}", to_text(&res, format, requests, skipped));
+        print!("{}", curves::to_text(&res, format, requests, skipped));
     }
     if let Some(h) = &a.html {
         let title = format!("Miss-ratio curves: {}", a.trace.display());
-        let page = storbench_report::mrc::html(&title, &series(&res), &summary_lines(&res))?;
+        let page = storbench_report::mrc::html(&title, &curves::series(&res), &curves::summary_lines(&res))?;
         // Written whole through a temporary name, so a failure leaves nothing half-written.
         let tmp = h.with_extension("html.tmp");
         std::fs::write(&tmp, page).with_context(|| format!("writing {}", tmp.display()))?;
@@ -247,132 +247,6 @@ fn run_mrc(g: &Global, a: MrcArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn format_name(f: Format) -> &'static str {
-    match f {
-        Format::SbTrace => "sbtrace",
-        Format::Blkparse => "blkparse",
-        Format::Csv => "csv",
-    }
-}
-
-fn series(r: &MrcResult) -> Vec<storbench_report::mrc::Series> {
-    r.curves
-        .iter()
-        .map(|c| {
-            let points = if c.policy == PolicyKind::Lru {
-                r.lru_fine.clone()
-            } else {
-                r.sizes.iter().copied().zip(c.miss_ratio.iter().copied()).collect()
-            };
-            storbench_report::mrc::Series {
-                label: format!("{} ({})", c.policy, c.method),
-                points,
-                knee: c.knee,
-            }
-        })
-        .collect()
-}
-
-fn method_line(r: &MrcResult) -> String {
-    match r.method {
-        "exact" => "exact (every access)".to_string(),
-        m => format!(
-            "{m}, rate {:.4} ({} of {} accesses sampled)",
-            r.sample_rate, r.sampled_accesses, r.accesses
-        ),
-    }
-}
-
-fn summary_lines(r: &MrcResult) -> Vec<String> {
-    let mut out = vec![
-        format!(
-            "{} accesses of {} lines, footprint {} lines ({}){}",
-            r.accesses,
-            format_size(r.line),
-            r.footprint_lines,
-            human(r.footprint_lines * r.line),
-            if r.method == "exact" { "" } else { " (estimated)" }
-        ),
-        format!("method: {}", method_line(r)),
-    ];
-    for c in &r.curves {
-        if let Some(k) = c.knee {
-            out.push(format!("knee: {} at {}", c.policy, human(k)));
-        }
-    }
-    if let Some(t) = r.target {
-        for c in &r.curves {
-            let how = if c.policy == PolicyKind::Lru { "" } else { " (smallest of the sizes run)" };
-            out.push(match c.size_for_target {
-                Some(s) => format!("hit ratio {t}: {} needs {}{how}", c.policy, human(s)),
-                None if c.policy == PolicyKind::Lru => {
-                    format!("hit ratio {t}: {} never reaches it (cold misses alone prevent it)", c.policy)
-                }
-                None => format!("hit ratio {t}: {} does not reach it at any size run", c.policy),
-            });
-        }
-    }
-    if r.interrupted {
-        out.push("interrupted: the curves cover only the accesses read".into());
-    }
-    out
-}
-
-/// Bytes in binary units: whole where exact, else two decimals.
-fn human(b: u64) -> String {
-    for (u, m) in [("t", 1u64 << 40), ("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)] {
-        if b >= m {
-            return if b.is_multiple_of(m) {
-                format!("{}{u}", b / m)
-            } else {
-                format!("{:.2}{u}", b as f64 / m as f64)
-            };
-        }
-    }
-    b.to_string()
-}
-
-fn to_text(r: &MrcResult, f: Format, requests: u64, skipped: u64) -> String {
-    let mut out = format!(
-        "trace: {requests} requests ({}), {skipped} flushes/discards/empty skipped\n",
-        format_name(f)
-    );
-    for l in summary_lines(r) {
-        out.push_str(&l);
-        out.push('\n');
-    }
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    let mut header = vec!["cache size".to_string()];
-    header.extend(r.curves.iter().map(|c| format!("{} miss", c.policy)));
-    t.set_header(header);
-    for (i, &s) in r.sizes.iter().enumerate() {
-        let mut row = vec![format_size(s)];
-        row.extend(r.curves.iter().map(|c| format!("{:.4}", c.miss_ratio[i])));
-        t.add_row(row);
-    }
-    out.push_str(&t.to_string());
-    out.push('\n');
-    out
-}
-
-fn to_csv(r: &MrcResult) -> String {
-    let mut out = String::from("size_bytes");
-    for c in &r.curves {
-        out.push(',');
-        out.push_str(c.policy.name());
-    }
-    out.push('\n');
-    for (i, s) in r.sizes.iter().enumerate() {
-        out.push_str(&s.to_string());
-        for c in &r.curves {
-            out.push_str(&format!(",{:.6}", c.miss_ratio[i]));
-        }
-        out.push('\n');
-    }
-    out
 }
 
 fn run_gen(a: GenArgs) -> Result<ExitCode> {
@@ -400,12 +274,5 @@ mod tests {
         let e = parse_sizes("4k..1G", 65536).unwrap_err().to_string();
         assert_eq!(e, "--sizes: 4k is smaller than one cache line (64k); sizes must be at least --line");
         assert!(parse_sizes("1G..64M", 65536).is_err());
-    }
-
-    #[test]
-    fn human_sizes() {
-        assert_eq!(human(1 << 30), "1g");
-        assert_eq!(human(1536 << 20), "1.50g");
-        assert_eq!(human((1 << 30) + 1), "1.00g");
     }
 }
