@@ -698,6 +698,10 @@ fn fit_ssd(f: &mut Fitter<'_>, sustained: Option<&Sustained>) {
     let large = f.find(Pattern::Random, 100, 1, 1, has_lat, true).filter(|r| {
         small.is_some_and(|s| s.0.cell.pattern == Pattern::Random && r.cell.bs >= 4 * s.0.cell.bs)
     });
+    // The interface is fitted later, from the large transfers; until then
+    // it must not bound the QD1 cells (the base class's SATA link would
+    // hide a faster device's channel rate behind its own).
+    f.spec.set.insert("interface_rate".into(), mbs(UNBOUNDED_RATE));
     match small {
         Some((r, metric, rising, note)) => {
             let mut v = f.solve_us("read", 1.0, 100_000.0, r, metric, rising);
@@ -737,6 +741,11 @@ fn fit_ssd(f: &mut Fitter<'_>, sustained: Option<&Sustained>) {
         .find(Pattern::Sequential, 100, 1, 1024, |r| r.fig.mb_s_at(r.cell.bs).is_some(), true)
         .filter(|r| r.cell.bs >= 64 << 10);
     let mut first = None;
+    if seq.is_none() {
+        // No large sequential read: the units are fitted under the class's
+        // interface, as before this rate was fitted at all.
+        f.spec.set.remove("interface_rate");
+    }
     if let Some(r) = seq {
         f.spec.set.insert("units".into(), "64".into());
         let v = f.solve_rate("interface_rate", r);
@@ -775,18 +784,7 @@ fn fit_ssd(f: &mut Fitter<'_>, sustained: Option<&Sustained>) {
             f.assume("write_units", "no deep random write apart from the reads: writes share the units");
         }
     }
-    match seq {
-        Some(r) => {
-            let v = f.solve_rate("interface_rate", r);
-            // Bounded by the units, not the interface: keep the first.
-            let v = match first {
-                Some(v1) if v > 2.0 * v1 => v1,
-                _ => v,
-            };
-            f.set("interface_rate", mbs(v), cite(r), true);
-        }
-        None => f.assume("interface_rate", "no sequential read of 64k or more with MB/s"),
-    }
+    fit_interface(f, seq, first);
     match f.find(Pattern::Flush, 0, 1, 1, has_lat, false) {
         Some(r) => {
             let v = f.solve_us("flush", 0.01, 1_000_000.0, r, lat_of, true);
@@ -834,6 +832,67 @@ fn fit_ssd(f: &mut Fitter<'_>, sustained: Option<&Sustained>) {
         "whether acknowledged writes are volatile is not seen in timings (the flush cell prices it)",
     );
     f.assume("cache_size", "not seen apart from the write cliff");
+}
+
+/// A rate no device reaches (100 GB/s): a bound that does not bind.
+const UNBOUNDED_RATE: f64 = 1e11;
+
+/// The interface rate, with the units known: the large sequential read
+/// and each deep (QD4 or more)
+/// transfer of 64k or more with MB/s gives the rate that reproduces it,
+/// unless the units bound that cell and the interface does not (its
+/// solution runs to the search's top, or past twice the sequential read's
+/// first estimate); the median of those rates is the interface's, so one
+/// cell slower than the rest (a host that throttles large sequential
+/// transfers) does not set it alone. Without such cells, the sequential
+/// read alone as before.
+fn fit_interface(f: &mut Fitter<'_>, seq: Option<&Row>, first: Option<f64>) {
+    let deep: Vec<&Row> = f
+        .rows
+        .iter()
+        .filter(|r| {
+            let large_deep = r.cell.pattern != Pattern::Flush && r.cell.bs >= 64 << 10 && r.cell.qd >= 4;
+            (large_deep || seq.is_some_and(|s| std::ptr::eq(*r, s))) && r.fig.mb_s_at(r.cell.bs).is_some()
+        })
+        .collect();
+    let mut fits: Vec<(f64, &Row)> = Vec::new();
+    for r in deep {
+        let v = f.solve_rate("interface_rate", r);
+        let bound_by_units = v > 0.5 * UNBOUNDED_RATE || first.is_some_and(|v1| v > 2.0 * v1);
+        if !bound_by_units {
+            fits.push((v, r));
+        }
+    }
+    if fits.is_empty() {
+        match (seq, first) {
+            (Some(r), Some(v)) => f.set("interface_rate", mbs(v), cite(r), true),
+            _ => {
+                f.spec.set.remove("interface_rate");
+                f.assume("interface_rate", "no transfer of 64k or more with MB/s that the interface bounds")
+            }
+        }
+        return;
+    }
+    fits.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let v = if fits.len() % 2 == 1 {
+        fits[fits.len() / 2].0
+    } else {
+        (fits[fits.len() / 2 - 1].0 + fits[fits.len() / 2].0) / 2.0
+    };
+    let source = if fits.len() == 1 {
+        cite(fits[0].1)
+    } else {
+        format!(
+            "the median of {} deep transfers' rates ({})",
+            fits.len(),
+            fits.iter()
+                .map(|(v, r)| format!("{}: {}", r.cell.label(), mbs(*v)))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    };
+    f.spec.set.insert("interface_rate".into(), mbs(v));
+    f.set("interface_rate", mbs(v), source, true);
 }
 
 /// Writes in progress at once, when the deep random write says fewer than
@@ -1222,6 +1281,28 @@ mod tests {
                 assert!(e.abs() < 3.0, "{}: {e}%", c.cell.label());
             }
         }
+    }
+
+    #[test]
+    fn a_fast_channel_is_not_hidden_behind_the_base_classs_interface() {
+        // 64k at QD1 moves faster than the SATA class's link allows: the
+        // channel rate must be fitted with the interface out of the way,
+        // and the interface then from the large transfers.
+        let mut spec = Spec { base: "sata-ssd".into(), ..Spec::default() };
+        for (k, v) in [
+            ("read", "60us"),
+            ("write", "60us"),
+            ("units", "8"),
+            ("interface_rate", "1900MB/s"),
+            ("channel_rate", "2600MB/s"),
+        ] {
+            spec.set.insert(k.into(), v.into());
+        }
+        let rows = rows_from(&spec, &grid());
+        let f = fit(Family::Ssd, &rows, None, CAP).unwrap();
+        near(crate::model::parse_rate(&value(&f, "channel_rate")).unwrap(), 2600e6, 0.03);
+        near(crate::model::parse_rate(&value(&f, "interface_rate")).unwrap(), 1900e6, 0.03);
+        near(dur_us(&value(&f, "read")), 60.0, 0.02);
     }
 
     #[test]
