@@ -454,9 +454,22 @@ impl<'a> Fitter<'a> {
 
     fn assume(&mut self, key: &str, why: &str) {
         let b = crate::model::builtins().iter().find(|b| b.name == self.spec.base).expect("base");
+        // A backing device's key (`backing.units`) defaults to that
+        // device's own built-in value.
+        let inner = key.split_once('.').and_then(|(outer, k)| {
+            let name = self.spec.set.get(outer)?;
+            let ib = crate::model::builtins().iter().find(|x| x.name == name.as_str())?;
+            ib.params.iter().find(|p| p.key == k).map(|p| p.default.to_string())
+        });
         let v = match self.spec.set.get(key) {
             Some(v) => v.clone(),
-            None => b.params.iter().find(|p| p.key == key).map(|p| p.default.to_string()).unwrap_or_default(),
+            None => b
+                .params
+                .iter()
+                .find(|p| p.key == key)
+                .map(|p| p.default.to_string())
+                .or(inner)
+                .unwrap_or_default(),
         };
         self.params.push(ParamFit {
             key: key.into(),
@@ -1172,7 +1185,7 @@ fn fit_net(f: &mut Fitter<'_>) {
             let v = f.solve_int("backing.units", 1024, r);
             f.set("backing.units", v.to_string(), cite(r), true);
         }
-        None => f.assume("rtt", "no random read at QD4 or more"),
+        None => f.assume("backing.units", "no random read at QD4 or more: the backing's own"),
     }
 }
 
@@ -1339,6 +1352,33 @@ mod tests {
         let f = fit(Family::Net, &rows, None, CAP).unwrap();
         near(dur_us(&value(&f, "rtt")), 400.0, 0.02);
         near(crate::model::parse_rate(&value(&f, "link_rate")).unwrap(), 110e6, 0.03);
+    }
+
+    #[test]
+    fn a_net_table_with_only_a_stream_says_why_each_parameter_is_assumed() {
+        // One sequential read (a link rate) and nothing else, as the
+        // studies' NFS table has: the round trip is assumed for want of a
+        // QD1 read, the backing's units for want of a deep read, each once
+        // and under its own name, with the backing device's own value.
+        let rows = vec![Row {
+            cell: cell(128 << 10, Pattern::Sequential, 100, 32),
+            fig: Figures { mb_s: Some(100.0), ..Figures::default() },
+            source: "stream".into(),
+        }];
+        let f = fit(Family::Net, &rows, None, CAP).unwrap();
+        let src = |k: &str| {
+            let v: Vec<_> = f.params.iter().filter(|p| p.key == k).collect();
+            assert_eq!(v.len(), 1, "{k} once: {:?}", f.params);
+            assert!(!v[0].determined, "{k}");
+            v[0].source.clone()
+        };
+        let rtt = src("rtt");
+        assert!(rtt.contains("no random read at QD1"), "{rtt}");
+        let units = src("backing.units");
+        let nvme = crate::model::builtins().iter().find(|b| b.name == "nvme").unwrap();
+        let dflt = nvme.params.iter().find(|p| p.key == "units").unwrap().default;
+        assert!(units.starts_with(&format!("assumed {dflt}: ")), "{units}");
+        assert!(units.contains("QD4"), "{units}");
     }
 
     #[test]
