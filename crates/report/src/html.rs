@@ -926,6 +926,7 @@ impl Report {
             main_charts(&mut out, s)?;
             tables_html(&mut out, crate::cache::tables(s));
             hot_data_chart(&mut out, s)?;
+            tables_html(&mut out, crate::array::tables(s));
             if let Some(charts) = s.spec().extra_charts {
                 out.push_str(&charts(s)?);
             }

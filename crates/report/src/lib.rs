@@ -15,6 +15,7 @@
 #![deny(missing_docs)]
 
 pub mod against;
+mod array;
 mod cache;
 mod compare;
 pub mod curves;

@@ -515,6 +515,7 @@ pub(crate) fn section_tables(s: &Section<'_>) -> Vec<Table> {
     let mut out: Vec<Table> = repl_table(s).into_iter().collect();
     out.extend(crate::neighbour::table(s));
     out.extend(crate::cache::tables(s));
+    out.extend(crate::array::tables(s));
     out.extend(summary_tables(s));
     if let Some(extra) = spec.extra {
         out.extend(extra(s));

@@ -296,3 +296,59 @@ fn a_controller_cache_without_a_battery_loses_its_contents_at_a_power_cut() {
         s.ok(&["media", "destroy", &name]);
     }
 }
+
+#[test]
+fn a_flash_cache_in_front_of_an_array_misses_to_all_its_members_at_once() {
+    // S1's NAS: a cache tier before a 6-disk RAID 0. Members of 5 ms reads,
+    // one unit each (200 IOPS apiece); a 16 MiB cache before 256 MiB, so
+    // random reads mostly miss. The misses queue at the members they land
+    // on, not behind each other: 12 at a time reach about 12/17 of 6 × 200
+    // (the closed-loop share), where one timeline would give 200.
+    let s = State::new();
+    let layout = [
+        "--array",
+        "raid0",
+        "--disks",
+        "6",
+        "--chunk",
+        "64k",
+        "--member",
+        "constant",
+        "--member-set",
+        "read=5ms",
+        "--member-set",
+        "units=1",
+        "--cache",
+        "16M",
+        "--cache-model",
+        "nvme",
+    ];
+    let dev = create(&s, "fc", &layout);
+    assert_eq!(s.medium("fc")["array"]["state"], "healthy", "{}", s.medium("fc"));
+    let rec: Value = serde_json::from_str(&s.ok(&[
+        "--json",
+        "io",
+        "--target",
+        &dev,
+        "--bs",
+        "4k",
+        "--rw",
+        "randread",
+        "--qd",
+        "12",
+        "--duration",
+        "3s",
+        "--rampup",
+        "0s",
+    ]))
+    .unwrap();
+    let m = &rec["steps"][0]["metrics"];
+    let fig = |k: &str| m[k]["value"].as_f64().unwrap_or_else(|| panic!("{k} in {m}"));
+    let iops = fig("emu.fc.read.iops");
+    assert!(iops > 500.0, "{iops} reads/s: the misses did not overlap at the members");
+    assert!(fig("emu.fc.cache.read.hit_ratio") < 0.3);
+    for i in 0..6 {
+        assert!(fig(&format!("emu.fc.member.{i}.reads")) > 40.0, "member {i} in {m}");
+    }
+    s.ok(&["media", "destroy", "fc"]);
+}

@@ -1378,6 +1378,77 @@ mod tests {
     }
 
     #[test]
+    fn raid50_and_raid60_survive_per_group_and_reconstruct_from_the_group() {
+        // RAID 50 of 6: groups {0,1,2} and {3,4,5}; one failure in each.
+        let a = arr("raid50", 6, "64k");
+        a.control(&ArrayCommand::Fail { disk: 1, seq: 1 }, 0).unwrap();
+        let e = a.control(&ArrayCommand::Fail { disk: 2, seq: 2 }, 0).unwrap_err().0;
+        assert!(e.contains("--disk 2") && e.contains("per group") && e.contains("disk 1 failed"), "{e}");
+        a.control(&ArrayCommand::Fail { disk: 4, seq: 3 }, 0).unwrap();
+        // Every 4 KiB of the first 4 MiB: no member I/O goes to a failed
+        // disk, and each piece stays in its own group.
+        for i in 0..1024u64 {
+            let r = Req { op: Op::Read, offset: i * 4096, len: 4096 };
+            let p = a.member_ios(&r);
+            assert!(p.first.iter().all(|io| io.disk != 1 && io.disk != 4), "{i}: {p:?}");
+            let g: BTreeSet<usize> = p.first.iter().map(|io| io.disk / 3).collect();
+            assert_eq!(g.len(), 1, "{i}: {p:?}");
+            // A reconstructed chunk reads the group's 2 survivors.
+            assert!(p.first.len() == 1 || p.first.len() == 2, "{i}: {p:?}");
+        }
+        // RAID 60 of 8: groups of 4 (2+2), two failures per group.
+        let a = arr("raid60", 8, "64k");
+        a.control(&ArrayCommand::Fail { disk: 0, seq: 1 }, 0).unwrap();
+        a.control(&ArrayCommand::Fail { disk: 1, seq: 2 }, 0).unwrap();
+        let e = a.control(&ArrayCommand::Fail { disk: 3, seq: 3 }, 0).unwrap_err().0;
+        assert!(e.contains("survives 2 failed disks per group"), "{e}");
+        a.control(&ArrayCommand::Fail { disk: 5, seq: 4 }, 0).unwrap();
+        let (mut reconstructed, mut direct) = (0, 0);
+        for i in 0..1024u64 {
+            let p = a.member_ios(&Req { op: Op::Read, offset: i * 4096, len: 4096 });
+            assert!(p.first.iter().all(|io| ![0, 1, 5].contains(&io.disk)), "{i}: {p:?}");
+            match p.first.len() {
+                1 => direct += 1,
+                2 => reconstructed += 1,
+                n => panic!("{i}: {n} member reads: {p:?}"),
+            }
+        }
+        assert!(reconstructed > 0 && direct > 0, "{reconstructed} reconstructed, {direct} direct");
+        // A rebuild of all three finishes healthy.
+        a.control(&ArrayCommand::Rebuild { rate: 4_000_000_000, seq: 5 }, 0).unwrap();
+        let done = a.status(60_000_000_000);
+        assert_eq!((done.state.as_str(), done.failed.len()), ("healthy", 0), "{done:?}");
+    }
+
+    #[test]
+    fn a_full_destage_policy_waits_for_half_the_cache() {
+        let mut s = spec("raid0", 4, "64k", &["read=1ms", "write=1ms", "units=1"]);
+        s.controller =
+            Some(ControllerSpec { size: 1 << 20, battery: true, destage: "full".into(), latency_ns: 20_000 });
+        let a = Array::new(&s, 1 << 30).unwrap();
+        // 64 blocks (a quarter of 1 MiB): acknowledged, and still dirty a second later.
+        for i in 0..64u64 {
+            a.service_time(&w(i * 4096 * 3, 4096), 0);
+        }
+        let snap = a.take(1_000_000_000);
+        assert_eq!(snap.cache_dirty, 64 * 4096);
+        assert_eq!(snap.members.iter().map(|m| m.writes).sum::<u64>(), 0);
+        // 128 more (192 of 256 blocks): destaged down to half, not below.
+        for i in 64..192u64 {
+            a.service_time(&w(i * 4096 * 3, 4096), 1_000_000_000);
+        }
+        let snap = a.take(3_000_000_000);
+        assert_eq!(snap.cache_dirty, 128 * 4096);
+        // `idle` drains it all.
+        s.controller.as_mut().unwrap().destage = "idle".into();
+        let a = Array::new(&s, 1 << 30).unwrap();
+        for i in 0..64u64 {
+            a.service_time(&w(i * 4096 * 3, 4096), 0);
+        }
+        assert_eq!(a.take(1_000_000_000).cache_dirty, 0);
+    }
+
+    #[test]
     fn bad_layouts_name_the_value() {
         let o = |layout, disks, chunk| {
             ArraySpec::from_options(&ArrayOptions {

@@ -9,7 +9,9 @@
 //! - a read that misses reads the missing lines (whole lines, one span from
 //!   the first to the last missing line) from the backing device, which
 //!   serves one request at a time on its own timeline (`backing_free_ns`):
-//!   misses queue behind each other and behind destages. The line fill
+//!   misses queue behind each other and behind destages (an array backing
+//!   queues them at its members instead, so misses on different members
+//!   overlap, as they do behind a RAID controller). The line fill
 //!   into the cache device is not on the request's path (caches answer the
 //!   read from the backing's data and fill behind it);
 //! - a write is written to the cache device and allocates its lines (no
@@ -351,8 +353,17 @@ impl Tiered {
     }
 
     /// Puts a backing request on the backing's timeline no earlier than
-    /// `at_ns`; returns when it ends.
+    /// `at_ns`; returns when it ends. An array backing keeps its members'
+    /// timelines itself: the request goes to it at `at_ns` and queues at
+    /// the members it touches, so misses on different members overlap
+    /// (one timeline would serve a 6-disk array as one disk), and
+    /// `backing_free_ns` is when the last of its requests ends.
     fn on_backing(&self, s: &mut TierState, req: &Req, at_ns: u64) -> u64 {
+        if self.backing.array().is_some() {
+            let end = at_ns + self.backing.service_time(req, &mut s.backing, at_ns).as_nanos() as u64;
+            s.backing_free_ns = s.backing_free_ns.max(end);
+            return end;
+        }
         let start = s.backing_free_ns.max(at_ns);
         let d = self.backing.service_time(req, &mut s.backing, start);
         s.backing_free_ns = start + d.as_nanos() as u64;
@@ -551,6 +562,40 @@ mod tests {
         assert_eq!(s.counts.read_hits, 1);
         assert_eq!(s.counts.read_misses, 3);
         assert_eq!(s.resident, 3);
+    }
+
+    #[test]
+    fn misses_on_different_members_of_an_array_backing_overlap() {
+        let t = TierSpec {
+            size: 1 << 20,
+            model: "constant".into(),
+            line: 64 << 10,
+            policy: "lru".into(),
+            write: "back".into(),
+            warm: "none".into(),
+        };
+        // RAID 0 of 6 members of one unit each, 10 ms a read, 64 KiB chunks.
+        use super::super::{ArrayOptions, ArraySpec};
+        let a = ArrayOptions {
+            layout: "raid0",
+            disks: Some(6),
+            chunk: Some("64k"),
+            member: Some("constant"),
+            member_sets: &["read=10ms".into(), "write=10ms".into(), "units=1".into()],
+            ..Default::default()
+        };
+        let spec = Spec {
+            base: "array".into(),
+            array: Some(ArraySpec::from_options(&a).unwrap()),
+            ..Spec::default()
+        };
+        let tr = Tiered::new(&t, spec.build(1 << 30).unwrap(), 1 << 30).unwrap();
+        // Six misses at once, one on each member: each ends 10 ms in.
+        for m in 0..6u64 {
+            assert_eq!(tr.service_time(&read(m << 16), 0), Duration::from_millis(10), "member {m}");
+        }
+        // A seventh on member 0 (the next stripe) waits for that member only.
+        assert_eq!(tr.service_time(&read(6 << 16), 0), Duration::from_millis(20));
     }
 
     #[test]

@@ -65,8 +65,26 @@ fn validate_medium(plan: &Plan, name: &str, m: &MediaDef) -> Result<()> {
             battery: m.cache_battery.as_deref(),
             destage: m.controller_destage.as_deref(),
         };
-        storbench_emu::ArraySpec::from_options(&o).map_err(|e| bad(e.to_string()))?;
+        let array = storbench_emu::ArraySpec::from_options(&o).map_err(|e| bad(e.to_string()))?;
+        if !m.set.is_empty() {
+            return Err(bad("an array's members take member_set = { ... }, not set".into()));
+        }
+        // A cache tier in front of the array (S1's flash card before its RAID 0).
+        if let Some(o) = tier_options(m) {
+            let spec = storbench_emu::Spec {
+                base: "array".into(),
+                array: Some(array),
+                cache: Some(storbench_emu::TierSpec::from_options(&o).map_err(|e| bad(e.to_string()))?),
+                ..Default::default()
+            };
+            let size = storbench_metrics::units::parse_size(&m.size)
+                .map_err(|e| bad(format!("size = \"{}\": {e}", m.size)))?;
+            spec.build(size).map_err(|e| bad(e.to_string()))?;
+        } else if m.has_tier_keys() {
+            return Err(bad("cache_model, cache_policy, cache_write, cache_line, cache_warm and cold need cache = \"SIZE\"".into()));
+        }
         storbench_media::emu::check_support().map_err(modelled)?;
+        return Ok(());
     }
     if m.model.is_some() || !m.set.is_empty() || m.wants_model() {
         let model = m
