@@ -218,6 +218,49 @@ fn tpcc_on_the_host_disk_with_its_data_cached_is_cpu_at_the_top_step() {
     );
 }
 
+#[test]
+fn tpcb_through_a_20ms_sync_replication_link_is_network() {
+    let _alone = alone();
+    let st = common::State::parallel();
+    let data = st.path("pd");
+    st.ok(&[
+        "pg",
+        "up",
+        "vnet",
+        "--data",
+        data.to_str().unwrap(),
+        "--standby",
+        "1",
+        "--sync",
+        "on",
+        "--link",
+        "rtt=20ms",
+    ]);
+    st.ok(&["tpcb", "init", "--db", "managed:vnet", "--scale", "1"]);
+    let out = st
+        .sb()
+        .args(["--json", "tpcb", "run", "--db", "managed:vnet", "-c", "1", "--duration", "5s"])
+        .output();
+    let out = out.unwrap();
+    let terminal = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "tpcb run failed: {terminal}");
+    let rec: Value = serde_json::from_slice(&out.stdout).expect("the run record");
+    let v = recorded_verdicts_are_recomputed(st.dir.path(), &rec, &terminal);
+    // Every commit waits for the standby's flush over the 20 ms round
+    // trip: at one client that is most of each transaction's time.
+    let (kind, evidence) = &v[0];
+    assert_eq!(*kind, Kind::Network, "{evidence}\n{terminal}");
+    assert!(
+        evidence.contains("each commit waits for the standby over a 20")
+            && evidence.contains("— the replication link")
+            // What the sessions waited on says the same (PostgreSQL's
+            // wait events, sampled by default).
+            && evidence.contains("IPC:SyncRep"),
+        "{evidence}"
+    );
+    st.ok(&["pg", "down", "vnet", "--destroy"]);
+}
+
 /// A modelled medium of `model` in `st`, mounted; returns its mount point.
 fn modelled(st: &common::State, name: &str, model: &str) -> String {
     st.ok(&["media", "create", name, "--size", "1G", "--fs", "ext4", "--model", model]);
