@@ -443,6 +443,7 @@ pub fn forget_array(d: &Daemon) {
     let _ = std::fs::remove_file(status);
     let _ = std::fs::remove_file(ctl);
     let _ = std::fs::remove_file(storbench_emu::daemon::scale_file(&d.config.with_extension("pid")));
+    let _ = std::fs::remove_file(owner_file(d));
 }
 
 /// A medium that is an array, with its daemon alive: its spec and daemon.
@@ -604,16 +605,29 @@ pub fn set_scale(name: &str, factor: f64) -> Result<f64, MediaError> {
 
 /// A time scale that is undone: while it lives, the medium runs at the
 /// scale given; dropped (a step's end, an error, Ctrl-C's unwinding), the
-/// medium is back at 1. A process killed outright leaves the scale as it
-/// was (`storbench media scale NAME 1` puts it back).
+/// medium is back at 1. While it lives, the medium's `NAME.scale-owner`
+/// file (beside its daemon's files) names this process; a storbench
+/// killed outright leaves the scale and that file, and the next storbench
+/// that looks at the medium (a run on it, `media list`) finds the owner
+/// gone and puts the scale back to 1 ([`reset_orphaned_scale`]).
 pub struct ScaleGuard {
     name: String,
+    owner: Option<PathBuf>,
 }
 
 impl ScaleGuard {
     /// Sets `name`'s scale to `factor` until the guard is dropped.
     pub fn set(name: &str, factor: f64) -> Result<ScaleGuard, MediaError> {
-        let g = ScaleGuard { name: name.to_string() };
+        let owner = registry::load()
+            .ok()
+            .and_then(|all| all.into_iter().find(|m| m.name == name))
+            .and_then(|m| m.daemon)
+            .map(|d| owner_file(&d));
+        if let (Some(path), Some(tag)) = (&owner, process_tag(std::process::id())) {
+            std::fs::write(path, tag)
+                .map_err(|e| MediaError::Failed(format!("writing {}: {e}", path.display())))?;
+        }
+        let g = ScaleGuard { name: name.to_string(), owner };
         set_scale(name, factor)?;
         Ok(g)
     }
@@ -622,7 +636,11 @@ impl ScaleGuard {
     /// the guard does the same and only logs a failure).
     pub fn restore(mut self) -> Result<(), MediaError> {
         let name = std::mem::take(&mut self.name);
-        set_scale(&name, 1.0).map(|_| ())
+        set_scale(&name, 1.0)?;
+        if let Some(p) = self.owner.take() {
+            let _ = std::fs::remove_file(p);
+        }
+        Ok(())
     }
 }
 
@@ -631,10 +649,56 @@ impl Drop for ScaleGuard {
         if self.name.is_empty() {
             return;
         }
-        if let Err(e) = set_scale(&self.name, 1.0) {
-            eprintln!("storbench: warning: medium '{}' may still run at another time scale: {e}", self.name);
+        match set_scale(&self.name, 1.0) {
+            Ok(_) => {
+                if let Some(p) = self.owner.take() {
+                    let _ = std::fs::remove_file(p);
+                }
+            }
+            Err(e) => {
+                eprintln!(
+                    "storbench: warning: medium '{}' may still run at another time scale: {e}",
+                    self.name
+                )
+            }
         }
     }
+}
+
+/// The file naming the process whose [`ScaleGuard`] holds a medium's
+/// time scale, beside the daemon's config.
+fn owner_file(d: &Daemon) -> PathBuf {
+    d.config.with_extension("scale-owner")
+}
+
+/// A process as `/proc` knows it: `PID STARTTIME` (clock ticks after
+/// boot), so a pid used again by another process is not taken for it.
+fn process_tag(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 22 (starttime), counting from the state after the command's ')'.
+    let start = stat.get(stat.rfind(')')? + 1..)?.split_whitespace().nth(19)?;
+    Some(format!("{pid} {start}"))
+}
+
+/// Puts `m`'s time scale back to 1 when the storbench whose
+/// [`ScaleGuard`] set it is gone (killed outright, so nothing undid it),
+/// returning the scale it found; `None` when no guard's owner is recorded
+/// or the owner still runs. A scale set by `media scale` has no owner and
+/// stays: that one is the user's.
+pub fn reset_orphaned_scale(m: &Medium) -> Option<f64> {
+    let d = m.daemon.as_ref()?;
+    let path = owner_file(d);
+    let tag = std::fs::read_to_string(&path).ok()?;
+    let pid: u32 = tag.split_whitespace().next()?.parse().ok()?;
+    if process_tag(pid).as_deref() == Some(tag.trim()) {
+        return None;
+    }
+    let was = scale_status(m).map(|s| s.scale).unwrap_or(1.0);
+    if was != 1.0 && alive(d) {
+        set_scale(&m.name, 1.0).ok()?;
+    }
+    let _ = std::fs::remove_file(&path);
+    Some(was)
 }
 
 /// The array's state now, for `media rebuild`'s progress (re-read from

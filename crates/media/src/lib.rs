@@ -441,6 +441,8 @@ pub fn describe_path(path: &Path) -> Option<serde_json::Value> {
     let m = all.into_iter().find(|m| {
         m.mount_point.as_ref().is_some_and(|mp| abs.starts_with(mp)) || abs == Path::new(&m.device)
     })?;
+    // A run on it begins: a time scale a killed storbench left is undone.
+    warn_orphaned_scale(&m);
     let note = if m.model.is_some() {
         Some("modelled per I/O by storbench's device-model daemon (FUSE under the loop device)")
     } else {
@@ -455,6 +457,17 @@ pub fn describe_path(path: &Path) -> Option<serde_json::Value> {
         "scale": emu::scale_status(&m).map(|s| s.scale),
         "note": note,
     }))
+}
+
+/// Puts back to 1 (and says so on stderr) a time scale that a storbench
+/// killed during a sensitivity re-run left on `m` ([`emu::reset_orphaned_scale`]).
+pub fn warn_orphaned_scale(m: &Medium) {
+    if let Some(was) = emu::reset_orphaned_scale(m).filter(|s| *s != 1.0) {
+        eprintln!(
+            "storbench: warning: medium '{}' was left at time scale ×{was} by a storbench that ended without undoing it; put back to ×1",
+            m.name
+        );
+    }
 }
 
 /// The directory a TARGET names: a medium's mount point, or a path. A

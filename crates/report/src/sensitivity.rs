@@ -50,6 +50,37 @@ pub struct Sensitivity {
     pub base: f64,
     /// One per factor, in the order they ran.
     pub points: Vec<Point>,
+    /// The headline is a time (`power.geomean`, in s): it falls when the
+    /// device gets faster, and the elasticity is taken of its inverse.
+    pub lower_better: bool,
+    /// The modelled device's busy share of the base step's time (its
+    /// service time per second, all operations, at most 1), from the
+    /// daemon's own figures; `None` without them.
+    pub device_share: Option<f64>,
+}
+
+/// The modelled medium `medium`'s busy share of a step's time: the sum
+/// over its operations of `emu.NAME.OP.iops` × `emu.NAME.OP.svc.mean`
+/// (µs), at most 1. At one client, whose transactions wait for the device
+/// one at a time, it is the device's part of each transaction's time, and
+/// the rest (CPU, the round trips to the medium) does not scale with it.
+pub fn device_share(s: &StepData, medium: &str) -> Option<f64> {
+    let head = format!("emu.{medium}.");
+    let mut busy_us = None;
+    for (name, (iops, _)) in s.metrics.range(head.clone()..) {
+        let Some(op) = name.strip_prefix(&head) else { break };
+        let Some(op) = op.strip_suffix(".iops") else { continue };
+        let Some((svc, _)) = s.metrics.get(&format!("{head}{op}.svc.mean")) else { continue };
+        *busy_us.get_or_insert(0.0) += iops * svc;
+    }
+    busy_us.map(|us: f64| (us / 1e6).clamp(0.0, 1.0))
+}
+
+/// What the headline would be at time scale `factor` if only the
+/// device's share `u` of the time scaled (Amdahl): `1 / (1 − u + u·f)`
+/// times the base.
+pub fn expected_ratio(u: f64, factor: f64) -> f64 {
+    1.0 / (1.0 - u + u * factor)
 }
 
 /// The scale a step ran at, when it is a sensitivity re-run, and the index
@@ -101,17 +132,24 @@ pub fn measure(run: &RunData) -> Vec<Sensitivity> {
         if reruns.is_empty() {
             continue;
         }
+        let medium = run
+            .sensitivity
+            .iter()
+            .find_map(|s| tag(s).filter(|(_, of)| *of == base.idx).and(s.params[PARAM]["medium"].as_str()));
+        let device_share = medium.and_then(|m| device_share(base, m));
         let Some((metric, name)) = headline(&run.run.kind, base) else { continue };
         let Some(b) = base.metrics.get(&metric).map(|m| m.0).filter(|v| v.is_finite() && *v > 0.0) else {
             continue;
         };
+        let lower_better =
+            base.metrics.get(&metric).is_some_and(|m| matches!(m.1.as_str(), "s" | "ms" | "us" | "µs"));
         let points = reruns
             .into_iter()
             .filter_map(|(s, factor)| {
                 let value = s.metrics.get(&metric)?.0;
-                let ratio = value / b;
+                let ratio = if lower_better { b / value } else { value / b };
                 let elasticity = (factor != 1.0 && value > 0.0).then(|| ratio.ln() / (1.0 / factor).ln());
-                Some(Point { factor, value, change: ratio - 1.0, elasticity })
+                Some(Point { factor, value, change: value / b - 1.0, elasticity })
             })
             .collect();
         out.push(Sensitivity {
@@ -121,6 +159,8 @@ pub fn measure(run: &RunData) -> Vec<Sensitivity> {
             name: name.to_string(),
             base: b,
             points,
+            lower_better,
+            device_share,
         });
     }
     out
@@ -151,6 +191,23 @@ impl Sensitivity {
             s.push_str(&format!(
                 "; elasticity {} (1: bound by the device, 0: untouched by it)",
                 el.join(", ")
+            ));
+        }
+        if let Some(u) = self.device_share.filter(|_| !self.points.is_empty()) {
+            let exp: Vec<String> = self
+                .points
+                .iter()
+                .map(|p| {
+                    let r = expected_ratio(u, p.factor);
+                    let pct = (if self.lower_better { 1.0 / r } else { r } - 1.0) * 100.0;
+                    let sign = if pct >= 0.0 { "+" } else { "−" };
+                    format!("{sign}{:.0} % at ×{}", pct.abs(), trim(p.factor))
+                })
+                .collect();
+            s.push_str(&format!(
+                "; the device was busy {:.0} % of the base step's time: if only its time scaled, {}",
+                u * 100.0,
+                exp.join(", ")
             ));
         }
         s
@@ -196,6 +253,35 @@ mod tests {
     }
 
     #[test]
+    fn the_devices_share_is_its_service_time_per_second() {
+        let mut s = StepData {
+            idx: 0,
+            label: "clients=1".into(),
+            params: Value::Null,
+            metrics: Default::default(),
+            samples: Default::default(),
+            notes: Default::default(),
+        };
+        assert_eq!(device_share(&s, "m"), None);
+        for (name, v) in [
+            ("emu.m.flush.iops", 50.0),
+            ("emu.m.flush.svc.mean", 16_000.0),
+            ("emu.m.write.iops", 100.0),
+            ("emu.m.write.svc.mean", 100.0),
+            ("emu.m.scale", 1.0),
+            ("emu.mm.flush.iops", 1000.0),
+            ("emu.mm.flush.svc.mean", 1000.0),
+        ] {
+            s.metrics.insert(name.into(), (v, String::new()));
+        }
+        // 50 × 16 ms + 100 × 0.1 ms a second; another medium's figures not.
+        assert!((device_share(&s, "m").unwrap() - 0.81).abs() < 1e-9);
+        assert!((expected_ratio(0.8, 0.5) - 1.0 / 0.6).abs() < 1e-9);
+        assert!((expected_ratio(1.0, 2.0) - 0.5).abs() < 1e-9);
+        assert_eq!(expected_ratio(0.0, 0.5), 1.0);
+    }
+
+    #[test]
     fn the_sentence_gives_the_change_and_the_elasticity() {
         let s = Sensitivity {
             step_idx: 0,
@@ -217,11 +303,32 @@ mod tests {
                     elasticity: Some((0.62f64).ln() / 0.5f64.ln()),
                 },
             ],
+            lower_better: false,
+            device_share: None,
         };
         assert_eq!(
             s.sentence(),
             "TPS +31 % if this storage were twice as fast (×0.5 device time), −38 % if half as fast (×2 device time); \
              elasticity 0.39 at ×0.5, 0.69 at ×2 (1: bound by the device, 0: untouched by it)"
+        );
+        let s = Sensitivity { device_share: Some(0.9), ..s };
+        assert!(
+            s.sentence().ends_with(
+                "; the device was busy 90 % of the base step's time: if only its time scaled, +82 % at ×0.5, −47 % at ×2"
+            ),
+            "{}",
+            s.sentence()
+        );
+        // A time headline falls as the device gets faster.
+        let s = Sensitivity { lower_better: true, name: "geomean query time".into(), ..s };
+        let p =
+            Point { factor: 0.5, value: 6.0, change: -0.4, elasticity: Some((10f64 / 6.0).ln() / 2f64.ln()) };
+        let s = Sensitivity { points: vec![p], ..s };
+        assert_eq!(
+            s.sentence(),
+            "geomean query time −40 % if this storage were twice as fast (×0.5 device time); \
+             elasticity 0.74 at ×0.5 (1: bound by the device, 0: untouched by it); \
+             the device was busy 90 % of the base step's time: if only its time scaled, −45 % at ×0.5"
         );
     }
 }

@@ -6,7 +6,7 @@
 //! A run whose data is on no modelled medium is refused (exit 2).
 
 use serde_json::Value;
-use storbench_report::sensitivity::{measure, NOTE};
+use storbench_report::sensitivity::{device_share, expected_ratio, measure, NOTE};
 use storbench_report::RunData;
 use storbench_results::Store;
 
@@ -29,7 +29,7 @@ fn tpcb_at_one_client_on_an_hdd_follows_the_devices_speed() {
     assert!(st.unwrap().success());
     let out = s
         .sb()
-        .args(["--json", "tpcb", "run", "--db", &db, "-c", "1", "-T", "6s", "--sensitivity", "0.5,2"])
+        .args(["--json", "tpcb", "run", "--db", &db, "-c", "1", "-T", "30s", "--sensitivity", "0.5,2"])
         .output()
         .unwrap();
     let terminal = String::from_utf8_lossy(&out.stderr).to_string();
@@ -49,21 +49,34 @@ fn tpcb_at_one_client_on_an_hdd_follows_the_devices_speed() {
     }
     assert!(steps[0]["metrics"].get("emu.sens-hdd.scale").is_none(), "the base step ran as modelled");
     // Physics: at one client every transaction waits for its commits'
-    // flushes on the disk, so its latency is a fixed part (SQLite's and
-    // storbench's CPU, the FUSE round trips: about 4 ms per transaction in
-    // a debug build on this host) plus the device's time, which the scale
-    // multiplies. The bound (×0.5 → 2× TPS within 10 %) holds where
-    // the device is everything (the io test below: 2.01×); here, on a busy
-    // shared host, three runs gave 1.72×, 1.92× and 2.26× at ×0.5 and
-    // 0.43-0.73× at ×2, so the bounds are the loosest that still fail when
-    // the scale is not applied (1×) or applied backwards.
+    // flushes on the disk one at a time, so its time is the device's part
+    // (which the scale multiplies) plus a part that does not scale
+    // (SQLite's and storbench's CPU, the FUSE round trips: 2-4 ms per
+    // transaction in a debug build on this host). The daemon's own figures
+    // give the device's busy share u of the base step (0.88-0.91 here), and
+    // TPS then follows 1 / (1 − u + u·f) (Amdahl), not 1/f: the issue's
+    // "×0.5 → 2× within 10 %" holds where u is near 1 (the io test below:
+    // 2.01×). SQLite's WAL autocheckpoint (every 1,000 pages, about 250
+    // transactions) adds a 1-3 s flush of scattered pages now and then, so
+    // the steps are 30 s long to hold several each.
     let lat = |s: &Value| s["metrics"]["lat.mean"]["value"].as_f64().unwrap();
     let (l_fast, l_base, l_slow) = (lat(&steps[1]), lat(&steps[0]), lat(&steps[2]));
     assert!(l_fast < l_base && l_base < l_slow, "lat {l_fast:.0} / {l_base:.0} / {l_slow:.0} µs\n{terminal}");
     let (base, fast, slow) = (tps(&steps[0]), tps(&steps[1]), tps(&steps[2]));
-    let up = fast / base;
-    assert!((1.4..=2.6).contains(&up), "×0.5: {fast} TPS against {base} ({up:.2}×)\n{terminal}");
-    assert!(slow / base < 0.8, "×2: {slow} TPS against {base}\n{terminal}");
+    let store = Store::open(s.path("r.db")).unwrap();
+    let id = rec["run"]["id"].as_i64().unwrap().to_string();
+    let run = RunData::load(&store, store.run(&id).unwrap()).unwrap();
+    let u = device_share(&run.steps[0], "sens-hdd").expect("the daemon's figures on the base step");
+    assert!(u > 0.75, "the device's share of a transaction at one client: {u:.2}\n{terminal}");
+    let (want_up, want_down) = (expected_ratio(u, 0.5), expected_ratio(u, 2.0));
+    let (up, down) = (fast / base, slow / base);
+    let split =
+        format!("u {u:.3}: ×0.5 {up:.2}× (expected {want_up:.2}×), ×2 {down:.2}× (expected {want_down:.2}×)");
+    eprintln!("{split}");
+    assert!((up / want_up - 1.0).abs() <= 0.10, "{split}\n{terminal}");
+    // At ×2 a 30 s step holds only 500 transactions (two checkpoints):
+    // a checkpoint more or less moves it by up to 15 %.
+    assert!((down / want_down - 1.0).abs() <= 0.20, "{split}\n{terminal}");
     // The medium is back at scale 1.
     let scale: Value =
         serde_json::from_str(&std::fs::read_to_string(s.state().join("emu/sens-hdd.scale")).unwrap())
@@ -72,15 +85,14 @@ fn tpcb_at_one_client_on_an_hdd_follows_the_devices_speed() {
     // The note is what the store's steps give again, and the terminal
     // printed it after the summary.
     let note = steps[0]["notes"][NOTE].as_str().unwrap_or_else(|| panic!("no note in {}", steps[0]));
-    let store = Store::open(s.path("r.db")).unwrap();
-    let id = rec["run"]["id"].as_i64().unwrap().to_string();
-    let run = RunData::load(&store, store.run(&id).unwrap()).unwrap();
     assert_eq!(run.steps.len(), 1, "re-runs are not load levels");
     let again = measure(&run);
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].sentence(), note);
     assert!(
-        note.starts_with("TPS +") && note.contains("if this storage were twice as fast (×0.5 device time)"),
+        note.starts_with("TPS +")
+            && note.contains("if this storage were twice as fast (×0.5 device time)")
+            && note.contains(&format!("the device was busy {:.0} % of the base step's time", u * 100.0)),
         "{note}"
     );
     let line = format!("sensitivity clients=1: {note}");
@@ -153,4 +165,140 @@ fn io_at_qd1_on_an_hdd_scales_its_iops_with_the_device() {
     let scale: Value =
         serde_json::from_str(&std::fs::read_to_string(s.state().join("emu/sens-io.scale")).unwrap()).unwrap();
     assert_eq!(scale["scale"], 1.0);
+}
+
+#[test]
+fn a_killed_storbench_leaves_no_time_scale_behind_and_media_list_shows_one() {
+    let s = State::new();
+    s.ok(&["media", "create", "sens-kill", "--size", "256M", "--fs", "ext4", "--model", "hdd"]);
+    let m = s.media().into_iter().find(|m| m["name"] == "sens-kill").unwrap();
+    let scale_file = s.state().join("emu/sens-kill.scale");
+    let scale_now = || -> f64 {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&scale_file).unwrap()).unwrap();
+        v["scale"].as_f64().unwrap()
+    };
+    // A scale the user set is the user's: listed, kept, no warning.
+    s.ok(&["media", "scale", "sens-kill", "0.5"]);
+    let (code, out, err) = s.run(&["media", "list"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("model hdd ×0.5"), "{out}");
+    let listed = s.media().into_iter().find(|m| m["name"] == "sens-kill").unwrap();
+    assert_eq!(listed["scale"], 0.5);
+    assert!(!err.contains("time scale"), "{err}");
+    assert_eq!(scale_now(), 0.5);
+    s.ok(&["media", "scale", "sens-kill", "1"]);
+    // A storbench killed outright in a sensitivity re-run.
+    let db = format!("sqlite:{}/tpcb.db", m["mount_point"].as_str().unwrap());
+    s.ok(&["tpcb", "init", "--db", &db, "--scale", "1"]);
+    let mut child = s
+        .sb()
+        .args([
+            "tpcb",
+            "run",
+            "--db",
+            &db,
+            "-T",
+            "1s",
+            "--sensitivity",
+            "2",
+            "--sensitivity-duration",
+            "120s",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while scale_now() != 2.0 {
+        assert!(t0.elapsed().as_secs() < 60, "the re-run never set ×2");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(scale_now(), 2.0, "SIGKILL undoes nothing by itself");
+    // The next look at the medium puts it back, and says so.
+    let (code, out, err) = s.run(&["media", "list"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(
+            "medium 'sens-kill' was left at time scale ×2 by a storbench that ended without undoing it"
+        ),
+        "{err}"
+    );
+    assert!(out.contains("model hdd ") && !out.contains("×2"), "{out}");
+    assert_eq!(scale_now(), 1.0);
+    assert!(!s.state().join("emu/sens-kill.scale-owner").exists());
+    // Once only.
+    let (_, _, err) = s.run(&["media", "list"]);
+    assert!(!err.contains("time scale"), "{err}");
+}
+
+#[test]
+fn tpch_power_on_an_hdd_reruns_the_power_test_per_factor() {
+    let s = State::new();
+    s.ok(&["media", "create", "sens-tpch", "--size", "256M", "--fs", "ext4", "--model", "hdd"]);
+    let m = s.media().into_iter().find(|m| m["name"] == "sens-tpch").unwrap();
+    let db = format!("sqlite:{}/tpch.db", m["mount_point"].as_str().unwrap());
+    s.ok(&["tpch", "build", "--db", &db, "--scale", "0.01"]);
+    for (args, want) in [
+        (vec!["--test", "throughput", "--sensitivity", "0.5"], "--sensitivity: only with --test power"),
+        (
+            vec!["--sensitivity", "0.5", "--sensitivity-duration", "5s"],
+            "--sensitivity-duration 5s: tpch re-runs the whole power test",
+        ),
+        (vec!["--sensitivity", "1"], "1 is the step itself"),
+    ] {
+        let mut a = vec!["tpch", "run", "--db", &db];
+        a.extend(args);
+        let (code, _, err) = s.run(&a);
+        assert_eq!(code, 2, "{a:?}: {err}");
+        assert!(err.contains(want) && err.trim().lines().count() == 1, "{a:?}: {err}");
+    }
+    let out = s
+        .sb()
+        .args(["--json", "tpch", "run", "--db", &db, "--queries", "1,6", "--sensitivity", "0.5,2"])
+        .output();
+    let out = out.unwrap();
+    let terminal = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{terminal}");
+    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let steps = rec["steps"].as_array().unwrap();
+    let labels: Vec<&str> = steps.iter().map(|s| s["label"].as_str().unwrap()).collect();
+    // The power test's own steps, its summary, then one summary per factor
+    // (the re-runs' queries are not steps of their own).
+    assert_eq!(labels[labels.len() - 3..], ["summary", "summary ×0.5", "summary ×2"], "{labels:?}");
+    let base = &steps[steps.len() - 3];
+    for (st, f) in steps[steps.len() - 2..].iter().zip([0.5, 2.0]) {
+        assert_eq!(st["params"]["sensitivity"]["scale"], f, "{}", st["params"]);
+        assert_eq!(st["params"]["sensitivity"]["of"], base["idx"]);
+        // Two cached queries at SF 0.01 may do no I/O in a whole second:
+        // the daemon's figure, when there is one, says the scale.
+        if let Some(seen) = st["metrics"]["emu.sens-tpch.scale"]["value"].as_f64() {
+            assert!((seen - f).abs() < 0.01, "scale {seen} during the ×{f} re-run");
+        }
+        assert!(st["metrics"]["power.geomean"]["value"].as_f64().unwrap() > 0.0);
+    }
+    // The headline is a time: its change is the query time's.
+    let note = base["notes"][NOTE].as_str().unwrap_or_else(|| panic!("no note in {base}"));
+    assert!(
+        note.starts_with("geomean query time ") && note.contains("twice as fast (×0.5 device time)"),
+        "{note}"
+    );
+    assert!(terminal.contains(&format!("sensitivity summary: {note}")), "{terminal}");
+    let store = Store::open(s.path("r.db")).unwrap();
+    let id = rec["run"]["id"].as_i64().unwrap().to_string();
+    let run = RunData::load(&store, store.run(&id).unwrap()).unwrap();
+    let again = measure(&run);
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].sentence(), note);
+    assert!(again[0].lower_better);
+    let scale: Value =
+        serde_json::from_str(&std::fs::read_to_string(s.state().join("emu/sens-tpch.scale")).unwrap())
+            .unwrap();
+    assert_eq!(scale["scale"], 1.0);
+    // The daemon took each factor and 1 after it, in order.
+    let log = std::fs::read_to_string(s.state().join("emu/sens-tpch.log")).unwrap();
+    let taken: Vec<&str> =
+        log.lines().filter(|l| l.contains("scale command")).filter_map(|l| l.rsplit("now ").next()).collect();
+    assert_eq!(taken, ["×0.5", "×1", "×2", "×1"], "{log}");
 }

@@ -163,6 +163,104 @@ fn tpcb_at_scale_1_with_16_clients_on_postgres_is_contention() {
     }
 }
 
+#[test]
+fn tpcc_on_the_host_disk_with_its_data_cached_is_cpu_at_the_top_step() {
+    let _alone = alone();
+    let db = format!("sb_verdict_tpcc_{}", std::process::id());
+    common::psql("postgres", &format!("DROP DATABASE IF EXISTS {db}"));
+    common::psql("postgres", &format!("CREATE DATABASE {db}"));
+    let url = format!("postgres://root@127.0.0.1:5432/{db}");
+    let d = tempfile::tempdir().unwrap();
+    let result = std::panic::catch_unwind(|| {
+        let st = sb(d.path()).args(["tpcc", "build", "--db", &url, "--warehouses", "1"]).status().unwrap();
+        assert!(st.success());
+        // One warehouse (about 100 MB) stays in the server's and the
+        // host's caches: the users' reads never reach the disk, and with
+        // more users than cores the host's CPU is what they queue for.
+        let out = sb(d.path())
+            .args([
+                "--json",
+                "tpcc",
+                "run",
+                "--db",
+                &url,
+                "--users",
+                "1,8",
+                "--rampup",
+                "2s",
+                "--duration",
+                "6s",
+            ])
+            .output()
+            .unwrap();
+        let terminal = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "tpcc run failed: {terminal}");
+        let rec: Value = serde_json::from_slice(&out.stdout).expect("the run record");
+        let v = recorded_verdicts_are_recomputed(d.path(), &rec, &terminal);
+        let top = &rec["steps"][1]["metrics"];
+        let reads: f64 = top
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| k.starts_with("dev.") && k.ends_with(".r_iops"))
+            .filter_map(|(_, m)| m["value"].as_f64())
+            .sum();
+        (v, reads, terminal)
+    });
+    common::psql("postgres", &format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"));
+    let (v, reads, terminal) = result.unwrap();
+    assert!(reads < 50.0, "the data was not cached: {reads:.0} device reads/s\n{terminal}");
+    let (kind, evidence) = &v[1];
+    assert_eq!(*kind, Kind::Cpu, "{evidence}\n{terminal}");
+    assert!(
+        evidence.starts_with("CPU ") && evidence.contains("faster storage would not raise"),
+        "{evidence}"
+    );
+}
+
+#[test]
+fn tpcb_through_a_20ms_sync_replication_link_is_network() {
+    let _alone = alone();
+    let st = common::State::parallel();
+    let data = st.path("pd");
+    st.ok(&[
+        "pg",
+        "up",
+        "vnet",
+        "--data",
+        data.to_str().unwrap(),
+        "--standby",
+        "1",
+        "--sync",
+        "on",
+        "--link",
+        "rtt=20ms",
+    ]);
+    st.ok(&["tpcb", "init", "--db", "managed:vnet", "--scale", "1"]);
+    let out = st
+        .sb()
+        .args(["--json", "tpcb", "run", "--db", "managed:vnet", "-c", "1", "--duration", "5s"])
+        .output();
+    let out = out.unwrap();
+    let terminal = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "tpcb run failed: {terminal}");
+    let rec: Value = serde_json::from_slice(&out.stdout).expect("the run record");
+    let v = recorded_verdicts_are_recomputed(st.dir.path(), &rec, &terminal);
+    // Every commit waits for the standby's flush over the 20 ms round
+    // trip: at one client that is most of each transaction's time.
+    let (kind, evidence) = &v[0];
+    assert_eq!(*kind, Kind::Network, "{evidence}\n{terminal}");
+    assert!(
+        evidence.contains("each commit waits for the standby over a 20")
+            && evidence.contains("— the replication link")
+            // What the sessions waited on says the same (PostgreSQL's
+            // wait events, sampled by default).
+            && evidence.contains("IPC:SyncRep"),
+        "{evidence}"
+    );
+    st.ok(&["pg", "down", "vnet", "--destroy"]);
+}
+
 /// A modelled medium of `model` in `st`, mounted; returns its mount point.
 fn modelled(st: &common::State, name: &str, model: &str) -> String {
     st.ok(&["media", "create", name, "--size", "1G", "--fs", "ext4", "--model", model]);

@@ -167,3 +167,108 @@ fn tpch_run_prints_the_verdict_of_every_step_it_recorded() {
     common::psql("postgres", &format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"));
     result.unwrap();
 }
+
+/// A mariadbd of the test's own, in a temporary directory: its socket,
+/// no TCP, no option files, stopped (SIGTERM, then SIGKILL) when dropped.
+struct TempMariadb {
+    child: std::process::Child,
+    socket: std::path::PathBuf,
+}
+
+impl TempMariadb {
+    fn start(dir: &Path, extra: &[&str]) -> TempMariadb {
+        let data = dir.join("data");
+        let out = Command::new("mariadb-install-db")
+            .args([
+                "--no-defaults",
+                "--user=root",
+                "--auth-root-authentication-method=normal",
+                "--skip-test-db",
+            ])
+            .arg(format!("--datadir={}", data.display()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "mariadb-install-db: {}", String::from_utf8_lossy(&out.stderr));
+        let socket = dir.join("m.sock");
+        let child = Command::new("mariadbd")
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--socket={}", socket.display()))
+            .arg(format!("--pid-file={}", dir.join("m.pid").display()))
+            .arg(format!("--log-error={}", dir.join("m.err").display()))
+            .args(["--skip-networking", "--user=root", "--innodb-buffer-pool-size=64M"])
+            .args(extra)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let m = TempMariadb { child, socket };
+        let t0 = std::time::Instant::now();
+        while !m.sql("SELECT 1") {
+            let log = std::fs::read_to_string(dir.join("m.err")).unwrap_or_default();
+            assert!(t0.elapsed().as_secs() < 60, "mariadbd did not start: {log}");
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        m
+    }
+
+    fn sql(&self, s: &str) -> bool {
+        let sock = format!("--socket={}", self.socket.display());
+        Command::new("mysql").args(["-uroot", &sock, "-e", s]).output().is_ok_and(|o| o.status.success())
+    }
+
+    fn url(&self, db: &str) -> String {
+        format!("mysql://root@localhost/{db}?socket={}", self.socket.display())
+    }
+}
+
+impl Drop for TempMariadb {
+    fn drop(&mut self) {
+        // SAFETY: signalling the server this test started.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        for _ in 0..300 {
+            if self.child.try_wait().ok().flatten().is_some() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_mariadb_with_performance_schema_on_records_its_waits() {
+    let d = tempfile::tempdir().unwrap();
+    // The system server is left alone: a temporary one, with the wait
+    // instruments and the current-waits consumer on.
+    let m = TempMariadb::start(
+        d.path(),
+        &[
+            "--performance-schema=ON",
+            "--performance-schema-instrument=wait/%=ON",
+            "--performance-schema-consumer-events-waits-current=ON",
+        ],
+    );
+    assert!(m.sql("CREATE DATABASE sbwaits"));
+    let url = m.url("sbwaits");
+    let st = sb(d.path()).args(["tpcb", "init", "--db", &url, "--scale", "1"]).status().unwrap();
+    assert!(st.success());
+    let (id, err) = run(d.path(), &["tpcb", "run", "--db", &url, "--clients", "4", "--duration", "4s"]);
+    assert!(!err.contains("no wait events"), "{err}");
+    let (figures, secs) = waits(d.path(), &id);
+    let looks = figures.get("wait.samples").copied().unwrap_or(0.0);
+    assert!((35.0..=45.0).contains(&looks), "{looks} looks in {figures:?}\n{err}");
+    assert!(figures.get("wait.aas").is_some_and(|a| *a > 0.0), "no active sessions: {figures:?}");
+    let shares: Vec<_> = figures.keys().filter(|k| k.starts_with("wait.share.")).collect();
+    assert!(!shares.is_empty(), "no wait classes: {figures:?}");
+    let with_sessions: Vec<_> =
+        secs.iter().filter(|(_, s)| s.get("wait.aas").is_some_and(|a| *a > 0.0)).collect();
+    assert!(with_sessions.len() >= 3, "{secs:?}");
+    for (t, s) in &with_sessions {
+        let sum: f64 = s.iter().filter(|(k, _)| k.starts_with("wait.share.")).map(|(_, v)| v).sum();
+        assert!((sum - 1.0).abs() < 1e-9, "second {t}: shares sum to {sum}: {s:?}");
+    }
+    assert!(err.contains("waits clients=4: "), "{err}");
+}

@@ -348,7 +348,12 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         MediaVerb::List => {
+            for (m, _) in storbench_media::list().map_err(media_err)? {
+                storbench_media::warn_orphaned_scale(&m);
+            }
             let all = storbench_media::list().map_err(media_err)?;
+            // The time scale in effect, on a modelled medium (1: as modelled).
+            let scale = |m: &storbench_media::Medium| storbench_media::emu::scale_status(m).map(|s| s.scale);
             if g.json {
                 let v: Vec<_> = all
                     .iter()
@@ -357,6 +362,9 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
                         v["state"] = serde_json::json!(s.as_str());
                         if let Some(a) = storbench_media::emu::array_status(m) {
                             v["array"] = serde_json::json!(a);
+                        }
+                        if let Some(f) = scale(m) {
+                            v["scale"] = serde_json::json!(f);
                         }
                         v
                     })
@@ -380,7 +388,12 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
                     if m.block_size > 0 { format_size(m.block_size) } else { "-".into() },
                     m.emulate
                         .clone()
-                        .or_else(|| m.model.as_ref().map(|s| format!("model {}", s.label())))
+                        .or_else(|| {
+                            m.model.as_ref().map(|s| match scale(m).filter(|f| *f != 1.0) {
+                                Some(f) => format!("model {} ×{f}", s.label()),
+                                None => format!("model {}", s.label()),
+                            })
+                        })
                         .unwrap_or_else(|| "-".into()),
                     m.mount_point.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "-".into()),
                     match storbench_media::emu::array_status(m) {

@@ -121,6 +121,10 @@ pub struct RunArgs {
     pub timeout: Option<String>,
     #[command(flatten)]
     pub waits: oltp::WaitArgs,
+    /// `--sensitivity` (power test only: the whole power test is re-run
+    /// once per factor; `--sensitivity-duration` does not apply).
+    #[command(flatten)]
+    pub sens: oltp::SensitivityArgs,
 }
 
 /// Options of `tpch check`.
@@ -262,6 +266,45 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
     })
 }
 
+/// A sensitivity re-run of the power test: only its summary is recorded,
+/// as `summary ×F` tagged `params.sensitivity` (the queries' own steps
+/// would be load levels of no axis).
+struct Rerun<'a> {
+    rec: &'a mut Recorder,
+    quiet: bool,
+    factor: f64,
+    tag: Value,
+}
+
+impl TestSink for Rerun<'_> {
+    type Clock = crate::record::StepClock;
+
+    fn clock(&self) -> Self::Clock {
+        self.rec.clock()
+    }
+
+    fn step(
+        &mut self,
+        clock: Self::Clock,
+        label: &str,
+        mut params: Value,
+        r: StepReport,
+    ) -> Result<StepReport, String> {
+        if label != "summary" {
+            return Ok(r);
+        }
+        params[storbench_report::sensitivity::PARAM] = self.tag.clone();
+        let label = format!("{label} ×{}", self.factor);
+        self.rec.write_step(clock, &label, params, r).map_err(|e| format!("{e:#}"))
+    }
+
+    fn phase(&self, line: &str) {
+        if !self.quiet {
+            eprintln!("sensitivity ×{}: {line}", self.factor);
+        }
+    }
+}
+
 /// The tests' steps go to the results store, their items to stderr.
 struct Sink<'a> {
     rec: &'a mut Recorder,
@@ -313,6 +356,17 @@ fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
             return Err(usage("--streams: only the throughput test has streams (--test throughput or both)"));
         }
     }
+    let sens = a.sens.parse(false)?;
+    if sens.is_some() && a.test != TestKind::Power {
+        return Err(usage(
+            "--sensitivity: only with --test power (the power test is re-run once per factor)",
+        ));
+    }
+    if let Some(d) = sens.as_ref().and_then(|s| s.1.as_ref()).and(a.sens.sensitivity_duration.as_ref()) {
+        return Err(usage(format!(
+            "--sensitivity-duration {d}: tpch re-runs the whole power test, which has no duration"
+        )));
+    }
     let db = parse_db(&a.db.db)?;
     oltp::require_sqlite_file(&db, "tpch build")?;
     if timeout.is_some() && db.sqlite_path().is_some() {
@@ -344,6 +398,7 @@ fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
     });
     let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
     std::mem::drop(conn);
+    let sensitivity = oltp::sensitivity_plan(sens, &targets)?;
     let test = format!("{:?}", a.test).to_lowercase();
     let config = json!({
         "db": db.shown, "scale": sf, "test": test, "streams": streams, "queries": a.queries,
@@ -391,8 +446,34 @@ fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
         }
         Err(e) => return rec.finish(Outcome::Failed(e.into())),
     };
-    let (shown, power_size, interrupted, failures) =
+    let (shown, power_size, mut interrupted, failures) =
         (out.summary, out.power_size, out.interrupted, out.failures);
+    // The storage sensitivity: the power test again at each factor, only
+    // its summary recorded (tagged), after a whole run without failures.
+    let mut sens_lines = Vec::new();
+    if let (Some(plan), false, true, Some(base)) =
+        (&sensitivity, interrupted, failures.is_empty(), rec.last_idx())
+    {
+        let ran = plan.each(&crate::interrupt::requested, |f| -> Result<bool> {
+            let tag = json!({ "scale": f, "of": base, "medium": plan.medium });
+            let mut sink = Rerun { rec: &mut rec, quiet: g.quiet, factor: f, tag };
+            match run_tests(&mut sink, &connect, &tests, crate::interrupt::flag()) {
+                Ok(o) if o.failures.is_empty() => Ok(o.interrupted),
+                Ok(o) => Err(anyhow::anyhow!("sensitivity ×{f}: {}", o.failures[0])),
+                Err(e) => Err(anyhow::anyhow!("sensitivity ×{f}: {e}")),
+            }
+        });
+        match ran {
+            Ok(r) if r.iter().any(|(_, stopped)| *stopped) || crate::interrupt::requested() => {
+                interrupted = true
+            }
+            Ok(_) => match rec.write_sensitivity(base) {
+                Ok(s) => sens_lines.extend(s.map(|s| format!("sensitivity {}: {}", s.label, s.sentence()))),
+                Err(e) => return rec.finish(Outcome::Failed(e)),
+            },
+            Err(e) => return rec.finish(Outcome::Failed(e)),
+        }
+    }
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header(vec!["figure", "value"]);
@@ -406,7 +487,9 @@ fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
     }
     oltp::result(g, t.to_string());
     // What limited each query, as tpcb and tpcc print it.
-    for line in oltp::verdict_lines(rec.verdicts()).into_iter().chain(oltp::wait_lines(&rec)) {
+    for line in
+        oltp::verdict_lines(rec.verdicts()).into_iter().chain(oltp::wait_lines(&rec)).chain(sens_lines)
+    {
         oltp::result(g, line);
     }
     if power_size.is_none() && matches!(a.test, TestKind::Power | TestKind::Both) {
