@@ -1,8 +1,14 @@
 //! Live metrics for Prometheus (`--metrics-addr 127.0.0.1:9184`): the last
-//! second's TPM/NOPM/TPS/IOPS, latency quantiles of the last interval and the
-//! monitor's CPU/device figures, labelled by run, step and shard, served in
-//! the text exposition format (OpenMetrics, which Prometheus scrapes) by the
-//! official `prometheus-client` crate.
+//! second's TPM/NOPM/TPS/IOPS, latency as a histogram and the monitor's
+//! CPU/device figures, labelled by run, step and shard, served in the text
+//! exposition format (OpenMetrics, which Prometheus scrapes) by the official
+//! `prometheus-client` crate.
+//!
+//! Latency is a classic Prometheus histogram, `storbench_latency_seconds`
+//! (`_bucket{le=…}`, `_sum`, `_count`, counters over the step), on the fixed
+//! bounds [`LIVE_BOUNDS_S`], not quantile gauges: quantiles cannot be
+//! averaged or summed across shards or over time, buckets can
+//! (`histogram_quantile(0.99, sum by (le) (rate(storbench_latency_seconds_bucket[1m])))`).
 //!
 //! The HTTP side is hyper's HTTP/1 server on a one-thread tokio runtime of
 //! its own, never a hand-written loop: a peer is hostile until proven
@@ -38,10 +44,12 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::{oneshot, Semaphore};
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
+use storbench_metrics::{LiveLatency, LIVE_BOUNDS_S};
 
 /// The largest request head (request line and headers) read, in bytes:
 /// hyper's read buffer limit (its floor is 8 KiB). A scraper's GET is a few
@@ -77,7 +85,7 @@ struct Labels {
     shard: String,
 }
 
-/// A series with one more label: the quantile, or the figure's name.
+/// A series with one more label: the figure's name.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Named {
     run: String,
@@ -102,8 +110,9 @@ pub struct LiveValues {
     pub iops: Option<f64>,
     /// MB/s.
     pub mbps: Option<f64>,
-    /// Latency quantiles of the last interval: (quantile label, µs), e.g. ("0.99", 812.0).
-    pub latency_us: Vec<(String, f64)>,
+    /// The last interval's latencies (added to the step's histogram): of
+    /// every I/O (io) or every transaction (tpcc, tpcb).
+    pub latency: Option<LiveLatency>,
     /// The monitor's figures: (name, value), e.g. ("cpu.iowait", 3.5), ("dev.nvme0n1.util", 71.0).
     pub system: Vec<(String, f64)>,
 }
@@ -114,7 +123,7 @@ struct Gauges {
     tps: Family<Labels, G>,
     iops: Family<Labels, G>,
     mbps: Family<Labels, G>,
-    latency: Family<Named, G>,
+    latency: Family<Labels, Buckets>,
     system: Family<Named, G>,
 }
 
@@ -156,8 +165,8 @@ impl Exporter {
         registry.register("iops", "I/O operations per second, last second", gauges.iops.clone());
         registry.register("mbps", "I/O megabytes per second, last second", gauges.mbps.clone());
         registry.register(
-            "latency_microseconds",
-            "Latency quantile of the last interval (label name = quantile)",
+            "latency_seconds",
+            "Latency of each I/O (io) or transaction (tpcc, tpcb) in the step, seconds",
             gauges.latency.clone(),
         );
         registry.register(
@@ -227,8 +236,8 @@ impl Exporter {
             shard: l.shard.clone(),
             name: name.into(),
         };
-        for (q, x) in &v.latency_us {
-            g.latency.get_or_create(&named(q)).set(*x);
+        if let Some(lat) = &v.latency {
+            g.latency.get_or_create(&l).add(lat);
         }
         for (n, x) in &v.system {
             g.system.get_or_create(&named(n)).set(*x);
@@ -257,6 +266,42 @@ fn render(shared: &Shared) -> String {
     // Writing to a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut out, &shared.registry);
     out
+}
+
+/// A histogram fed whole intervals' bucket counts (prometheus-client's own
+/// `Histogram` takes one value at a time); encoded as a classic histogram.
+#[derive(Clone, Debug, Default)]
+struct Buckets(Arc<Mutex<(LiveLatency, u64)>>);
+
+impl Buckets {
+    fn add(&self, l: &LiveLatency) {
+        let mut g = self.0.lock().expect("buckets");
+        if g.0.counts.len() != l.counts.len() {
+            g.0 = LiveLatency::default();
+        }
+        for (a, b) in g.0.counts.iter_mut().zip(&l.counts) {
+            *a += b;
+        }
+        g.0.sum_s += l.sum_s;
+        g.1 += l.count();
+    }
+}
+
+impl TypedMetric for Buckets {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for Buckets {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let g = self.0.lock().expect("buckets");
+        let bounds = LIVE_BOUNDS_S.iter().copied().chain([f64::INFINITY]);
+        let buckets: Vec<(f64, u64)> = bounds.zip(g.0.counts.iter().copied()).collect();
+        encoder.encode_histogram::<NoLabelSet>(g.0.sum_s, g.1, &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
 }
 
 /// Accepts until `stopped` fires; each connection is a task of its own
@@ -340,6 +385,15 @@ mod tests {
             .collect()
     }
 
+    /// An interval's latencies: (a latency in seconds, how many), and their sum.
+    fn lat(values: &[(f64, u64)], sum_s: f64) -> LiveLatency {
+        let mut l = LiveLatency { sum_s, ..LiveLatency::default() };
+        for (v, n) in values {
+            l.counts[storbench_metrics::live_bucket((v * 1e9) as u64)] += n;
+        }
+        l
+    }
+
     #[test]
     fn scrape_returns_what_was_fed_labelled() {
         let e = Exporter::start("127.0.0.1:0", "ab12cd34", "1/3").unwrap();
@@ -348,10 +402,12 @@ mod tests {
             tpm: Some(1200.0),
             nopm: Some(540.5),
             tps: Some(20.0),
-            latency_us: vec![("0.99".into(), 812.25)],
+            latency: Some(lat(&[(0.0005, 3), (2.0, 1)], 0.0042)),
             system: vec![("cpu.iowait".into(), 3.5)],
             ..Default::default()
         });
+        // A second interval adds to the step's histogram.
+        e.update(&LiveValues { latency: Some(lat(&[(0.0005, 2), (60.0, 1)], 60.001)), ..Default::default() });
         let (head, body) = scrape(e.addr(), "/metrics");
         assert!(head.starts_with("HTTP/1.1 200"), "{head}");
         let s = parse(&body);
@@ -364,7 +420,23 @@ mod tests {
         assert_eq!(get("storbench_tpm", ""), Some(1200.0));
         assert_eq!(get("storbench_nopm", ""), Some(540.5));
         assert_eq!(get("storbench_tps", ""), Some(20.0));
-        assert_eq!(get("storbench_latency_microseconds", "0.99"), Some(812.25));
+        // The histogram: cumulative buckets at every bound, +Inf, sum, count.
+        let le = |b: &str| {
+            let want = format!("le=\"{b}\",{labels}");
+            s.iter()
+                .find(|(name, l, _)| name == "storbench_latency_seconds_bucket" && *l == want)
+                .map(|x| x.2)
+        };
+        assert_eq!(le("0.00025"), Some(0.0));
+        assert_eq!(le("0.0005"), Some(5.0));
+        assert_eq!(le("1.0"), Some(5.0));
+        assert_eq!(le("2.5"), Some(6.0));
+        assert_eq!(le("+Inf"), Some(7.0));
+        let buckets = s.iter().filter(|x| x.0 == "storbench_latency_seconds_bucket").count();
+        assert_eq!(buckets, LIVE_BOUNDS_S.len() + 1);
+        assert_eq!(get("storbench_latency_seconds_count", ""), Some(7.0));
+        assert!((get("storbench_latency_seconds_sum", "").unwrap() - 60.0052).abs() < 1e-9);
+        assert!(body.contains("# TYPE storbench_latency_seconds histogram"), "{body}");
         assert_eq!(get("storbench_system", "cpu.iowait"), Some(3.5));
         assert_eq!(get("storbench_iops", ""), None, "not fed, not exported");
 

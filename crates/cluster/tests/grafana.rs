@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 use storbench_cluster::{Exporter, LiveValues};
+use storbench_metrics::{LiveLatency, LIVE_BOUNDS_S};
 
 /// The metric names and label names a scrape shows, with every family set.
 fn served() -> (BTreeSet<String>, BTreeSet<String>) {
@@ -18,7 +19,7 @@ fn served() -> (BTreeSet<String>, BTreeSet<String>) {
         tps: Some(1.0),
         iops: Some(1.0),
         mbps: Some(1.0),
-        latency_us: vec![("0.99".into(), 1.0)],
+        latency: Some(LiveLatency { counts: vec![1; LIVE_BOUNDS_S.len() + 1], sum_s: 1.0 }),
         system: vec![("cpu.iowait".into(), 1.0)],
     });
     let text = e.render();
@@ -70,25 +71,29 @@ fn metric_names(q: &str) -> Vec<String> {
     out
 }
 
-/// The label names selected on inside `{…}` and named in `by (…)` and
-/// `label_values(…, L)`.
+/// The label names selected on inside `{…}` and named in `by (…)`,
+/// `without (…)` and `label_values(…, L)`.
 fn label_names(q: &str) -> Vec<String> {
+    let ident =
+        |s: &str| -> String { s.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect() };
     let mut out = Vec::new();
-    for (open, close) in [('{', '}'), ('(', ')')] {
-        for part in q.split(open).skip(1) {
-            let inner = part.split(close).next().unwrap_or("");
-            for item in inner.split(',') {
-                let item = item.trim();
-                let name: String =
-                    item.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-                let rest = item[name.len()..].trim_start();
-                let is_selector = open == '{' && (rest.starts_with('=') || rest.starts_with('!'));
-                let is_grouping =
-                    open == '(' && rest.is_empty() && !name.is_empty() && !name.starts_with("storbench_");
-                if is_selector || is_grouping {
-                    out.push(name);
-                }
+    for part in q.split('{').skip(1) {
+        for item in part.split('}').next().unwrap_or("").split(',') {
+            let item = item.trim();
+            let name = ident(item);
+            let rest = item[name.len()..].trim_start();
+            if rest.starts_with('=') || rest.starts_with('!') {
+                out.push(name);
             }
+        }
+    }
+    for (at, _) in q.match_indices('(') {
+        let before = q[..at].trim_end();
+        let inner = q[at + 1..].split(')').next().unwrap_or("");
+        if before.ends_with(" by") || before.ends_with(" without") || before == "by" || before == "without" {
+            out.extend(inner.split(',').map(|i| ident(i.trim())).filter(|n| !n.is_empty()));
+        } else if before.ends_with("label_values") {
+            out.extend(inner.rsplit(',').next().map(|i| ident(i.trim())).filter(|n| !n.is_empty()));
         }
     }
     out
@@ -114,6 +119,13 @@ fn the_dashboard_asks_only_for_series_the_exporter_serves() {
             assert!(labels.contains(&l), "label '{l}' in '{q}' is not on the series; they carry {labels:?}");
         }
     }
+    // Latency is read from the histogram's buckets, over a rate window,
+    // never from a quantile gauge.
+    for q in qs.iter().filter(|q| q.contains("_bucket")) {
+        assert!(q.starts_with("histogram_quantile(") && q.contains("rate(") && q.contains("le"), "{q}");
+    }
+    assert!(qs.iter().filter(|q| q.contains("storbench_latency_seconds_bucket")).count() >= 2, "{qs:?}");
+    assert!(!labels.contains("quantile"), "quantile gauges served: {labels:?}");
     // Every family the exporter serves has a panel.
     assert_eq!(used, names, "families without a panel");
 }
@@ -127,4 +139,8 @@ fn the_query_readers_find_what_they_should() {
     );
     assert_eq!(label_names("label_values(storbench_system, run)"), ["run"]);
     assert_eq!(label_names("storbench_x{nope=\"1\"}"), ["nope"]);
+    assert_eq!(
+        label_names("histogram_quantile(0.99, sum by (le) (rate(storbench_x_bucket{run=~\"$run\"}[1m])))"),
+        ["run", "le"]
+    );
 }

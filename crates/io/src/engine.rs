@@ -48,6 +48,8 @@ pub struct Tick {
     pub mbps: f64,
     /// 99th percentile latency over the last interval, µs.
     pub p99_us: f64,
+    /// The last interval's latencies as live-export buckets.
+    pub latency: storbench_metrics::LiveLatency,
 }
 
 /// An I/O that failed.
@@ -159,6 +161,7 @@ impl Sampler for IoSampler<'_> {
             iops: (r + w) as f64 / secs,
             mbps: b as f64 / 1e6 / secs,
             p99_us: if interval.count() > 0 { interval.quantile_us(0.99) } else { 0.0 },
+            latency: interval.live(),
         };
         let t_ms = i.elapsed.as_millis() as u64;
         let report = &mut self.report;

@@ -133,6 +133,19 @@ impl LatencyHistogram {
         }
     }
 
+    /// The histogram's values as live-export bucket counts
+    /// ([`crate::LIVE_BOUNDS_S`]); each HDR bucket goes whole to the live
+    /// bucket of its highest value, so a value within 0.1 % of a bound may
+    /// land one bucket up.
+    pub fn live(&self) -> crate::LiveLatency {
+        let mut out = crate::LiveLatency::default();
+        for v in self.h.iter_recorded() {
+            out.counts[crate::live_bucket(v.value_iterated_to())] += v.count_at_value() as u64;
+        }
+        out.sum_s = self.mean_us() * self.count() as f64 / 1e6;
+        out
+    }
+
     /// Count, mean and the standard percentiles.
     pub fn summary(&self) -> Summary {
         Summary {
@@ -299,5 +312,20 @@ mod tests {
     fn empty_histogram_reports_zeros() {
         let s = LatencyHistogram::new().summary();
         assert_eq!(s, Summary::default());
+    }
+
+    #[test]
+    fn live_buckets_count_every_value_once_where_it_falls() {
+        let mut h = LatencyHistogram::new();
+        h.record_n_ns(8_000, 3); // 8 µs: the 10 µs bucket
+        h.record_n_ns(700_000, 5); // 0.7 ms: the 1 ms bucket
+        h.record_ns(4_640_000_000); // 4.64 s: the 5 s bucket
+        h.record_ns(30_000_000_000); // 30 s: past every bound
+        let l = h.live();
+        assert_eq!(l.counts.len(), crate::LIVE_BOUNDS_S.len() + 1);
+        assert_eq!((l.counts[0], l.counts[6], l.counts[17], l.counts[19]), (3, 5, 1, 1));
+        assert_eq!(l.count(), 10);
+        let sum = 3.0 * 8e-6 + 5.0 * 7e-4 + 4.64 + 30.0;
+        assert!(within(l.sum_s, sum, 0.001), "{} vs {sum}", l.sum_s);
     }
 }

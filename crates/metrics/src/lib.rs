@@ -23,10 +23,12 @@
 mod cpu;
 mod figure;
 mod histogram;
+mod live;
 
 pub use cpu::ProcessCpu;
 pub use figure::{Figure, Sample, StepReport, Unit};
 pub use histogram::{HistogramError, LatencyHistogram, Summary};
+pub use live::{live_bucket, LiveLatency, LIVE_BOUNDS_S};
 
 pub mod runner;
 pub mod units;

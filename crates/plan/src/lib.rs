@@ -291,6 +291,14 @@ pub struct WorkloadDef {
     /// side, their first steps started at one instant (a noisy neighbour).
     #[serde(default)]
     pub together: Option<Spanned<String>>,
+    /// Inside a `together` group: start this workload again every this long
+    /// (`"100s"`), measured from the group's common start, `times` times in
+    /// all, while the group's other workloads run (S4's backup every 100 s).
+    #[serde(default)]
+    pub every: Option<Spanned<String>>,
+    /// How many times in all a workload with `every` runs.
+    #[serde(default)]
+    pub times: Option<Spanned<i64>>,
     /// Run flags of this workload's quick form, over `[quick] set` (e.g.
     /// fewer TPC-B clients, to stay within the quick form's scale).
     #[serde(default)]
@@ -388,7 +396,27 @@ pub struct Cell {
     /// The `together` group this cell runs (all of it, or, with `alone`,
     /// one member on its own: then `neighbours` is empty).
     pub together: Option<String>,
+    /// The workloads of a `together` cell that run again and again (`every`,
+    /// `times`), by name; empty elsewhere (alone, a workload runs once).
+    pub cycles: BTreeMap<String, Cycles>,
 }
+
+/// A workload repeated inside a `together` cell: cycle k (from 1) begins
+/// at the group's start plus (k-1) × `every`, or as soon as cycle k-1 has
+/// ended when it ran longer; no cycle begins once the group's other
+/// workloads have all ended.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cycles {
+    /// From one cycle's start to the next's.
+    pub every: Duration,
+    /// Cycles in all.
+    pub times: u32,
+}
+
+/// The placeholder a repeated workload's flags may hold: the cycle's
+/// number, from 1 (1 when the workload runs once), so each cycle's backup
+/// has a path of its own.
+pub const CYCLE_PLACEHOLDER: &str = "{cycle}";
 
 /// A workload of a cell as [`Cell::parts`] gives it: its name, the
 /// commands run before it, and its measured command.
@@ -734,8 +762,89 @@ fn check_axes_and_workloads(src: &Src<'_>, def: &PlanDef) -> Result<(), PlanErro
                 );
             }
         }
+        check_cycles(src, def, w)?;
         for (k, v) in w.run.iter().chain(w.init.iter()) {
             check_value(src, def, k, v)?;
+        }
+    }
+    Ok(())
+}
+
+/// `every` and `times`: both or neither, only inside a `together` group
+/// beside a workload that runs once, a positive duration and count; a
+/// repeated backup's `to` holds `{cycle}`; `{cycle}` only where it is filled.
+fn check_cycles(src: &Src<'_>, def: &PlanDef, w: &WorkloadDef) -> Result<(), PlanError> {
+    let name = w.name.clone().unwrap_or_else(|| w.kind.get_ref().clone());
+    fn uses_cycle(m: &BTreeMap<String, Spanned<toml::Value>>) -> Option<(&String, &Spanned<toml::Value>)> {
+        m.iter().find(|(_, v)| v.get_ref().to_string().contains(CYCLE_PLACEHOLDER))
+    }
+    let (every, times) = match (&w.every, &w.times) {
+        (None, None) => {
+            if let Some((k, v)) = uses_cycle(&w.run).or_else(|| uses_cycle(&w.init)) {
+                return src.err_at(
+                    Some(v.span()),
+                    format!("workload '{name}': {k} uses {{cycle}}, which only a workload with every and times has"),
+                );
+            }
+            return Ok(());
+        }
+        (Some(e), None) => {
+            return src.err_at(
+                Some(e.span()),
+                format!("workload '{name}': every needs times = N (how many cycles in all)"),
+            )
+        }
+        (None, Some(t)) => {
+            return src.err_at(
+                Some(t.span()),
+                format!("workload '{name}': times needs every = \"DURATION\" (e.g. \"100s\")"),
+            )
+        }
+        (Some(e), Some(t)) => (e, t),
+    };
+    let Some(group) = &w.together else {
+        return src.err_at(
+            Some(every.span()),
+            format!("workload '{name}': every and times repeat a workload beside others; put it in a together group"),
+        );
+    };
+    match parse_duration(every.get_ref()) {
+        Ok(d) if d > Duration::ZERO => {}
+        Ok(_) => {
+            return src.err_at(
+                Some(every.span()),
+                format!("every = \"{}\": must be longer than 0 s, e.g. \"100s\"", every.get_ref()),
+            )
+        }
+        Err(e) => return src.err_at(Some(every.span()), format!("every = \"{}\": {e}", every.get_ref())),
+    }
+    if !(1..=100_000).contains(times.get_ref()) {
+        return src.err_at(
+            Some(times.span()),
+            format!("times = {}: the number of cycles, from 1 to 100000", times.get_ref()),
+        );
+    }
+    let once = def
+        .workloads
+        .iter()
+        .filter(|x| x.together.as_ref().map(|t| t.get_ref()) == Some(group.get_ref()))
+        .any(|x| x.every.is_none());
+    if !once {
+        return src.err_at(
+            Some(every.span()),
+            format!(
+                "together = \"{}\": every workload repeats; one must run once (the cycles run while it does)",
+                group.get_ref()
+            ),
+        );
+    }
+    if w.kind.get_ref() == "backup" {
+        let to = w.run.get("to").map(|v| v.get_ref().to_string()).unwrap_or_default();
+        if !to.contains(CYCLE_PLACEHOLDER) {
+            return src.err_at(
+                Some(every.span()),
+                format!("workload '{name}': a repeated backup needs a path of its own per cycle: put {{cycle}} in to (e.g. to = \"{{target}}/bk-{{cell}}-{{cycle}}\")"),
+            );
         }
     }
     Ok(())
@@ -817,8 +926,9 @@ fn check_value(src: &Src<'_>, def: &PlanDef, key: &str, v: &Spanned<toml::Value>
         toml::Value::String(s) => {
             for ph in placeholders(s) {
                 let ok = match ph.as_str() {
-                    // A token unique to each cell, e.g. for a backup's path.
-                    "cell" => true,
+                    // A token unique to each cell, e.g. for a backup's path;
+                    // a repeated workload's cycle (check_cycles).
+                    "cell" | "cycle" => true,
                     "target" => def.axes.contains_key("target") || def.targets.len() == 1,
                     "db" => def.axes.contains_key("db") || def.dbs.len() == 1,
                     other => def.axes.contains_key(other),
@@ -1074,7 +1184,7 @@ fn expand(def: &PlanDef) -> Vec<Cell> {
                     members.iter().map(|m| commands(m, &combo, def, &format!("{token}{suffix}"))).collect()
                 };
                 let parts = parts_with("");
-                let mut make = |parts: &[Commands], id_name: String| {
+                let mut make = |parts: &[Commands], id_name: String, cycles: BTreeMap<String, Cycles>| {
                     let (wname, before, command, est) = parts[0].clone();
                     let mut targets: Vec<String> = Vec::new();
                     let mut db = None;
@@ -1091,7 +1201,17 @@ fn expand(def: &PlanDef) -> Vec<Cell> {
                             }
                         }
                     }
-                    let estimate = parts.iter().map(|p| p.3).max().unwrap_or(est);
+                    // Cycles run while the workloads that run once do: the
+                    // last may begin just before they end.
+                    let once = parts.iter().filter(|p| !cycles.contains_key(&p.0)).map(|p| p.3).max();
+                    let estimate = parts
+                        .iter()
+                        .map(|p| match cycles.get(&p.0) {
+                            Some(c) => (c.every * (c.times - 1)).min(once.unwrap_or_default()) + p.3,
+                            None => p.3,
+                        })
+                        .max()
+                        .unwrap_or(est);
                     cells.push(Cell {
                         id: format!("{label}/{id_name}#r{r}"),
                         label: label.clone(),
@@ -1112,15 +1232,25 @@ fn expand(def: &PlanDef) -> Vec<Cell> {
                             })
                             .collect(),
                         together: group.map(str::to_string),
+                        cycles,
                     });
                 };
                 if group.is_some() && def.alone {
                     for p in &parts_with("-alone") {
-                        make(std::slice::from_ref(p), format!("{}-alone", p.0));
+                        make(std::slice::from_ref(p), format!("{}-alone", p.0), BTreeMap::new());
                     }
                 }
                 let id_name = parts.iter().map(|p| p.0.as_str()).collect::<Vec<_>>().join("+");
-                make(&parts, id_name);
+                let cycles = members
+                    .iter()
+                    .zip(&parts)
+                    .filter_map(|(m, p)| {
+                        let every = parse_duration(m.every.as_ref()?.get_ref()).ok()?;
+                        let times = u32::try_from(*m.times.as_ref()?.get_ref()).ok()?;
+                        Some((p.0.clone(), Cycles { every, times }))
+                    })
+                    .collect();
+                make(&parts, id_name, cycles);
             }
         }
     }
@@ -1417,5 +1547,67 @@ run = { db = "{db}", to = "{target}/bk-{cell}" }
             let e = parse("p.toml", &quick, true).unwrap_err().to_string();
             assert!(e.contains(&format!("{key} = 5: a duration is a string")), "{key}: {e}");
         }
+    }
+
+    const CYCLED: &str = r#"
+name = "c"
+[target.a]
+path = "/tmp/a"
+[db.pg]
+url = "postgres://x@h:5432/d"
+[[workload]]
+kind = "tpcc"
+run = { db = "{db}", users = "4", duration = "300s", rampup = "0s" }
+together = "g"
+[[workload]]
+kind = "backup"
+run = { db = "{db}", to = "{target}/bk-{cell}-{cycle}" }
+together = "g"
+every = "100s"
+times = 10
+"#;
+
+    #[test]
+    fn a_repeated_workload_carries_its_cycles_and_the_estimate_stops_with_the_others() {
+        let (_, cells) = parse("c.toml", CYCLED, false).unwrap();
+        assert_eq!(cells.len(), 1);
+        let c = &cells[0];
+        assert_eq!(c.cycles.len(), 1);
+        assert_eq!(c.cycles["backup"], Cycles { every: Duration::from_secs(100), times: 10 });
+        assert!(c.neighbours[0].command.iter().any(|a| a.ends_with("-backup-{cycle}")), "{:?}", c.neighbours);
+        // TPC-C's 300 s, and a last cycle (a backup: 60 s) begun at most then.
+        assert_eq!(c.estimate, Duration::from_secs(300 + 60));
+        // Alone, it runs once.
+        let (_, cells) =
+            parse("c.toml", &CYCLED.replace("name = \"c\"", "name = \"c\"\nalone = true"), false).unwrap();
+        assert_eq!(cells.len(), 3);
+        assert!(cells[0].cycles.is_empty() && cells[1].cycles.is_empty() && cells[2].cycles.len() == 1);
+    }
+
+    #[test]
+    fn every_and_times_are_refused_where_they_cannot_work() {
+        let cases = [
+            ("times = 10\n", "", "every needs times = N"),
+            ("every = \"100s\"\n", "", "times needs every = \"DURATION\""),
+            ("every = \"100s\"", "every = \"soon\"", "every = \"soon\": 'soon' is not a duration"),
+            ("every = \"100s\"", "every = \"0s\"", "every = \"0s\": must be longer than 0 s"),
+            ("times = 10", "times = 0", "times = 0: the number of cycles, from 1 to 100000"),
+            ("bk-{cell}-{cycle}", "bk-{cell}", "a repeated backup needs a path of its own per cycle"),
+            ("together = \"g\"\n", "", "put it in a together group"),
+            (
+                "rampup = \"0s\" }\ntogether = \"g\"",
+                "rampup = \"0s\" }\ntogether = \"g\"\nevery = \"5s\"\ntimes = 2",
+                "every workload repeats; one must run once",
+            ),
+            ("times = 10\n", "", "every needs times"),
+        ];
+        for (from, to, want) in cases {
+            assert!(CYCLED.contains(from), "{from}");
+            let e = err(&CYCLED.replace(from, to));
+            assert!(e.starts_with("p.toml:") && e.contains(want), "{from} -> {to}: {e}");
+        }
+        // {cycle} in a workload that runs once.
+        let once = CYCLED.replace("duration = \"300s\"", "duration = \"300s\", label = \"x{cycle}\"");
+        assert!(err(&once).contains("workload 'tpcc': label uses {cycle}"), "{}", err(&once));
     }
 }

@@ -256,7 +256,24 @@ fn metrics_are_served_live_during_a_run_and_parse() {
         line.rsplit(' ').next().unwrap().parse().unwrap()
     };
     assert!(value("storbench_iops{", "") > 0.0);
-    assert!(value("storbench_latency_microseconds{", "name=\"0.99\"") > 0.0);
+    // Latency is a classic histogram: cumulative buckets ending at +Inf,
+    // which equals the count, with a positive sum; no quantile gauges.
+    let buckets: Vec<(String, f64)> = body
+        .lines()
+        .filter(|l| l.starts_with("storbench_latency_seconds_bucket{"))
+        .map(|l| {
+            let le = l.split("le=\"").nth(1).unwrap().split('"').next().unwrap().to_string();
+            (le, l.rsplit(' ').next().unwrap().parse().unwrap())
+        })
+        .collect();
+    assert!(buckets.len() > 10, "bucket lines in {body}");
+    assert_eq!(buckets.last().unwrap().0, "+Inf");
+    assert!(buckets.windows(2).all(|w| w[0].1 <= w[1].1), "buckets are cumulative: {buckets:?}");
+    let count = value("storbench_latency_seconds_count{", "");
+    assert!(count > 0.0 && buckets.last().unwrap().1 == count, "{count} {buckets:?}");
+    assert!(value("storbench_latency_seconds_sum{", "") > 0.0);
+    assert!(body.contains("# TYPE storbench_latency_seconds histogram"));
+    assert!(!body.contains("quantile") && !body.contains("latency_microseconds"), "{body}");
     let iowait = value("storbench_system{", "name=\"cpu.iowait\"");
     assert!((0.0..=100.0).contains(&iowait), "iowait {iowait}");
     let iops_line = body.lines().find(|l| l.starts_with("storbench_iops{")).unwrap();

@@ -257,6 +257,81 @@ fn ctrl_c_stops_the_plan_keeps_the_step_and_a_rerun_continues() {
     assert!(tpcb.iter().any(|r| r["status"] == "complete"));
 }
 
+/// A repeated workload in a `together` cell (`every`, `times`): each cycle
+/// a run of its own, begun `every` apart from the group's instant, its
+/// `{cycle}` filled; the cycles stop when the workload beside them ends.
+#[test]
+fn a_repeated_workload_runs_its_cycles_every_so_often_beside_the_others() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("cy.toml"),
+        r#"
+name = "surface-cy"
+[target.data]
+path = "./data"
+[[workload]]
+kind = "io"
+name = "main"
+run = { target = "{target}/m.dat", size = "8M", rw = "randread", bs = "4k", duration = "7s", rampup = "0s" }
+together = "g"
+[[workload]]
+kind = "io"
+name = "tick"
+run = { target = "{target}/t-{cycle}.dat", size = "4M", rw = "write", bs = "64k", duration = "1s", rampup = "0s" }
+together = "g"
+every = "3s"
+times = 10
+"#,
+    )
+    .unwrap();
+    let out = sb(d.path()).args(["run", "cy.toml", "--no-report"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let list = sb(d.path()).args(["--json", "results", "list", "--plan", "surface-cy"]).output().unwrap();
+    let all: Vec<Value> = serde_json::from_slice::<Value>(&list.stdout).unwrap().as_array().cloned().unwrap();
+    let show = |id: &Value| -> Value {
+        let out = sb(d.path()).args(["--json", "results", "show", &id.to_string()]).output().unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let recs: Vec<Value> = all.iter().map(|r| show(&r["id"])).collect();
+    let ticks: Vec<&Value> =
+        recs.iter().filter(|r| r["run"]["config"]["axes"]["workload"] == "tick").collect();
+    // 7 s of main: cycles at 0, 3 and 6 s; none after main has ended.
+    assert_eq!(ticks.len(), 3, "{err}");
+    assert!(
+        err.contains("tick ran 3 of its 10 cycles (every 3s): the workloads beside it had ended"),
+        "{err}"
+    );
+    let mut starts: Vec<(String, chrono::DateTime<chrono::FixedOffset>)> = ticks
+        .iter()
+        .map(|r| {
+            let t = r["steps"][0]["started_at"].as_str().unwrap();
+            (
+                r["run"]["config"]["axes"]["cycle"].as_str().unwrap().to_string(),
+                chrono::DateTime::parse_from_rfc3339(t).unwrap(),
+            )
+        })
+        .collect();
+    starts.sort();
+    assert_eq!(starts.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(), ["1", "2", "3"]);
+    for w in starts.windows(2) {
+        let gap = (w[1].1 - w[0].1).num_milliseconds();
+        // A child started 2 s ahead of its instant may still come up late
+        // on a busy host; one run back to back would be over 4 s apart.
+        assert!((2900..=3600).contains(&gap), "cycles {gap} ms apart, not 3 s");
+    }
+    let main = recs.iter().find(|r| r["run"]["config"]["axes"]["workload"] == "main").unwrap();
+    let main_start =
+        chrono::DateTime::parse_from_rfc3339(main["steps"][0]["started_at"].as_str().unwrap()).unwrap();
+    assert!(
+        (starts[0].1 - main_start).num_milliseconds().abs() < 100,
+        "the first cycle begins with the group"
+    );
+    for k in 1..=3 {
+        assert!(d.path().join(format!("data/t-{k}.dat")).exists(), "cycle {k}'s own file");
+    }
+}
+
 /// A `together` group with `alone = true`: each workload alone, then both
 /// in one cell started at one instant; the report leads with what the
 /// neighbour cost, from the recorded runs.

@@ -27,7 +27,9 @@ use std::time::{Duration, Instant};
 
 use storbench_db::{Cancel, Connection, DbError};
 use storbench_metrics::runner::{self, Interval, Sampler, Shared, StepPlan};
-use storbench_metrics::{Figure, LatencyHistogram, ProcessCpu, StepReport, Unit};
+use storbench_metrics::{
+    live_bucket, Figure, LatencyHistogram, LiveLatency, ProcessCpu, StepReport, Unit, LIVE_BOUNDS_S,
+};
 
 /// Values read from the database at the start and end of the measured
 /// window (e.g. commit counters, the sum of next order ids).
@@ -160,6 +162,8 @@ pub struct Tick {
     pub kind_tps: Vec<f64>,
     /// Errors so far in the step.
     pub errors: u64,
+    /// The last interval's latencies as live-export buckets.
+    pub latency: LiveLatency,
 }
 
 /// A finished step.
@@ -218,6 +222,8 @@ struct Live {
     lat_ns: AtomicU64,
     errors: AtomicU64,
     kinds: Vec<AtomicU64>,
+    /// Transactions per live-export latency bucket (`LIVE_BOUNDS_S`).
+    buckets: [AtomicU64; LIVE_BOUNDS_S.len() + 1],
 }
 
 /// How long calls still running when the step must end (window over, stop
@@ -341,6 +347,7 @@ struct Collector<'a> {
     report: StepReport,
     prev: Vec<(u64, u64)>,
     prev_kinds: Vec<u64>,
+    prev_buckets: Vec<u64>,
     before: Option<Probe>,
     after: Option<Probe>,
 }
@@ -391,6 +398,12 @@ impl Sampler for Collector<'_> {
             kind_tps[k] = (c - *p) as f64 / i.secs;
             *p = c;
         }
+        let mut latency = LiveLatency { sum_s: lat as f64 / 1e9, ..LiveLatency::default() };
+        for (b, p) in self.prev_buckets.iter_mut().enumerate() {
+            let c: u64 = self.lives.iter().map(|l| l.buckets[b].load(Ordering::Relaxed)).sum();
+            latency.counts[b] = c - *p;
+            *p = c;
+        }
         let t = Tick {
             elapsed: i.elapsed,
             rampup: i.rampup,
@@ -398,6 +411,7 @@ impl Sampler for Collector<'_> {
             lat_mean_us: if n > 0 { lat as f64 / n as f64 / 1e3 } else { 0.0 },
             kind_tps,
             errors,
+            latency,
         };
         let t_ms = i.elapsed.as_millis() as u64;
         self.report.sample(t_ms, "tps", t.tps);
@@ -475,6 +489,7 @@ pub fn run_step(
         report: StepReport::default(),
         prev: vec![(0, 0); users],
         prev_kinds: vec![0; kinds],
+        prev_buckets: vec![0; LIVE_BOUNDS_S.len() + 1],
         before: None,
         after: None,
     };
@@ -780,6 +795,7 @@ fn user_loop(
                 live.count.fetch_add(1, Ordering::Relaxed);
                 live.lat_ns.fetch_add(lat.as_nanos() as u64, Ordering::Relaxed);
                 live.kinds[done.kind].fetch_add(1, Ordering::Relaxed);
+                live.buckets[live_bucket(lat.as_nanos() as u64)].fetch_add(1, Ordering::Relaxed);
                 if done_at >= tl.measure_from && done_at <= tl.end {
                     out.all.record(lat);
                     out.kinds[done.kind].record(lat);

@@ -9,7 +9,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use storbench_plan::exec::EXIT_INTERRUPTED;
-use storbench_plan::Cell;
+use storbench_plan::{Cell, Cycles, CYCLE_PLACEHOLDER};
 
 use super::{Parts, PlanError, Setup};
 
@@ -18,6 +18,15 @@ type Result<T> = std::result::Result<T, PlanError>;
 /// How long before their common start a `together` cell's workloads are
 /// started: time for each to connect, open and set up before the instant.
 const TOGETHER_LEAD: Duration = Duration::from_secs(5);
+
+/// How long before its instant a repeated workload's next cycle is started
+/// (TOGETHER_LEAD for the first).
+const CYCLE_LEAD: Duration = Duration::from_secs(2);
+
+/// A duration as a plan writes it: "100s".
+fn humantime_secs(d: Duration) -> String {
+    format!("{}s", d.as_secs_f64())
+}
 
 /// Why a child ended without an exit code: the signal, and for a SIGKILL
 /// under `--memory-limit` the likely cause.
@@ -62,19 +71,25 @@ impl Setup<'_> {
         } else {
             start_at
         };
-        let mut children = Vec::new();
-        for (w, argv) in parts {
-            let command = &argv[argv.len() - 1];
+        let spawn = |w: &str, argv: &[Vec<String>], at: Option<&String>, cycle: Option<(u32, u32)>| {
+            let command: Vec<String> = argv[argv.len() - 1]
+                .iter()
+                .map(|a| a.replace(CYCLE_PLACEHOLDER, &cycle.map_or(1, |c| c.0).to_string()))
+                .collect();
             let tags = cell.neighbour_axes(w);
             let mut axes = cell.axes.clone();
             axes.extend(tags.iter().cloned());
-            let label = match tags.iter().find(|t| t.0 == "with") {
+            let mut label = match tags.iter().find(|t| t.0 == "with") {
                 Some((_, with)) if with == "alone" => format!("{} {w} alone", cell.label),
                 Some((_, with)) => format!("{} {w} with {with}", cell.label),
                 None => cell.label.clone(),
             };
+            if let Some((k, n)) = cycle {
+                axes.insert("cycle".into(), k.to_string());
+                label = format!("{label} cycle {k}/{n}");
+            }
             let mut c = self.child();
-            c.args(command)
+            c.args(&command)
                 .arg("--label")
                 .arg(&label)
                 .env("STORBENCH_PLAN", &self.plan.def.name)
@@ -82,9 +97,9 @@ impl Setup<'_> {
                 .env("STORBENCH_AXES", json(&axes)?)
                 .stdout(Stdio::null());
             for (k, v) in [
-                ("STORBENCH_SHARD", &self.opts.shard),
-                ("STORBENCH_METRICS_ADDR", &self.opts.metrics),
-                ("STORBENCH_START_AT", &start_at),
+                ("STORBENCH_SHARD", self.opts.shard.as_ref()),
+                ("STORBENCH_METRICS_ADDR", self.opts.metrics.as_ref()),
+                ("STORBENCH_START_AT", at),
             ] {
                 if let Some(v) = v {
                     c.env(k, v);
@@ -93,18 +108,40 @@ impl Setup<'_> {
             let child = c
                 .spawn()
                 .map_err(|e| PlanError::io(format!("running storbench {}", command.join(" ")), e))?;
-            children.push((command, child));
+            Ok::<_, PlanError>((command, child))
+        };
+        let mut once = Vec::new();
+        let mut cycled = Vec::new();
+        for (w, argv) in parts {
+            match cell.cycles.get(w) {
+                None => once.push(spawn(w, argv, start_at.as_ref(), None)),
+                Some(c) => cycled.push((w, argv, *c)),
+            }
+        }
+        let mut codes = Vec::new();
+        let mut errors = Vec::new();
+        if !cycled.is_empty() {
+            // A spawn that failed leaves the others to be waited for below.
+            let mut running: Vec<_> = once.iter_mut().filter_map(|r| r.as_mut().ok()).collect();
+            let first = start_at
+                .as_deref()
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .map_or_else(chrono::Utc::now, |t| t.with_timezone(&chrono::Utc));
+            let (c, e) = self.run_cycles(cell, &cycled, first, &mut running, &spawn);
+            codes.extend(c);
+            errors.extend(e);
         }
         // Every child is waited for before any verdict, so none is left running.
-        let ended: Vec<_> = children.into_iter().map(|(argv, mut child)| (argv, child.wait())).collect();
-        let mut codes = Vec::new();
-        for (argv, st) in ended {
-            let what = argv.join(" ");
-            let st = st.map_err(|e| PlanError::io(format!("waiting for storbench {what}"), e))?;
-            codes.push(
-                st.code()
-                    .ok_or_else(|| PlanError::Failed(format!("storbench {what} {}", killed(&st, argv))))?,
-            );
+        let ended: Vec<_> =
+            once.into_iter().map(|r| r.map(|(argv, mut child)| (child.wait(), argv))).collect();
+        for r in ended {
+            match r.and_then(|(st, argv): (_, Vec<String>)| self.code_of(&argv, st)) {
+                Ok(code) => codes.push(code),
+                Err(e) => errors.push(e),
+            }
+        }
+        if let Some(e) = errors.into_iter().next() {
+            return Err(e);
         }
         // An interrupt outranks a failure; otherwise the first failure's code.
         Ok(if codes.contains(&EXIT_INTERRUPTED) {
@@ -112,6 +149,108 @@ impl Setup<'_> {
         } else {
             codes.into_iter().find(|&c| c != 0).unwrap_or(0)
         })
+    }
+
+    /// A child's exit code, or why it has none.
+    fn code_of(&self, argv: &[String], st: std::io::Result<std::process::ExitStatus>) -> Result<i32> {
+        let what = argv.join(" ");
+        let st = st.map_err(|e| PlanError::io(format!("waiting for storbench {what}"), e))?;
+        st.code().ok_or_else(|| PlanError::Failed(format!("storbench {what} {}", killed(&st, argv))))
+    }
+
+    /// Runs the repeated workloads' cycles beside `running` (the workloads
+    /// that run once, already started): cycle k of each begins at `first`
+    /// plus (k-1) × every, or at once (a moment on) when cycle k-1 ended
+    /// later, and none begins once every workload of `running` has ended,
+    /// nor after a cycle failed. Returns the cycles' exit codes and the
+    /// errors met (a cycle that could not start or was killed); every cycle
+    /// started has ended when it returns. A workload cut short says how
+    /// many of its cycles ran.
+    fn run_cycles<F>(
+        &self,
+        cell: &Cell,
+        cycled: &[(&String, &Vec<Vec<String>>, Cycles)],
+        first: chrono::DateTime<chrono::Utc>,
+        running: &mut [&mut (Vec<String>, std::process::Child)],
+        spawn: &F,
+    ) -> (Vec<i32>, Vec<PlanError>)
+    where
+        F: Fn(
+            &str,
+            &[Vec<String>],
+            Option<&String>,
+            Option<(u32, u32)>,
+        ) -> Result<(Vec<String>, std::process::Child)>,
+    {
+        struct State {
+            done: u32,
+            stopped: bool,
+            child: Option<(Vec<String>, std::process::Child)>,
+        }
+        let mut states: Vec<State> =
+            cycled.iter().map(|_| State { done: 0, stopped: false, child: None }).collect();
+        let mut codes = Vec::new();
+        let mut errors = Vec::new();
+        loop {
+            let others_running = running.iter_mut().any(|(_, c)| matches!(c.try_wait(), Ok(None)));
+            for ((w, argv, cy), st) in cycled.iter().zip(states.iter_mut()) {
+                if let Some((cmd, child)) = &mut st.child {
+                    let ended = match child.try_wait() {
+                        Ok(None) => continue,
+                        Ok(Some(status)) => self.code_of(cmd, Ok(status)),
+                        Err(e) => self.code_of(cmd, Err(e)),
+                    };
+                    match ended {
+                        Ok(code) => {
+                            st.stopped |= code != 0;
+                            codes.push(code);
+                        }
+                        Err(e) => {
+                            st.stopped = true;
+                            errors.push(e);
+                        }
+                    }
+                    st.done += 1;
+                    st.child = None;
+                }
+                if st.stopped || st.done >= cy.times || !others_running {
+                    continue;
+                }
+                let slot = first + chrono::Duration::from_std(cy.every * st.done).unwrap_or_default();
+                let now = chrono::Utc::now();
+                let lead = chrono::Duration::from_std(CYCLE_LEAD).unwrap_or_default();
+                if now + lead < slot {
+                    continue;
+                }
+                // A cycle that ran past its successor's slot: the next begins a moment on.
+                let at = if st.done == 0 { slot } else { slot.max(now + lead) };
+                let at = at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+                match spawn(w, argv, Some(&at), Some((st.done + 1, cy.times))) {
+                    Ok(c) => st.child = Some(c),
+                    Err(e) => {
+                        st.stopped = true;
+                        errors.push(e);
+                    }
+                }
+            }
+            if states.iter().all(|s| s.child.is_none()) && !others_running {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        for ((w, _, cy), st) in cycled.iter().zip(&states) {
+            if st.done < cy.times {
+                eprintln!(
+                    "cell {}: {w} ran {} of its {} cycles (every {}): {}",
+                    cell.id,
+                    st.done,
+                    cy.times,
+                    humantime_secs(cy.every),
+                    if st.stopped { "a cycle failed" } else { "the workloads beside it had ended" }
+                );
+            }
+        }
+        (codes, errors)
     }
 
     /// The build and init commands of each workload of the cell, in order,

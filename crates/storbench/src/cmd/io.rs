@@ -377,7 +377,7 @@ fn run_profiles(
             rec.publish(|| LiveValues {
                 iops: Some(t.iops),
                 mbps: Some(t.mbps),
-                latency_us: vec![("0.99".into(), t.p99_us)],
+                latency: Some(t.latency.clone()),
                 ..LiveValues::default()
             });
             live.io_tick(&what, t);

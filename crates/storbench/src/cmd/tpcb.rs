@@ -254,7 +254,7 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
         live: None,
         publish: &|t| LiveValues {
             tps: Some(t.tps),
-            latency_us: vec![("mean".into(), t.lat_mean_us)],
+            latency: Some(t.latency.clone()),
             ..LiveValues::default()
         },
         sensitivity,

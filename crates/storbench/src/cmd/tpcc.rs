@@ -273,7 +273,7 @@ fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {
             tpm: Some(t.tps * 60.0),
             nopm: Some(t.kind_tps.first().copied().unwrap_or(0.0) * 60.0),
             tps: Some(t.tps),
-            latency_us: vec![("mean".into(), t.lat_mean_us)],
+            latency: Some(t.latency.clone()),
             ..LiveValues::default()
         },
         sensitivity,
