@@ -236,3 +236,106 @@ fn ctrl_c_finishes_the_point_in_progress_and_leaves_nothing() {
     assert!(tried >= 1 && tried < points, "stopped early, with what it had: {c}");
     no_scratch_left(&s);
 }
+
+#[test]
+fn postgres_tpcc_crash_points_lose_no_order_when_honest_and_lose_orders_when_the_cache_lies() {
+    let s = State::new();
+    s.ok(&[
+        "media",
+        "create",
+        "crash-tpcc",
+        "--size",
+        "1G",
+        "--fs",
+        "ext4",
+        "--model",
+        "sata-ssd",
+        "--record",
+    ]);
+    s.ok(&["pg", "up", "crash-tpcc1", "--data", "crash-tpcc", "-c", "shared_buffers=64MB"]);
+    // Without a TPC-C schema: refused, naming what to do.
+    let (code, _, err) = s.run(&[
+        "durability",
+        "--db",
+        "managed:crash-tpcc1",
+        "--medium",
+        "crash-tpcc",
+        "--workload",
+        "tpcc",
+        "--crash-points",
+        "2",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("tpcc build"), "{err}");
+    s.ok(&["tpcc", "build", "--db", "managed:crash-tpcc1", "--warehouses", "1"]);
+    // Past the lying cache's destage window: the build itself is durable.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let (code, cells) = matrix(
+        &s,
+        &[
+            "--db",
+            "managed:crash-tpcc1",
+            "--medium",
+            "crash-tpcc",
+            "--workload",
+            "tpcc",
+            "--clients",
+            "2",
+            "--cut-after",
+            "3s",
+            "--crash-points",
+            "3",
+            "--cache",
+            "honest,lying",
+        ],
+    );
+    assert_eq!(code, 1, "bad points exit 1");
+    let honest = cell(&cells, "", "honest");
+    assert!(honest["acknowledged"].as_i64().unwrap() > 0, "New-Orders acknowledged: {honest}");
+    assert_eq!(honest["tried"], 3, "{honest}");
+    for k in ["lost_max", "inconsistent", "failed"] {
+        assert_eq!(honest[k], 0, "an honest device with synchronous commits: {honest}");
+    }
+    let lying = cell(&cells, "", "lying");
+    assert!(lying["lost_max"].as_i64().unwrap() > 0, "a cache that ignores flushes loses orders: {lying}");
+    no_scratch_left(&s);
+    let temp = std::process::Command::new("pgrep").args(["-f", "storbench-crash"]).output().unwrap();
+    assert!(temp.stdout.is_empty(), "a temporary server is left: {}", String::from_utf8_lossy(&temp.stdout));
+}
+
+#[test]
+fn a_tpcc_workload_needs_postgres_and_crash_points() {
+    let s = State::new();
+    let mnt = medium(&s, "crash-tpcc-bad");
+    let db = format!("sqlite:{mnt}/t.db");
+    let (code, _, err) = s.run(&[
+        "durability",
+        "--db",
+        &db,
+        "--medium",
+        "crash-tpcc-bad",
+        "--workload",
+        "tpcc",
+        "--crash-points",
+        "2",
+    ]);
+    assert_eq!((code, err.lines().count()), (2, 1), "{err}");
+    assert!(err.contains("PostgreSQL only"), "{err}");
+    let (code, _, err) = s.run(&[
+        "durability",
+        "--db",
+        &db,
+        "--medium",
+        "crash-tpcc-bad",
+        "--workload",
+        "tpc-c",
+        "--crash-points",
+        "2",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--workload tpc-c: use rows or tpcc"), "{err}");
+    let (code, _, err) =
+        s.run(&["durability", "--db", "managed:x", "--medium", "crash-tpcc-bad", "--workload", "tpcc"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("only with --crash-points"), "{err}");
+}

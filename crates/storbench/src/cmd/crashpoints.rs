@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::{anyhow, Result};
 use storbench_emu::crash::CacheMode;
 use storbench_metrics::units::parse_duration;
-use storbench_ops::crash::{Cell, Event, Options, Selection, Target};
+use storbench_ops::crash::{Cell, Event, Options, Selection, Target, Workload};
 
 use crate::cli::Global;
 use crate::cmd::durability::DurabilityArgs;
@@ -82,6 +82,8 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
         },
         (None, None) => unreachable!("called with crash points"),
     };
+    let workload = Workload::parse(&a.workload)
+        .ok_or_else(|| usage(format!("--workload {}: use rows or tpcc", a.workload)))?;
     let medium = storbench_media::get(&a.medium)
         .map_err(|e| anyhow!("{e}"))?
         .ok_or_else(|| usage(format!("--medium {}: no such medium (storbench media list)", a.medium)))?;
@@ -103,6 +105,12 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
                     "--db {}: the file must be on the medium (under {})",
                     a.db,
                     mount.display()
+                )));
+            }
+            if workload == Workload::Tpcc {
+                return Err(usage(format!(
+                    "--db {}: --workload tpcc runs on PostgreSQL only (give --db managed:NAME)",
+                    a.db
                 )));
             }
             Target::Sqlite { mount, path }
@@ -144,6 +152,7 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
         target,
         journal,
         scratch,
+        workload,
         clients: a.clients,
         run_for,
         settings,
@@ -168,9 +177,11 @@ fn estimate(o: &Options) -> String {
     // Measured here (bench/crash-points.sh): SQLite's points take a few
     // tenths of a second, PostgreSQL's 0.7 s alone on the machine (its
     // start and recovery are half), several seconds beside other work.
-    let per_point = match o.target {
-        Target::Sqlite { .. } => 0.4,
-        Target::Postgres { .. } => 1.0,
+    let per_point = match (&o.target, o.workload) {
+        (Target::Sqlite { .. }, _) => 0.4,
+        (Target::Postgres { .. }, Workload::Rows) => 1.0,
+        // TPC-C's consistency conditions read every table.
+        (Target::Postgres { .. }, Workload::Tpcc) => 2.0,
     };
     let points = match o.selection {
         Selection::All => None,
@@ -252,8 +263,7 @@ fn print_matrix(g: &Global, a: &DurabilityArgs, o: &Options, cells: &[Cell]) -> 
                 })
             })
             .collect();
-        let doc =
-            serde_json::json!({ "medium": a.medium, "db": a.db, "engine": o.target.engine(), "cells": rows });
+        let doc = serde_json::json!({ "medium": a.medium, "db": a.db, "engine": o.target.engine(), "workload": o.workload.name(), "cells": rows });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     }
     let mut t = vec![format!(
