@@ -233,8 +233,34 @@ pub struct Cell {
     pub failed: usize,
     /// The first bad point's index and what it showed.
     pub first_bad: Option<(usize, Outcome)>,
+    /// What each tried point lost, in index order (the distribution).
+    pub lost: Vec<i64>,
+    /// Every bad point's index and what it showed, in index order.
+    pub bad: Vec<(usize, Outcome)>,
     /// Where the tried points' time went, summed.
     pub time: Timing,
+}
+
+impl Cell {
+    /// The `q`-quantile (0..=1) of the acknowledged commits the tried
+    /// points lost (nearest rank); 0 when none was tried.
+    pub fn lost_quantile(&self, q: f64) -> i64 {
+        let mut v = self.lost.clone();
+        v.sort_unstable();
+        match v.len() {
+            0 => 0,
+            n => v[((q * n as f64).ceil() as usize).clamp(1, n) - 1],
+        }
+    }
+
+    /// The mean the tried points lost.
+    pub fn lost_mean(&self) -> f64 {
+        if self.lost.is_empty() {
+            0.0
+        } else {
+            self.lost.iter().sum::<i64>() as f64 / self.lost.len() as f64
+        }
+    }
 }
 
 /// What the run tells its caller as it goes.
@@ -500,8 +526,12 @@ fn check_cell(
         cell.points_losing += usize::from(out.lost > 0);
         cell.inconsistent += usize::from(out.inconsistent.is_some());
         cell.failed += usize::from(out.failed.is_some());
-        if out.bad() && cell.first_bad.is_none() {
-            cell.first_bad = Some((p.index, out));
+        cell.lost.push(out.lost);
+        if out.bad() {
+            if cell.first_bad.is_none() {
+                cell.first_bad = Some((p.index, out.clone()));
+            }
+            cell.bad.push((p.index, out));
         }
     }
     Ok(cell)
@@ -768,4 +798,20 @@ fn run_cmd(c: &mut Command) -> Result<String, String> {
         return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_loss_distribution_is_over_the_tried_points() {
+        let c = Cell { lost: vec![0, 5, 0, 9, 1], ..Cell::default() };
+        assert_eq!((c.lost_quantile(0.5), c.lost_quantile(0.9), c.lost_quantile(1.0)), (1, 9, 9));
+        assert_eq!(c.lost_quantile(0.0), 0);
+        assert!((c.lost_mean() - 3.0).abs() < 1e-9);
+        assert_eq!(Cell::default().lost_quantile(0.5), 0);
+        assert_eq!(Workload::parse("tpcc"), Some(Workload::Tpcc));
+        assert_eq!(Workload::parse("tpc-c"), None);
+    }
 }

@@ -15,12 +15,17 @@ fn medium(s: &State, name: &str) -> String {
 
 /// The matrix of a `--json` crash-point run (the exit code is 1 when any point was bad).
 fn matrix(s: &State, args: &[&str]) -> (i32, Vec<serde_json::Value>) {
+    let (code, doc) = matrix_doc(s, args);
+    (code, doc["cells"].as_array().unwrap().clone())
+}
+
+/// The whole `--json` document (the stored run's id in `run`).
+fn matrix_doc(s: &State, args: &[&str]) -> (i32, serde_json::Value) {
     let mut all = vec!["--json", "durability"];
     all.extend_from_slice(args);
     let (code, out, err) = s.run(&all);
     assert!(code == 0 || code == 1, "storbench {all:?}: {code} {err}");
-    let doc: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
-    (code, doc["cells"].as_array().unwrap().clone())
+    (code, serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}")))
 }
 
 fn cell<'a>(cells: &'a [serde_json::Value], setting: &str, cache: &str) -> &'a serde_json::Value {
@@ -83,7 +88,7 @@ fn a_lying_cache_and_synchronous_off_lose_acknowledged_rows() {
     // Past the lying cache's destage window: the filesystem itself is durable.
     std::thread::sleep(std::time::Duration::from_secs(3));
     let db = format!("sqlite:{mnt}/t.db");
-    let (code, cells) = matrix(
+    let (code, doc) = matrix_doc(
         &s,
         &[
             "--db",
@@ -103,6 +108,7 @@ fn a_lying_cache_and_synchronous_off_lose_acknowledged_rows() {
         ],
     );
     assert_eq!(code, 1, "bad points exit 1");
+    let cells = doc["cells"].as_array().unwrap().clone();
     let lying = cell(&cells, "synchronous=full", "lying");
     assert!(lying["lost_max"].as_i64().unwrap() > 0, "a cache that ignores flushes loses commits: {lying}");
     assert!(lying["first_bad"].is_u64(), "{lying}");
@@ -111,6 +117,48 @@ fn a_lying_cache_and_synchronous_off_lose_acknowledged_rows() {
     let off = cell(&cells, "synchronous=off", "honest");
     let (lost, acked) = (off["lost_max"].as_i64().unwrap(), off["acknowledged"].as_i64().unwrap());
     assert!(lost > 0 && lost <= acked, "synchronous=off loses some, never more than acknowledged: {off}");
+
+    // The loss distribution: p50 ≤ p90 ≤ max, every bad point listed.
+    for c in &cells {
+        let (p50, p90, max) = (
+            c["lost_p50"].as_i64().unwrap(),
+            c["lost_p90"].as_i64().unwrap(),
+            c["lost_max"].as_i64().unwrap(),
+        );
+        assert!(p50 <= p90 && p90 <= max, "{c}");
+        let bad = c["bad_points"].as_array().unwrap();
+        for k in ["points_losing", "inconsistent", "failed"] {
+            assert!(bad.len() as i64 >= c[k].as_i64().unwrap(), "every bad point listed: {c}");
+        }
+        assert_eq!(
+            bad.first().map(|b| b["index"].clone()),
+            c["first_bad"].as_u64().map(serde_json::Value::from),
+            "{c}"
+        );
+    }
+
+    // The matrix is in the results store: a step per cell, its figures and bad points.
+    let run = doc["run"].as_i64().expect("the stored run's id").to_string();
+    let (code, out, err) = s.run(&["--json", "results", "show", &run]);
+    assert_eq!(code, 0, "{err}");
+    let stored: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(stored["run"]["kind"], "crash-points", "{stored}");
+    let steps = stored["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), cells.len(), "{stored}");
+    let step = steps
+        .iter()
+        .find(|st| st["label"] == "synchronous=full / lying")
+        .unwrap_or_else(|| panic!("{stored}"));
+    assert_eq!(step["metrics"]["crash.lost.max"]["value"].as_f64(), lying["lost_max"].as_f64(), "{step}");
+    assert_eq!(step["metrics"]["crash.lost.p50"]["value"].as_f64(), lying["lost_p50"].as_f64(), "{step}");
+    assert_eq!(step["metrics"]["crash.points.tried"]["value"].as_f64(), lying["tried"].as_f64(), "{step}");
+    assert_eq!(step["params"]["bad_points"], lying["bad_points"], "{step}");
+    let (code, text, err) = s.run(&["results", "show", &run]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains("bad_points.0.index"), "{text}");
+    let (code, report, err) = s.run(&["report", &run, "--text"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(report.contains("crash"), "{report}");
 
     // The first bad point, checked again from the kept run, twice: the same.
     let k = lying["first_bad"].as_u64().unwrap().to_string();
