@@ -387,3 +387,41 @@ fn a_tpcc_workload_needs_postgres_and_crash_points() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("only with --crash-points"), "{err}");
 }
+
+#[test]
+fn pg_up_data_checksums_makes_an_instance_that_checks_its_pages() {
+    let s = State::new();
+    let data = s.path("crash-ck-data");
+    let data = data.to_str().unwrap();
+    let up: serde_json::Value = serde_json::from_str(&s.ok(&[
+        "--json",
+        "pg",
+        "up",
+        "crash-ck",
+        "--data",
+        data,
+        "--data-checksums",
+        "-c",
+        "shared_buffers=16MB",
+    ]))
+    .unwrap();
+    let port = up["port"].as_u64().unwrap_or_else(|| panic!("{up}"));
+    assert_eq!(common::managed_psql(port, "SHOW data_checksums"), "on");
+    // Chosen at initdb: asking for them on an instance that exists is refused.
+    let (code, _, err) = s.run(&["pg", "up", "crash-ck", "--data-checksums"]);
+    assert_eq!((code, err.lines().count()), (2, 1), "{err}");
+    assert!(err.contains("--data-checksums"), "{err}");
+    // Without the flag: none (PostgreSQL 15's initdb default).
+    let up: serde_json::Value = serde_json::from_str(&s.ok(&[
+        "--json",
+        "pg",
+        "up",
+        "crash-nock",
+        "--data",
+        s.path("crash-nock-data").to_str().unwrap(),
+        "-c",
+        "shared_buffers=16MB",
+    ]))
+    .unwrap();
+    assert_eq!(common::managed_psql(up["port"].as_u64().unwrap(), "SHOW data_checksums"), "off");
+}
