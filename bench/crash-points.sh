@@ -4,21 +4,24 @@
 # its image from the write journal, mounting it (ext4's journal replay),
 # PostgreSQL's start and crash recovery, the checks (rows, amcheck) and the
 # cleanup. The database holds a TPC-C build of --warehouses (0: none) so the
-# data directory has a realistic size; the crash points are those of the
-# numbered-row workload (`durability --crash-points`) run for --run.
+# data directory has a realistic size; the crash points are those of
+# --workload (`durability --crash-points --workload`: tpcc, the default,
+# runs TPC-C on that build and checks `tpcc check` on every point; rows the
+# numbered-row workload) run for --run.
 #
-#   bench/crash-points.sh [--points 12] [--run 5s] [--warehouses 1] [--clients 2]
+#   bench/crash-points.sh [--points 12] [--run 5s] [--warehouses 1] [--clients 2] [--workload tpcc|rows]
 #
 # Takes the measurement lock exclusively; $SB picks the binary (default: a
 # release build).
 set -euo pipefail
 . "$(dirname "$0")/emu-common.sh"
 measure_locked "$@"
-points=12; run=5s; wh=1; clients=2
+points=12; run=5s; wh=1; clients=2; workload=tpcc
 while [ $# -gt 0 ]; do
   case "$1" in
     --points) points=$2; shift 2;; --run) run=$2; shift 2;;
     --warehouses) wh=$2; shift 2;; --clients) clients=$2; shift 2;;
+    --workload) workload=$2; shift 2;;
     *) echo "unknown option $1" >&2; exit 2;;
   esac
 done
@@ -40,7 +43,7 @@ fi
 echo "data directory: $(du -sh "$STORBENCH_STATE/mnt/crashbench" | cut -f1), journal: $(du -sh "$STORBENCH_STATE/emu/crashbench.journal" | cut -f1)"
 sleep 3   # past the model's destage window
 t0=$(date +%s.%N)
-"$SB" -q --json durability --db managed:crashbench-pg --medium crashbench --clients "$clients" \
+"$SB" -q --json durability --db managed:crashbench-pg --medium crashbench --clients "$clients" --workload "$workload" \
   --cut-after "$run" --crash-points "$points" --cache honest > "$work/out.json" || true
 wall=$(python3 -c "print($(date +%s.%N) - $t0)")
 python3 - "$work/out.json" "$wall" "$run" <<'PY'
@@ -49,7 +52,7 @@ d = json.load(open(sys.argv[1])); wall = float(sys.argv[2])
 for c in d["cells"]:
     s = c["seconds_per_point"]
     print(f"{c['setting'] or 'default'} / {c['cache']}: {c['tried']} of {c['points']} points, "
-          f"{c['acknowledged']} rows acknowledged, lost max {c['lost_max']}, inconsistent {c['inconsistent']}, failed {c['failed']}")
+          f"{c['acknowledged']} {'New-Orders' if d.get('workload') == 'tpcc' else 'rows'} acknowledged, lost max {c['lost_max']}, inconsistent {c['inconsistent']}, failed {c['failed']}")
     print(f"  per point {s['total']:.2f} s -> {60 / s['total']:.1f} points/min "
           f"(image {s['image']:.2f}, mount {s['mount']:.2f}, recovery {s['recover']:.2f}, "
           f"checks {s['check']:.2f}, cleanup {s['cleanup']:.2f})")

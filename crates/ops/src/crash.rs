@@ -1,6 +1,7 @@
 //! Crash points of a real database run (`storbench durability
 //! --crash-points`): clients commit numbered rows ([`crate::acked`], with
-//! their acknowledgement times) into a database whose files are on a
+//! their acknowledgement times), or run TPC-C ([`Workload::Tpcc`]: the
+//! acknowledged New-Orders, per district), into a database whose files are on a
 //! recording medium (`media create --record`), for each setting of a
 //! matrix; then, from the medium's write journal alone
 //! ([`storbench_emu::crash`]), each crash point's image is made, mounted
@@ -21,6 +22,8 @@ use storbench_emu::crash::{self, CacheMode, Point, Replayer};
 use storbench_emu::journal::{monotonic_ns, Journal};
 
 use storbench_instances::pg::{self, Instance, Temporary};
+use storbench_workloads::rand_tpc::TpcRng;
+use storbench_workloads::tpcc::{self, Input, Tpcc};
 
 use crate::acked::{self, AckLog, Writers};
 use crate::error::OpsError;
@@ -57,6 +60,33 @@ impl Target {
     }
 }
 
+/// What the clients run during each setting's run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Workload {
+    /// Numbered rows, one commit each ([`crate::acked`]): the rows acknowledged per client.
+    #[default]
+    Rows,
+    /// TPC-C on a schema built beforehand (`tpcc build`), PostgreSQL only:
+    /// the New-Orders acknowledged per district, and `tpcc check`'s
+    /// consistency conditions after recovery.
+    Tpcc,
+}
+
+impl Workload {
+    /// Its name (`--workload`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Rows => "rows",
+            Workload::Tpcc => "tpcc",
+        }
+    }
+
+    /// By name.
+    pub fn parse(s: &str) -> Option<Workload> {
+        [Workload::Rows, Workload::Tpcc].into_iter().find(|w| w.name() == s)
+    }
+}
+
 /// Which crash points of a run to try.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Selection {
@@ -77,6 +107,8 @@ pub struct Options {
     pub journal: PathBuf,
     /// Where crash images and their mount points go (host disk, not the medium).
     pub scratch: PathBuf,
+    /// What the clients run.
+    pub workload: Workload,
     /// Clients committing at once.
     pub clients: u32,
     /// How long they commit per setting.
@@ -99,13 +131,26 @@ fn run_file(journal: &Path, label: &str) -> PathBuf {
     journal.with_extension(format!("run-{safe}.json"))
 }
 
-fn save_run(journal: &Path, label: &str, acks: &AckLog, start: u64, end: u64) -> Result<(), OpsError> {
+/// One setting's run: what was acknowledged, and when it ran.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct RunLog {
+    /// Rows: per client; TPC-C: per district (the order of `districts`),
+    /// the acknowledgement time of each New-Order.
+    acks: AckLog,
+    /// The run's window on CLOCK_MONOTONIC.
+    start: u64,
+    end: u64,
+    /// TPC-C: each district's `(w_id, d_id, d_next_o_id)` before the run.
+    districts: Vec<[i64; 3]>,
+}
+
+fn save_run(journal: &Path, label: &str, r: &RunLog) -> Result<(), OpsError> {
     let p = run_file(journal, label);
-    let doc = serde_json::json!({ "start_ns": start, "end_ns": end, "acks": acks.times });
+    let doc = serde_json::json!({ "start_ns": r.start, "end_ns": r.end, "acks": r.acks.times, "districts": r.districts });
     std::fs::write(&p, doc.to_string()).map_err(|e| OpsError::Failed(format!("writing {}: {e}", p.display())))
 }
 
-fn load_run(journal: &Path, label: &str) -> Result<(AckLog, u64, u64), OpsError> {
+fn load_run(journal: &Path, label: &str) -> Result<RunLog, OpsError> {
     let p = run_file(journal, label);
     let text = std::fs::read_to_string(&p).map_err(|_| {
         OpsError::Usage(format!(
@@ -118,7 +163,8 @@ fn load_run(journal: &Path, label: &str) -> Result<(AckLog, u64, u64), OpsError>
     let times: Vec<Vec<u64>> = serde_json::from_value(v["acks"].clone())
         .map_err(|e| OpsError::Failed(format!("reading {}: {e}", p.display())))?;
     let num = |k: &str| v[k].as_u64().unwrap_or(0);
-    Ok((AckLog { times }, num("start_ns"), num("end_ns")))
+    let districts: Vec<[i64; 3]> = serde_json::from_value(v["districts"].clone()).unwrap_or_default();
+    Ok(RunLog { acks: AckLog { times }, start: num("start_ns"), end: num("end_ns"), districts })
 }
 
 /// What one crash point showed.
@@ -187,8 +233,34 @@ pub struct Cell {
     pub failed: usize,
     /// The first bad point's index and what it showed.
     pub first_bad: Option<(usize, Outcome)>,
+    /// What each tried point lost, in index order (the distribution).
+    pub lost: Vec<i64>,
+    /// Every bad point's index and what it showed, in index order.
+    pub bad: Vec<(usize, Outcome)>,
     /// Where the tried points' time went, summed.
     pub time: Timing,
+}
+
+impl Cell {
+    /// The `q`-quantile (0..=1) of the acknowledged commits the tried
+    /// points lost (nearest rank); 0 when none was tried.
+    pub fn lost_quantile(&self, q: f64) -> i64 {
+        let mut v = self.lost.clone();
+        v.sort_unstable();
+        match v.len() {
+            0 => 0,
+            n => v[((q * n as f64).ceil() as usize).clamp(1, n) - 1],
+        }
+    }
+
+    /// The mean the tried points lost.
+    pub fn lost_mean(&self) -> f64 {
+        if self.lost.is_empty() {
+            0.0
+        } else {
+            self.lost.iter().sum::<i64>() as f64 / self.lost.len() as f64
+        }
+    }
 }
 
 /// What the run tells its caller as it goes.
@@ -234,15 +306,20 @@ pub fn run(o: &Options, stop: &AtomicBool, on: &mut dyn FnMut(Event)) -> Result<
         }
         let label = setting_label(s);
         on(Event::Run { setting: &label });
-        let (acks, start, end) = if o.last_run {
+        let r = if o.last_run {
             load_run(&o.journal, &label)?
         } else {
-            let (acks, start, end) = workload(o, s)?;
-            save_run(&o.journal, &label, &acks, start, end)?;
-            (acks, start, end)
+            let r = workload(o, s)?;
+            save_run(&o.journal, &label, &r)?;
+            r
         };
+        if o.workload == Workload::Tpcc && r.districts.is_empty() {
+            return Err(OpsError::Usage(format!(
+                "the recorded run of settings '{label}' is not a TPC-C run; run it again without --last-run"
+            )));
+        }
         for &mode in &o.modes {
-            let cell = check_cell(o, &label, mode, &acks, (start, end), stop, on)?;
+            let cell = check_cell(o, &label, mode, &r, stop, on)?;
             on(Event::CellDone(&cell));
             cells.push(cell);
         }
@@ -250,10 +327,14 @@ pub fn run(o: &Options, stop: &AtomicBool, on: &mut dyn FnMut(Event)) -> Result<
     Ok(cells)
 }
 
-/// Commits rows for `o.run_for` under setting `s`: the acknowledgement log
-/// and the run's window on CLOCK_MONOTONIC.
-fn workload(o: &Options, s: &[(String, String)]) -> Result<(AckLog, u64, u64), OpsError> {
+/// Runs the workload for `o.run_for` under setting `s`: the acknowledgement
+/// log and the run's window on CLOCK_MONOTONIC.
+fn workload(o: &Options, s: &[(String, String)]) -> Result<RunLog, OpsError> {
     match &o.target {
+        Target::Sqlite { .. } if o.workload == Workload::Tpcc => {
+            Err(OpsError::Usage("--workload tpcc: PostgreSQL only (give --db managed:NAME)".into()))
+        }
+        Target::Postgres { inst, .. } if o.workload == Workload::Tpcc => tpcc_workload(o, inst, s),
         Target::Sqlite { path, .. } => {
             for suffix in ["", "-wal", "-shm", "-journal"] {
                 let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
@@ -294,26 +375,110 @@ fn workload(o: &Options, s: &[(String, String)]) -> Result<(AckLog, u64, u64), O
 }
 
 /// The clients commit for `d`: their acknowledgement log and the window.
-fn commit_for(d: Duration, conns: Vec<Box<dyn storbench_db::Connection>>) -> (AckLog, u64, u64) {
+fn commit_for(d: Duration, conns: Vec<Box<dyn storbench_db::Connection>>) -> RunLog {
     let start = monotonic_ns();
     let writers = Writers::start(TABLE, conns);
     std::thread::sleep(d);
     let acks = writers.stop_timed();
-    (acks, start, monotonic_ns())
+    RunLog { acks, start, end: monotonic_ns(), districts: Vec::new() }
+}
+
+/// TPC-C's transaction mix (clause 5.2.3, the 23-card deck of `tpcc run`):
+/// 10 New-Order, 10 Payment, one each of Order-Status, Delivery, Stock-Level.
+const TPCC_DECK: [usize; 23] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 3, 4];
+const NEW_ORDER: usize = 0;
+
+/// TPC-C for `o.run_for` under setting `s` on a schema built beforehand:
+/// the clients run the mix without think times (routines where the build
+/// made them, as `tpcc run` does), each New-Order that comes back committed
+/// logged with its time under its district. Orders take their district's
+/// next id under the district row's lock, so a district's committed orders
+/// are its ids from `d_next_o_id` on, in commit order.
+fn tpcc_workload(o: &Options, inst: &Instance, s: &[(String, String)]) -> Result<RunLog, OpsError> {
+    let url = DbUrl::parse(&pg::resolve(&inst.name)?).map_err(OpsError::Usage)?;
+    let open = || connect(&url).map_err(|e| OpsError::Unreachable(format!("managed:{}: {e}", inst.name)));
+    let mut admin = open()?;
+    let info = tpcc::inspect(admin.as_mut())?.ok_or_else(|| {
+        OpsError::Usage(format!(
+            "--workload tpcc: no TPC-C schema in managed:{0}; build one first (storbench tpcc build --db managed:{0})",
+            inst.name
+        ))
+    })?;
+    for (k, v) in s {
+        admin.batch(&format!("ALTER SYSTEM SET {k} = '{v}'"))?;
+    }
+    admin.batch("SELECT pg_reload_conf()")?;
+    let districts: Vec<[i64; 3]> = admin
+        .query(&Stmt::new("SELECT d_w_id, d_id, d_next_o_id FROM district ORDER BY d_w_id, d_id"), &[])?
+        .iter()
+        .map(|r| Ok([r.int(0)?, r.int(1)?, r.int(2)?]))
+        .collect::<Result<_, storbench_db::DbError>>()?;
+    admin.batch("CHECKPOINT")?;
+    let conns = (0..o.clients).map(|_| open()).collect::<Result<Vec<_>, _>>()?;
+    let seed = monotonic_ns();
+    let wl = std::sync::Arc::new(Tpcc::new(tpcc::Options { seed, ..tpcc::Options::default() }, &info));
+    let index: std::sync::Arc<std::collections::HashMap<(i64, i64), usize>> =
+        std::sync::Arc::new(districts.iter().enumerate().map(|(i, d)| ((d[0], d[1]), i)).collect());
+    let halt = std::sync::Arc::new(AtomicBool::new(false));
+    let start = monotonic_ns();
+    let threads: Vec<_> = conns
+        .into_iter()
+        .enumerate()
+        .map(|(u, mut conn)| {
+            let (wl, index, halt) = (wl.clone(), index.clone(), halt.clone());
+            std::thread::spawn(move || {
+                let keys = wl.keys();
+                let mut rng = TpcRng::seeded(seed.wrapping_add(u as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
+                let home = (u as i64 % keys.warehouses) + 1;
+                let mut input = Input::default();
+                let mut acks: Vec<(u64, usize)> = Vec::new();
+                while !halt.load(Ordering::Relaxed) && !conn.is_closed() {
+                    let kind = TPCC_DECK[rng.uniform(0, 22) as usize];
+                    input.choose(kind, home, &keys, &mut rng);
+                    // An error (a serialization failure, a deadlock) is not an
+                    // acknowledgement: the order is not counted.
+                    if let Ok(false) = wl.run_input(conn.as_mut(), &input) {
+                        if kind == NEW_ORDER {
+                            if let Some(&i) = index.get(&(input.w, input.d)) {
+                                acks.push((monotonic_ns(), i));
+                            }
+                        }
+                    }
+                }
+                acks
+            })
+        })
+        .collect();
+    std::thread::sleep(o.run_for);
+    halt.store(true, Ordering::Relaxed);
+    let mut times = vec![Vec::new(); districts.len()];
+    for t in threads {
+        for (at, i) in t.join().unwrap_or_default() {
+            times[i].push(at);
+        }
+    }
+    let end = monotonic_ns();
+    for t in &mut times {
+        t.sort_unstable();
+    }
+    for (k, _) in s {
+        admin.batch(&format!("ALTER SYSTEM RESET {k}"))?;
+    }
+    admin.batch("SELECT pg_reload_conf()")?;
+    Ok(RunLog { acks: AckLog { times }, start, end, districts })
 }
 
 fn check_cell(
     o: &Options,
     label: &str,
     mode: CacheMode,
-    acks: &AckLog,
-    (start, end): (u64, u64),
+    run: &RunLog,
     stop: &AtomicBool,
     on: &mut dyn FnMut(Event),
 ) -> Result<Cell, OpsError> {
     let journal = Journal::open(&o.journal)
         .map_err(|e| OpsError::Failed(format!("reading the write journal {}: {e}", o.journal.display())))?;
-    let all = crash::points(&journal, mode, start, end);
+    let (acks, all) = (&run.acks, crash::points(&journal, mode, run.start, run.end));
     let chosen = match o.selection {
         Selection::All => all.clone(),
         Selection::Sample(n) => crash::sample(&all, n),
@@ -339,7 +504,8 @@ fn check_cell(
             break;
         }
         let t0 = Instant::now();
-        let (outcome, timing) = check_point(o, &mut replayer, &scratch, p, &acks.before(p.t_ns))?;
+        let (outcome, timing) =
+            check_point(o, &mut replayer, &scratch, p, &run.districts, &acks.before(p.t_ns))?;
         cell.tried += 1;
         cell.time.add(&timing);
         let took = t0.elapsed();
@@ -360,8 +526,12 @@ fn check_cell(
         cell.points_losing += usize::from(out.lost > 0);
         cell.inconsistent += usize::from(out.inconsistent.is_some());
         cell.failed += usize::from(out.failed.is_some());
-        if out.bad() && cell.first_bad.is_none() {
-            cell.first_bad = Some((p.index, out));
+        cell.lost.push(out.lost);
+        if out.bad() {
+            if cell.first_bad.is_none() {
+                cell.first_bad = Some((p.index, out.clone()));
+            }
+            cell.bad.push((p.index, out));
         }
     }
     Ok(cell)
@@ -373,6 +543,7 @@ fn check_point(
     replayer: &mut Replayer,
     scratch: &Scratch,
     p: &Point,
+    districts: &[[i64; 3]],
     acked: &[i64],
 ) -> Result<(Outcome, Timing), OpsError> {
     let mut tm = Timing::default();
@@ -408,7 +579,8 @@ fn check_point(
         }
         Target::Postgres { mount, inst } => {
             let rel = inst.data.strip_prefix(mount).unwrap_or(&inst.data);
-            let (out, recovered_in) = check_postgres(&at.join(rel), &scratch.dir.join("run"), acked);
+            let (out, recovered_in) =
+                check_postgres(&at.join(rel), &scratch.dir.join("run"), districts, acked);
             tm.recover = recovered_in;
             out
         }
@@ -466,8 +638,10 @@ fn check_sqlite(db: &Path, acked: &[i64]) -> Outcome {
 /// directory (its crash recovery replays the WAL), the acknowledged rows
 /// looked for, and amcheck over the table and its primary key
 /// (`verify_heapam`, `bt_index_check` with every heap tuple looked up).
+/// With TPC-C (`districts` not empty): the acknowledged New-Orders looked
+/// for per district, and `tpcc check`'s consistency conditions.
 /// Stopped immediately after: the image is thrown away.
-fn check_postgres(data: &Path, run_dir: &Path, acked: &[i64]) -> (Outcome, Duration) {
+fn check_postgres(data: &Path, run_dir: &Path, districts: &[[i64; 3]], acked: &[i64]) -> (Outcome, Duration) {
     let mut out = Outcome { lost: 0, inconsistent: None, failed: None };
     if !data.join("PG_VERSION").exists() {
         out.failed = Some(format!("{} is not on the recovered filesystem", data.display()));
@@ -497,6 +671,9 @@ fn check_postgres(data: &Path, run_dir: &Path, acked: &[i64]) -> (Outcome, Durat
         .map_err(|e| storbench_db::DbError::new(storbench_db::ErrorKind::Connect, e))
         .and_then(|u| connect(&u))
         .and_then(|mut c| {
+            if !districts.is_empty() {
+                return check_tpcc(c.as_mut(), districts, acked, &mut out);
+            }
             out.lost = acked::look_for(c.as_mut(), TABLE, acked)?.iter().map(|c| c.missing()).sum();
             c.batch("CREATE EXTENSION IF NOT EXISTS amcheck")?;
             let heap = Stmt::new(format!("SELECT count(*) FROM verify_heapam('{TABLE}')"));
@@ -512,7 +689,7 @@ fn check_postgres(data: &Path, run_dir: &Path, acked: &[i64]) -> (Outcome, Durat
         });
     if let Err(e) = checked {
         let e = e.to_string();
-        if e.contains("corrupt") || e.contains("invalid page") || e.contains("could not read block") {
+        if ["corrupt", "invalid page", "could not read block", "checksum"].iter().any(|w| e.contains(w)) {
             out.inconsistent = Some(first_line(&e));
         } else {
             out.failed = Some(format!("after recovery: {}", first_line(&e)));
@@ -527,6 +704,42 @@ fn check_postgres(data: &Path, run_dir: &Path, acked: &[i64]) -> (Outcome, Durat
     drop(t);
     let _ = std::fs::remove_dir_all(run_dir);
     (out, recovered_in)
+}
+
+/// TPC-C after recovery: a district whose `n` New-Orders were acknowledged
+/// must hold at least `n` orders from its `d_next_o_id` before the run on
+/// (they are the first `n` ids: a district's orders take consecutive ids in
+/// commit order); fewer is that many acknowledged orders lost. Then every
+/// consistency condition of `tpcc check`.
+fn check_tpcc(
+    c: &mut dyn storbench_db::Connection,
+    districts: &[[i64; 3]],
+    acked: &[i64],
+    out: &mut Outcome,
+) -> Result<(), storbench_db::DbError> {
+    let q = Stmt::new("SELECT count(*) FROM orders WHERE o_w_id = $1 AND o_d_id = $2 AND o_id >= $3");
+    for (d, &n) in districts.iter().zip(acked) {
+        if n == 0 {
+            continue;
+        }
+        let p =
+            [storbench_db::Value::Int(d[0]), storbench_db::Value::Int(d[1]), storbench_db::Value::Int(d[2])];
+        let found = c.query_one(&q, &p)?.int(0)?;
+        out.lost += (n - found).max(0);
+    }
+    let failed: Vec<String> = tpcc::check(c)?
+        .into_iter()
+        .filter(|r| !r.passed)
+        .map(|r| format!("tpcc check condition {} ({}): {}", r.number, r.name, r.detail))
+        .collect();
+    if let Some(first) = failed.first() {
+        out.inconsistent = Some(if failed.len() > 1 {
+            format!("{first} (and {} more condition(s))", failed.len() - 1)
+        } else {
+            first.clone()
+        });
+    }
+    Ok(())
 }
 
 fn first_line(s: &str) -> String {
@@ -585,4 +798,20 @@ fn run_cmd(c: &mut Command) -> Result<String, String> {
         return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_loss_distribution_is_over_the_tried_points() {
+        let c = Cell { lost: vec![0, 5, 0, 9, 1], ..Cell::default() };
+        assert_eq!((c.lost_quantile(0.5), c.lost_quantile(0.9), c.lost_quantile(1.0)), (1, 9, 9));
+        assert_eq!(c.lost_quantile(0.0), 0);
+        assert!((c.lost_mean() - 3.0).abs() < 1e-9);
+        assert_eq!(Cell::default().lost_quantile(0.5), 0);
+        assert_eq!(Workload::parse("tpcc"), Some(Workload::Tpcc));
+        assert_eq!(Workload::parse("tpc-c"), None);
+    }
 }

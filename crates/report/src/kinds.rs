@@ -99,6 +99,18 @@ const KINDS: &[KindSpec] = &[
         "backup",
         &[f("backup.mb_per_s", "throughput", "tool's elapsed time"), f("backup.seconds", "backup time", "")],
     ),
+    // `durability --crash-points`: a step per setting × cache mode.
+    spec(
+        "crash-points",
+        "crash points",
+        &[
+            f("crash.lost.max", "acknowledged commits lost (worst point)", "recovered crash images"),
+            f("crash.lost.p50", "lost (median point)", "recovered crash images"),
+            f("crash.inconsistent", "inconsistent recoveries", "engine's consistency check"),
+            f("crash.failed", "failed recoveries", ""),
+            f("crash.points.tried", "crash points tried", ""),
+        ],
+    ),
     KindSpec { setup: true, ..spec("tpcb-init", "TPC-B init", storbench_workloads::tpcb::INIT_FIGURES) },
     KindSpec { setup: true, ..spec("tpcc-build", "TPC-C build", storbench_workloads::tpcc::BUILD_FIGURES) },
 ];

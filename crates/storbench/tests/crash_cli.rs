@@ -15,12 +15,17 @@ fn medium(s: &State, name: &str) -> String {
 
 /// The matrix of a `--json` crash-point run (the exit code is 1 when any point was bad).
 fn matrix(s: &State, args: &[&str]) -> (i32, Vec<serde_json::Value>) {
+    let (code, doc) = matrix_doc(s, args);
+    (code, doc["cells"].as_array().unwrap().clone())
+}
+
+/// The whole `--json` document (the stored run's id in `run`).
+fn matrix_doc(s: &State, args: &[&str]) -> (i32, serde_json::Value) {
     let mut all = vec!["--json", "durability"];
     all.extend_from_slice(args);
     let (code, out, err) = s.run(&all);
     assert!(code == 0 || code == 1, "storbench {all:?}: {code} {err}");
-    let doc: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
-    (code, doc["cells"].as_array().unwrap().clone())
+    (code, serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}")))
 }
 
 fn cell<'a>(cells: &'a [serde_json::Value], setting: &str, cache: &str) -> &'a serde_json::Value {
@@ -83,7 +88,7 @@ fn a_lying_cache_and_synchronous_off_lose_acknowledged_rows() {
     // Past the lying cache's destage window: the filesystem itself is durable.
     std::thread::sleep(std::time::Duration::from_secs(3));
     let db = format!("sqlite:{mnt}/t.db");
-    let (code, cells) = matrix(
+    let (code, doc) = matrix_doc(
         &s,
         &[
             "--db",
@@ -103,6 +108,7 @@ fn a_lying_cache_and_synchronous_off_lose_acknowledged_rows() {
         ],
     );
     assert_eq!(code, 1, "bad points exit 1");
+    let cells = doc["cells"].as_array().unwrap().clone();
     let lying = cell(&cells, "synchronous=full", "lying");
     assert!(lying["lost_max"].as_i64().unwrap() > 0, "a cache that ignores flushes loses commits: {lying}");
     assert!(lying["first_bad"].is_u64(), "{lying}");
@@ -111,6 +117,48 @@ fn a_lying_cache_and_synchronous_off_lose_acknowledged_rows() {
     let off = cell(&cells, "synchronous=off", "honest");
     let (lost, acked) = (off["lost_max"].as_i64().unwrap(), off["acknowledged"].as_i64().unwrap());
     assert!(lost > 0 && lost <= acked, "synchronous=off loses some, never more than acknowledged: {off}");
+
+    // The loss distribution: p50 ≤ p90 ≤ max, every bad point listed.
+    for c in &cells {
+        let (p50, p90, max) = (
+            c["lost_p50"].as_i64().unwrap(),
+            c["lost_p90"].as_i64().unwrap(),
+            c["lost_max"].as_i64().unwrap(),
+        );
+        assert!(p50 <= p90 && p90 <= max, "{c}");
+        let bad = c["bad_points"].as_array().unwrap();
+        for k in ["points_losing", "inconsistent", "failed"] {
+            assert!(bad.len() as i64 >= c[k].as_i64().unwrap(), "every bad point listed: {c}");
+        }
+        assert_eq!(
+            bad.first().map(|b| b["index"].clone()),
+            c["first_bad"].as_u64().map(serde_json::Value::from),
+            "{c}"
+        );
+    }
+
+    // The matrix is in the results store: a step per cell, its figures and bad points.
+    let run = doc["run"].as_i64().expect("the stored run's id").to_string();
+    let (code, out, err) = s.run(&["--json", "results", "show", &run]);
+    assert_eq!(code, 0, "{err}");
+    let stored: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(stored["run"]["kind"], "crash-points", "{stored}");
+    let steps = stored["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), cells.len(), "{stored}");
+    let step = steps
+        .iter()
+        .find(|st| st["label"] == "synchronous=full / lying")
+        .unwrap_or_else(|| panic!("{stored}"));
+    assert_eq!(step["metrics"]["crash.lost.max"]["value"].as_f64(), lying["lost_max"].as_f64(), "{step}");
+    assert_eq!(step["metrics"]["crash.lost.p50"]["value"].as_f64(), lying["lost_p50"].as_f64(), "{step}");
+    assert_eq!(step["metrics"]["crash.points.tried"]["value"].as_f64(), lying["tried"].as_f64(), "{step}");
+    assert_eq!(step["params"]["bad_points"], lying["bad_points"], "{step}");
+    let (code, text, err) = s.run(&["results", "show", &run]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains("bad_points.0.index"), "{text}");
+    let (code, report, err) = s.run(&["report", &run, "--text"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(report.contains("crash"), "{report}");
 
     // The first bad point, checked again from the kept run, twice: the same.
     let k = lying["first_bad"].as_u64().unwrap().to_string();
@@ -235,4 +283,145 @@ fn ctrl_c_finishes_the_point_in_progress_and_leaves_nothing() {
     let (tried, points) = (c["tried"].as_u64().unwrap(), c["points"].as_u64().unwrap());
     assert!(tried >= 1 && tried < points, "stopped early, with what it had: {c}");
     no_scratch_left(&s);
+}
+
+#[test]
+fn postgres_tpcc_crash_points_lose_no_order_when_honest_and_lose_orders_when_the_cache_lies() {
+    let s = State::new();
+    s.ok(&[
+        "media",
+        "create",
+        "crash-tpcc",
+        "--size",
+        "1G",
+        "--fs",
+        "ext4",
+        "--model",
+        "sata-ssd",
+        "--record",
+    ]);
+    s.ok(&["pg", "up", "crash-tpcc1", "--data", "crash-tpcc", "-c", "shared_buffers=64MB"]);
+    // Without a TPC-C schema: refused, naming what to do.
+    let (code, _, err) = s.run(&[
+        "durability",
+        "--db",
+        "managed:crash-tpcc1",
+        "--medium",
+        "crash-tpcc",
+        "--workload",
+        "tpcc",
+        "--crash-points",
+        "2",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("tpcc build"), "{err}");
+    s.ok(&["tpcc", "build", "--db", "managed:crash-tpcc1", "--warehouses", "1"]);
+    // Past the lying cache's destage window: the build itself is durable.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let (code, cells) = matrix(
+        &s,
+        &[
+            "--db",
+            "managed:crash-tpcc1",
+            "--medium",
+            "crash-tpcc",
+            "--workload",
+            "tpcc",
+            "--clients",
+            "2",
+            "--cut-after",
+            "3s",
+            "--crash-points",
+            "3",
+            "--cache",
+            "honest,lying",
+        ],
+    );
+    assert_eq!(code, 1, "bad points exit 1");
+    let honest = cell(&cells, "", "honest");
+    assert!(honest["acknowledged"].as_i64().unwrap() > 0, "New-Orders acknowledged: {honest}");
+    assert_eq!(honest["tried"], 3, "{honest}");
+    for k in ["lost_max", "inconsistent", "failed"] {
+        assert_eq!(honest[k], 0, "an honest device with synchronous commits: {honest}");
+    }
+    let lying = cell(&cells, "", "lying");
+    assert!(lying["lost_max"].as_i64().unwrap() > 0, "a cache that ignores flushes loses orders: {lying}");
+    no_scratch_left(&s);
+    let temp = std::process::Command::new("pgrep").args(["-f", "storbench-crash"]).output().unwrap();
+    assert!(temp.stdout.is_empty(), "a temporary server is left: {}", String::from_utf8_lossy(&temp.stdout));
+}
+
+#[test]
+fn a_tpcc_workload_needs_postgres_and_crash_points() {
+    let s = State::new();
+    let mnt = medium(&s, "crash-tpcc-bad");
+    let db = format!("sqlite:{mnt}/t.db");
+    let (code, _, err) = s.run(&[
+        "durability",
+        "--db",
+        &db,
+        "--medium",
+        "crash-tpcc-bad",
+        "--workload",
+        "tpcc",
+        "--crash-points",
+        "2",
+    ]);
+    assert_eq!((code, err.lines().count()), (2, 1), "{err}");
+    assert!(err.contains("PostgreSQL only"), "{err}");
+    let (code, _, err) = s.run(&[
+        "durability",
+        "--db",
+        &db,
+        "--medium",
+        "crash-tpcc-bad",
+        "--workload",
+        "tpc-c",
+        "--crash-points",
+        "2",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--workload tpc-c: use rows or tpcc"), "{err}");
+    let (code, _, err) =
+        s.run(&["durability", "--db", "managed:x", "--medium", "crash-tpcc-bad", "--workload", "tpcc"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("only with --crash-points"), "{err}");
+}
+
+#[test]
+fn pg_up_data_checksums_makes_an_instance_that_checks_its_pages() {
+    let s = State::new();
+    let data = s.path("crash-ck-data");
+    let data = data.to_str().unwrap();
+    let up: serde_json::Value = serde_json::from_str(&s.ok(&[
+        "--json",
+        "pg",
+        "up",
+        "crash-ck",
+        "--data",
+        data,
+        "--data-checksums",
+        "-c",
+        "shared_buffers=16MB",
+    ]))
+    .unwrap();
+    let port = up["port"].as_u64().unwrap_or_else(|| panic!("{up}"));
+    assert_eq!(common::managed_psql(port, "SHOW data_checksums"), "on");
+    // Chosen at initdb: asking for them on an instance that exists is refused.
+    let (code, _, err) = s.run(&["pg", "up", "crash-ck", "--data-checksums"]);
+    assert_eq!((code, err.lines().count()), (2, 1), "{err}");
+    assert!(err.contains("--data-checksums"), "{err}");
+    // Without the flag: none (PostgreSQL 15's initdb default).
+    let up: serde_json::Value = serde_json::from_str(&s.ok(&[
+        "--json",
+        "pg",
+        "up",
+        "crash-nock",
+        "--data",
+        s.path("crash-nock-data").to_str().unwrap(),
+        "-c",
+        "shared_buffers=16MB",
+    ]))
+    .unwrap();
+    assert_eq!(common::managed_psql(up["port"].as_u64().unwrap(), "SHOW data_checksums"), "off");
 }

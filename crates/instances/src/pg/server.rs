@@ -19,6 +19,9 @@ pub struct UpOptions {
     pub port: Option<u16>,
     /// Settings for postgresql.conf.
     pub settings: Vec<(String, String)>,
+    /// Data checksums (`initdb --data-checksums`): a torn or corrupt data
+    /// page is reported when read. A new instance only.
+    pub checksums: bool,
     /// Standbys to make, one placement each (a new instance only).
     pub standbys: Vec<StandbyPlace>,
     /// `synchronous_commit` (one of [`SYNC_LEVELS`]).
@@ -122,6 +125,11 @@ pub(crate) fn check_place(p: &Path, what: &str) -> Result<(), InstanceError> {
 pub fn up(name: &str, o: &UpOptions) -> Result<Instance, InstanceError> {
     check_up(name, o)?;
     if let Some(existing) = get(name)? {
+        if o.checksums {
+            return Err(InstanceError::Usage(format!(
+                "--data-checksums: only when making an instance ('{name}' exists; checksums are chosen at initdb)"
+            )));
+        }
         return up_existing(name, existing, o);
     }
     check_new(name, o)?;
@@ -303,6 +311,9 @@ fn make_primary(
         "--no-instructions",
     ]);
     c.arg(format!("--pwfile={}", pwfile.display()));
+    if o.checksums {
+        c.arg("--data-checksums");
+    }
     if let Some(w) = &o.wal {
         c.arg("--waldir").arg(w);
     }

@@ -1,8 +1,9 @@
 //! `storbench durability --crash-points N|all` (and `--crash-point K`):
 //! validates the flags, runs `storbench_ops::crash` and prints its progress
 //! and the matrix (setting × cache mode → points tried, acknowledged rows
-//! lost, inconsistent and failed recoveries, the first bad point's index).
-//! Exit 0 when no point lost, broke or failed; 1 otherwise.
+//! lost, inconsistent and failed recoveries, the first bad point's index),
+//! and stores it in the results store: a run of kind `crash-points`, one
+//! step per cell. Exit 0 when no point lost, broke or failed; 1 otherwise.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,7 +11,7 @@ use std::process::ExitCode;
 use anyhow::{anyhow, Result};
 use storbench_emu::crash::CacheMode;
 use storbench_metrics::units::parse_duration;
-use storbench_ops::crash::{Cell, Event, Options, Selection, Target};
+use storbench_ops::crash::{Cell, Event, Options, Selection, Target, Workload};
 
 use crate::cli::Global;
 use crate::cmd::durability::DurabilityArgs;
@@ -82,6 +83,8 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
         },
         (None, None) => unreachable!("called with crash points"),
     };
+    let workload = Workload::parse(&a.workload)
+        .ok_or_else(|| usage(format!("--workload {}: use rows or tpcc", a.workload)))?;
     let medium = storbench_media::get(&a.medium)
         .map_err(|e| anyhow!("{e}"))?
         .ok_or_else(|| usage(format!("--medium {}: no such medium (storbench media list)", a.medium)))?;
@@ -103,6 +106,12 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
                     "--db {}: the file must be on the medium (under {})",
                     a.db,
                     mount.display()
+                )));
+            }
+            if workload == Workload::Tpcc {
+                return Err(usage(format!(
+                    "--db {}: --workload tpcc runs on PostgreSQL only (give --db managed:NAME)",
+                    a.db
                 )));
             }
             Target::Sqlite { mount, path }
@@ -144,6 +153,7 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
         target,
         journal,
         scratch,
+        workload,
         clients: a.clients,
         run_for,
         settings,
@@ -155,8 +165,20 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
         eprintln!("{}", estimate(&o));
     }
     let mut on = |e: Event| progress(g, e);
+    let started = storbench_results::now_rfc3339();
     let cells = storbench_ops::crash::run(&o, crate::interrupt::flag(), &mut on).map_err(ops_err)?;
-    print_matrix(g, &a, &o, &cells)?;
+    let interrupted = crate::interrupt::flag().load(std::sync::atomic::Ordering::Relaxed);
+    let run = store(g, &a, &o, &cells, &started, interrupted)?;
+    print_matrix(g, &a, &o, &cells, &run)?;
+    if !g.quiet {
+        eprintln!(
+            "storbench: run {} ({}) {}, saved in {}",
+            run.id,
+            run.short(),
+            if interrupted { "interrupted" } else { "complete" },
+            g.results.display()
+        );
+    }
     let bad = cells.iter().any(|c| c.first_bad.is_some());
     Ok(if bad { ExitCode::from(crate::error::EXIT_FAILED) } else { ExitCode::SUCCESS })
 }
@@ -168,9 +190,12 @@ fn estimate(o: &Options) -> String {
     // Measured here (bench/crash-points.sh): SQLite's points take a few
     // tenths of a second, PostgreSQL's 0.7 s alone on the machine (its
     // start and recovery are half), several seconds beside other work.
-    let per_point = match o.target {
-        Target::Sqlite { .. } => 0.4,
-        Target::Postgres { .. } => 1.0,
+    let per_point = match (&o.target, o.workload) {
+        (Target::Sqlite { .. }, _) => 0.4,
+        (Target::Postgres { .. }, Workload::Rows) => 1.0,
+        // TPC-C's consistency conditions read every table: 1.2 s alone
+        // on the machine at scale 1 (bench/crash-points.sh).
+        (Target::Postgres { .. }, Workload::Tpcc) => 1.5,
     };
     let points = match o.selection {
         Selection::All => None,
@@ -237,7 +262,97 @@ fn per_point(c: &Cell) -> serde_json::Value {
     })
 }
 
-fn print_matrix(g: &Global, a: &DurabilityArgs, o: &Options, cells: &[Cell]) -> Result<()> {
+/// A cell's figures as a step of the stored run.
+fn cell_report(c: &Cell) -> storbench_metrics::StepReport {
+    use storbench_metrics::Unit;
+    let mut r = storbench_metrics::StepReport::default();
+    for (name, v) in [
+        ("crash.points", c.points as f64),
+        ("crash.points.tried", c.tried as f64),
+        ("crash.acknowledged", c.acknowledged as f64),
+        ("crash.lost.max", c.lost_max as f64),
+        ("crash.lost.p50", c.lost_quantile(0.5) as f64),
+        ("crash.lost.p90", c.lost_quantile(0.9) as f64),
+        ("crash.points.losing", c.points_losing as f64),
+        ("crash.inconsistent", c.inconsistent as f64),
+        ("crash.failed", c.failed as f64),
+    ] {
+        r.figure(name, v, Unit::Count);
+    }
+    r.figure("crash.lost.mean", c.lost_mean(), Unit::Count);
+    let t = &c.time;
+    let total = t.image + t.mount + t.recover + t.check + t.cleanup;
+    r.figure("crash.seconds_per_point", total.as_secs_f64() / c.tried.max(1) as f64, Unit::S);
+    r
+}
+
+/// Every bad point of a cell: its index (for `--crash-point K`) and what it showed.
+fn bad_points(c: &Cell) -> serde_json::Value {
+    c.bad
+        .iter()
+        .map(|(i, out)| {
+            serde_json::json!({ "index": i, "lost": out.lost, "inconsistent": out.inconsistent, "failed": out.failed })
+        })
+        .collect()
+}
+
+/// Stores the matrix: a run of kind `crash-points`, a step per cell (its
+/// figures, and its bad points' indices in the step's parameters).
+fn store(
+    g: &Global,
+    a: &DurabilityArgs,
+    o: &Options,
+    cells: &[Cell],
+    started: &str,
+    interrupted: bool,
+) -> Result<storbench_results::RunRow> {
+    use storbench_results::{NewRun, Status, Store};
+    let mut st = Store::open(&g.results)?;
+    let config = serde_json::json!({
+        "db": a.db, "medium": a.medium, "engine": o.target.engine(), "workload": o.workload.name(),
+        "clients": a.clients, "run_s": o.run_for.as_secs_f64(), "settings": a.settings, "cache": a.cache,
+        "crash_points": a.crash_points, "crash_point": a.crash_point, "last_run": a.last_run,
+    });
+    let label = g.label.clone().unwrap_or_else(|| {
+        format!("crash points, {} {} on {}", o.target.engine(), o.workload.name(), a.medium)
+    });
+    let env = crate::record::base_env(serde_json::json!({}));
+    let run = st.begin_run(&NewRun {
+        kind: "crash-points".into(),
+        label,
+        config,
+        env,
+        plan: g.plan.clone(),
+        cell: g.cell.clone(),
+    })?;
+    let finished = storbench_results::now_rfc3339();
+    for (i, c) in cells.iter().enumerate() {
+        let setting = if c.setting.is_empty() { "default" } else { &c.setting };
+        let params = serde_json::json!({
+            "setting": c.setting, "cache": c.mode, "first_bad": c.first_bad.as_ref().map(|(i, _)| *i),
+            "bad_points": bad_points(c),
+        });
+        st.write_step(
+            run.id,
+            i as i64,
+            &format!("{setting} / {}", c.mode),
+            &params,
+            started,
+            &finished,
+            &cell_report(c),
+        )?;
+    }
+    st.finish_run(run.id, if interrupted { Status::Interrupted } else { Status::Complete })?;
+    Ok(run)
+}
+
+fn print_matrix(
+    g: &Global,
+    a: &DurabilityArgs,
+    o: &Options,
+    cells: &[Cell],
+    run: &storbench_results::RunRow,
+) -> Result<()> {
     if g.json {
         let rows: Vec<serde_json::Value> = cells
             .iter()
@@ -245,6 +360,8 @@ fn print_matrix(g: &Global, a: &DurabilityArgs, o: &Options, cells: &[Cell]) -> 
                 serde_json::json!({
                     "setting": c.setting, "cache": c.mode, "acknowledged": c.acknowledged,
                     "points": c.points, "tried": c.tried, "lost_max": c.lost_max,
+                    "lost_p50": c.lost_quantile(0.5), "lost_p90": c.lost_quantile(0.9), "lost_mean": c.lost_mean(),
+                    "bad_points": bad_points(c),
                     "points_losing": c.points_losing, "inconsistent": c.inconsistent, "failed": c.failed,
                     "first_bad": c.first_bad.as_ref().map(|(i, _)| *i),
                     "first_bad_why": c.first_bad.as_ref().map(|(_, out)| format!("{out:?}")),
@@ -252,22 +369,21 @@ fn print_matrix(g: &Global, a: &DurabilityArgs, o: &Options, cells: &[Cell]) -> 
                 })
             })
             .collect();
-        let doc =
-            serde_json::json!({ "medium": a.medium, "db": a.db, "engine": o.target.engine(), "cells": rows });
+        let doc = serde_json::json!({ "run": run.id, "medium": a.medium, "db": a.db, "engine": o.target.engine(), "workload": o.workload.name(), "cells": rows });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     }
     let mut t = vec![format!(
-        "{:<28} {:<7} {:>7} {:>11} {:>8} {:>7} {:>6} {:>6}  first bad",
-        "setting", "cache", "acked", "tried/of", "lost max", "losing", "incons", "failed"
+        "{:<28} {:<7} {:>7} {:>11} {:>17} {:>7} {:>6} {:>6}  first bad",
+        "setting", "cache", "acked", "tried/of", "lost p50/p90/max", "losing", "incons", "failed"
     )];
     for c in cells {
         t.push(format!(
-            "{:<28} {:<7} {:>7} {:>11} {:>8} {:>7} {:>6} {:>6}  {}",
+            "{:<28} {:<7} {:>7} {:>11} {:>17} {:>7} {:>6} {:>6}  {}",
             if c.setting.is_empty() { "default" } else { &c.setting },
             c.mode,
             c.acknowledged,
             format!("{}/{}", c.tried, c.points),
-            c.lost_max,
+            format!("{}/{}/{}", c.lost_quantile(0.5), c.lost_quantile(0.9), c.lost_max),
             c.points_losing,
             c.inconsistent,
             c.failed,

@@ -52,6 +52,9 @@ pub struct DurabilityArgs {
     /// With crash points: check the medium's last recorded run of each setting again instead of running the workload (with --crash-point K, reproduces point K exactly).
     #[arg(long)]
     pub last_run: bool,
+    /// With crash points: what the clients run, `rows` (numbered rows, one commit each) or `tpcc` (TPC-C on a schema built with `tpcc build`; PostgreSQL; lost = acknowledged New-Orders missing, inconsistent = `tpcc check` failing).
+    #[arg(long, default_value = "rows", value_name = "rows|tpcc")]
+    pub workload: String,
     /// With crash points: where crash images are made (host disk; default: beside the medium's backing file).
     #[arg(long)]
     pub scratch: Option<std::path::PathBuf>,
@@ -63,6 +66,12 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
         return crate::cmd::crashpoints::run(g, a);
     }
     // Validate everything first.
+    if a.workload != "rows" {
+        return Err(usage(format!(
+            "--workload {}: only with --crash-points (one power cut runs numbered rows)",
+            a.workload
+        )));
+    }
     let name = a.db.strip_prefix("managed:").unwrap_or(&a.db).to_string();
     let inst = storbench_instances::pg::get(&name).map_err(|e| anyhow!("{e}"))?.ok_or_else(|| {
         usage(format!("--db {}: no managed instance named '{name}' (storbench pg list)", a.db))

@@ -45,6 +45,10 @@ pub struct UpArgs {
     /// that exists, settings, placement and port given must match it.
     #[arg(short = 'c', long = "conf", value_name = "KEY=VALUE")]
     settings: Vec<String>,
+    /// Make the instance with data checksums (`initdb --data-checksums`):
+    /// a torn or corrupt data page is an error when read. A new instance only.
+    #[arg(long)]
+    data_checksums: bool,
     /// Streaming-replication standbys to make (base backup from the
     /// primary): managed instances NAME-s1, NAME-s2, ... named s1, s2 on
     /// the primary.
@@ -286,6 +290,7 @@ fn up_options(g: &Global, a: &UpArgs) -> Result<UpOptions> {
         temp: a.temp.as_deref().map(|t| place(t, name, "temp")).transpose()?,
         port: a.port,
         settings: kv,
+        checksums: a.data_checksums,
         standbys,
         sync: a.sync.clone(),
         sync_names: a.sync_names.clone(),

@@ -176,6 +176,9 @@ pub fn run(g: &Global, a: ResultsArgs) -> Result<ExitCode> {
                     "\nstep {} — {}  ({} .. {})",
                     s.step.idx, s.step.label, s.step.started_at, s.step.finished_at
                 );
+                if s.step.params.as_object().is_some_and(|m| !m.is_empty()) {
+                    print_keys("params", &s.step.params);
+                }
                 let mut t = Table::new();
                 t.load_preset(UTF8_FULL_CONDENSED);
                 t.set_header(["figure", "value", "unit"]);
