@@ -2,7 +2,9 @@
 //! throwaway daemon with a model that takes no time (`constant`, every time
 //! 0) serves a small image under its own loop device, and direct 4 KiB
 //! reads on that device time what the loop device, FUSE and the daemon add
-//! to a request (the QD1 median) and the most they serve (IOPS at QD16).
+//! to a request (the QD1 median) and the most they serve (IOPS at QD16);
+//! a second probe whose model takes 200 µs times how much later a reply
+//! sent at a deadline arrives (the timer thread's wake-up and hand-over).
 //! The medium's daemon then absorbs that round trip (it replies at the
 //! arrival plus the model time less the floor, never before the arrival:
 //! `storbench_emu::sched`), and the figures are kept with the medium, so
@@ -32,6 +34,13 @@ pub struct Floor {
     pub qd16_iops: f64,
     /// How it was obtained: `measured`, or `set by STORBENCH_EMU_FLOOR`.
     pub how: String,
+    /// How much later than its model time a reply sent at a deadline
+    /// arrives, once the round trip above is absorbed, µs (a probe with
+    /// a model that takes [`TIMED_PROBE_US`]: the timer thread's wake-up
+    /// and hand-over, which a model that takes no time never meets).
+    /// 0: not measured (media made before it was).
+    #[serde(default)]
+    pub timed_extra_us: f64,
 }
 
 impl Floor {
@@ -42,6 +51,9 @@ impl Floor {
 }
 
 const PROBE_SIZE: u64 = 64 << 20;
+/// The model time of the timed probe, µs: long enough that the reply
+/// always waits for the timer thread.
+pub const TIMED_PROBE_US: f64 = 200.0;
 const BS: usize = 4096;
 
 /// An aligned buffer for direct I/O.
@@ -68,6 +80,13 @@ fn open_direct(dev: &str) -> Result<File, MediaError> {
 
 /// Times direct 4 KiB reads on a device: QD1 median and mean, QD16 IOPS.
 fn time_reads(dev: &str) -> Result<(f64, f64, f64), MediaError> {
+    let (p50, mean) = time_qd1(dev, 2300)?;
+    Ok((p50, mean, qd16_iops(dev)))
+}
+
+/// Median and mean of `n` direct 4 KiB random reads at QD1 (the first
+/// 300 not counted: warm-up), µs.
+fn time_qd1(dev: &str, n: usize) -> Result<(f64, f64), MediaError> {
     let f = open_direct(dev)?;
     let mut b = Aligned::new();
     let blocks = PROBE_SIZE / BS as u64;
@@ -78,8 +97,8 @@ fn time_reads(dev: &str) -> Result<(f64, f64, f64), MediaError> {
         x ^= x << 17;
         (x % blocks) * BS as u64
     };
-    let mut lat = Vec::with_capacity(2000);
-    for i in 0..2300 {
+    let mut lat = Vec::with_capacity(n);
+    for i in 0..n {
         let t = Instant::now();
         f.read_at(b.buf(), next()).map_err(|e| MediaError::Failed(format!("reading {dev}: {e}")))?;
         if i >= 300 {
@@ -89,6 +108,12 @@ fn time_reads(dev: &str) -> Result<(f64, f64, f64), MediaError> {
     let mean = lat.iter().sum::<f64>() / lat.len() as f64;
     lat.sort_by(f64::total_cmp);
     let p50 = lat[lat.len() / 2];
+    Ok((p50, mean))
+}
+
+/// 4 KiB direct random reads per second from 16 threads for 400 ms.
+fn qd16_iops(dev: &str) -> f64 {
+    let blocks = PROBE_SIZE / BS as u64;
     let window = Duration::from_millis(400);
     let done: u64 = std::thread::scope(|s| {
         let hs: Vec<_> = (0..16u64)
@@ -113,7 +138,31 @@ fn time_reads(dev: &str) -> Result<(f64, f64, f64), MediaError> {
             .collect();
         hs.into_iter().map(|h| h.join().unwrap_or(0)).sum()
     });
-    Ok((p50, mean, done as f64 / window.as_secs_f64()))
+    done as f64 / window.as_secs_f64()
+}
+
+/// Serves the probe image from a throwaway daemon with `spec` under a
+/// loop device of its own and runs `f` on the device; everything is
+/// undone after, whatever `f` returns.
+fn with_probe<T>(
+    probe: &str,
+    image: &Path,
+    spec: &Spec,
+    f: impl FnOnce(&str) -> Result<T, MediaError>,
+) -> Result<T, MediaError> {
+    let mut undo = sys::Undo::default();
+    let res = (|| {
+        let d = emu::start_daemon(probe, image, PROBE_SIZE, spec, None, None, None)?;
+        let stop = d.clone();
+        undo.call(move || {
+            let _ = emu::stop(&stop);
+        });
+        let dev = sys::losetup(&d.served)?;
+        undo.detach(&dev);
+        f(&dev)
+    })();
+    undo.run();
+    res
 }
 
 /// Measures the floor for medium `name` with a probe image in `dir`
@@ -130,6 +179,7 @@ pub(crate) fn measure(name: &str, dir: &Path) -> Result<Option<Floor>, MediaErro
                 qd1_mean_us: us,
                 qd16_iops: 0.0,
                 how: "set by STORBENCH_EMU_FLOOR".into(),
+                timed_extra_us: 0.0,
             }));
         }
         _ => {}
@@ -143,17 +193,20 @@ pub(crate) fn measure(name: &str, dir: &Path) -> Result<Option<Floor>, MediaErro
     let mut undo = sys::Undo::default();
     undo.remove_file(&image);
     let res = (|| {
-        let spec = Spec { base: "constant".into(), ..Spec::default() };
-        let d = emu::start_daemon(&probe, &image, PROBE_SIZE, &spec, None, None, None)?;
-        let stop = d.clone();
-        undo.call(move || {
-            let _ = emu::stop(&stop);
-        });
-        let dev = sys::losetup(&d.served)?;
-        undo.detach(&dev);
-        time_reads(&dev)
+        let zero = Spec { base: "constant".into(), ..Spec::default() };
+        let (p50, mean, iops) = with_probe(&probe, &image, &zero, time_reads)?;
+        let mut timed = Spec { base: "constant".into(), ..Spec::default() };
+        timed.set.insert("read".into(), format!("{TIMED_PROBE_US}us"));
+        let (t50, _) = with_probe(&probe, &image, &timed, |dev| time_qd1(dev, 800))?;
+        Ok::<_, MediaError>((p50, mean, iops, (t50 - TIMED_PROBE_US - p50).max(0.0)))
     })();
     undo.run();
-    let (p50, mean, iops) = res?;
-    Ok(Some(Floor { qd1_p50_us: p50, qd1_mean_us: mean, qd16_iops: iops, how: "measured".into() }))
+    let (p50, mean, iops, extra) = res?;
+    Ok(Some(Floor {
+        qd1_p50_us: p50,
+        qd1_mean_us: mean,
+        qd16_iops: iops,
+        how: "measured".into(),
+        timed_extra_us: extra,
+    }))
 }

@@ -498,7 +498,11 @@ fn envelope(name: &str, figures: &[storbench_metrics::Figure]) -> Vec<storbench_
         .filter_map(|op| get(format!("emu.{name}.{op}.svc.mean")))
         .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.min(v))));
     let iops = ["read", "write"].iter().filter_map(|op| get(format!("emu.{name}.{op}.iops"))).sum::<f64>();
-    let env = storbench_ops::calibrate::Envelope { floor_us: f.qd1_p50_us, ceiling_iops: f.qd16_iops };
+    let env = storbench_ops::calibrate::Envelope {
+        floor_us: f.qd1_p50_us,
+        timed_extra_us: f.timed_extra_us,
+        ceiling_iops: f.qd16_iops,
+    };
     let model = storbench_emu::fit::Figures { lat_mean_us: svc, iops: Some(iops), ..Default::default() };
     vec![
         Figure::new(format!("emu.{name}.floor"), f.qd1_p50_us, Unit::Us),

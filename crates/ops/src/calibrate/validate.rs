@@ -55,6 +55,7 @@ impl Emulated {
     pub fn envelope(&self) -> Envelope {
         Envelope {
             floor_us: self.floor.as_ref().map(|f| f.qd1_p50_us).unwrap_or(0.0),
+            timed_extra_us: self.floor.as_ref().map(|f| f.timed_extra_us).unwrap_or(0.0),
             ceiling_iops: self.floor.as_ref().map(|f| f.qd16_iops).unwrap_or(0.0),
         }
     }
