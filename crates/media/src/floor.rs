@@ -156,6 +156,8 @@ fn with_probe<T>(
         let stop = d.clone();
         undo.call(move || {
             let _ = emu::stop(&stop);
+            // Its status files too (the time scale's): a probe leaves nothing.
+            emu::forget_array(&stop);
         });
         let dev = sys::losetup(&d.served)?;
         undo.detach(&dev);

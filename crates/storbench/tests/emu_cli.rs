@@ -77,6 +77,12 @@ fn hdd_at_qd1_has_a_disks_latency_with_no_throttle_batching() {
         .sum();
     assert!(reads > 250, "counters saw {reads} reads");
     s.ok(&["media", "destroy", "d"]);
+    // Nothing of the medium's daemon or of its floor probes stays behind
+    // (the probes' time-scale status files did).
+    let left: Vec<String> = std::fs::read_dir(s.state().join("emu"))
+        .map(|d| d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left in the emulator's state directory: {left:?}");
 }
 
 #[test]
