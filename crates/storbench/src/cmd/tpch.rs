@@ -266,49 +266,14 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
     })
 }
 
-/// A sensitivity re-run of the power test: only its summary is recorded,
-/// as `summary ×F` tagged `params.sensitivity` (the queries' own steps
-/// would be load levels of no axis).
-struct Rerun<'a> {
-    rec: &'a mut Recorder,
-    quiet: bool,
-    factor: f64,
-    tag: Value,
-}
-
-impl TestSink for Rerun<'_> {
-    type Clock = crate::record::StepClock;
-
-    fn clock(&self) -> Self::Clock {
-        self.rec.clock()
-    }
-
-    fn step(
-        &mut self,
-        clock: Self::Clock,
-        label: &str,
-        mut params: Value,
-        r: StepReport,
-    ) -> Result<StepReport, String> {
-        if label != "summary" {
-            return Ok(r);
-        }
-        params[storbench_report::sensitivity::PARAM] = self.tag.clone();
-        let label = format!("{label} ×{}", self.factor);
-        self.rec.write_step(clock, &label, params, r).map_err(|e| format!("{e:#}"))
-    }
-
-    fn phase(&self, line: &str) {
-        if !self.quiet {
-            eprintln!("sensitivity ×{}: {line}", self.factor);
-        }
-    }
-}
-
-/// The tests' steps go to the results store, their items to stderr.
+/// The tests' steps go to the results store, their items to stderr. A
+/// sensitivity re-run of the power test (`rerun`: its factor and tag)
+/// records only its summary, as `summary ×F` tagged `params.sensitivity`
+/// (the queries' own steps would be load levels of no axis).
 struct Sink<'a> {
     rec: &'a mut Recorder,
     quiet: bool,
+    rerun: Option<(f64, Value)>,
 }
 
 impl TestSink for Sink<'_> {
@@ -322,15 +287,27 @@ impl TestSink for Sink<'_> {
         &mut self,
         clock: Self::Clock,
         label: &str,
-        params: Value,
+        mut params: Value,
         r: StepReport,
     ) -> Result<StepReport, String> {
-        self.rec.write_step(clock, label, params, r).map_err(|e| format!("{e:#}"))
+        let label = match &self.rerun {
+            None => label.to_string(),
+            Some(_) if label != "summary" => return Ok(r),
+            Some((factor, tag)) => {
+                params[storbench_report::sensitivity::PARAM] = tag.clone();
+                format!("{label} ×{factor}")
+            }
+        };
+        self.rec.write_step(clock, &label, params, r).map_err(|e| format!("{e:#}"))
     }
 
     fn phase(&self, line: &str) {
-        if !self.quiet {
-            eprintln!("{line}");
+        if self.quiet {
+            return;
+        }
+        match &self.rerun {
+            Some((factor, _)) => eprintln!("sensitivity ×{factor}: {line}"),
+            None => eprintln!("{line}"),
         }
     }
 }
@@ -434,7 +411,7 @@ fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
         }
     };
     let tests = Tests { kind, opts: &opts, streams, subset, on_item: &on_item };
-    let mut sink = Sink { rec: &mut rec, quiet: g.quiet };
+    let mut sink = Sink { rec: &mut rec, quiet: g.quiet, rerun: None };
     let out = match run_tests(&mut sink, &connect, &tests, crate::interrupt::flag()) {
         Ok(o) => o,
         // Recording a step failed: the run still ends `failed`, not `running`.
@@ -456,7 +433,7 @@ fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
     {
         let ran = plan.each(&crate::interrupt::requested, |f| -> Result<bool> {
             let tag = json!({ "scale": f, "of": base, "medium": plan.medium });
-            let mut sink = Rerun { rec: &mut rec, quiet: g.quiet, factor: f, tag };
+            let mut sink = Sink { rec: &mut rec, quiet: g.quiet, rerun: Some((f, tag)) };
             match run_tests(&mut sink, &connect, &tests, crate::interrupt::flag()) {
                 Ok(o) if o.failures.is_empty() => Ok(o.interrupted),
                 Ok(o) => Err(anyhow::anyhow!("sensitivity ×{f}: {}", o.failures[0])),
