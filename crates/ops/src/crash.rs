@@ -596,7 +596,11 @@ fn check_point(
 fn check_sqlite(db: &Path, acked: &[i64]) -> Outcome {
     let mut out = Outcome { lost: 0, inconsistent: None, failed: None };
     if !db.exists() {
+        // SQLite would open an empty database in its place: every
+        // acknowledged row is gone (a cache that lies about flushes can
+        // lose the file's creation itself), and recovery did not happen.
         out.failed = Some(format!("{} is not on the recovered filesystem", db.display()));
+        out.lost = acked.iter().sum();
         return out;
     }
     let conn = match rusqlite::Connection::open(db) {
