@@ -23,7 +23,7 @@ fn run(store: &mut Store, target: &str, step: StepReport) {
             label: format!("target={target}"),
             config: json!({ "axes": { "target": target } }),
             env: json!({ "host": "h" }),
-            plan: Some("a".into()),
+            plan: Some("arrays".into()),
             cell: Some(format!("target={target}/io#r1")),
         })
         .unwrap();
@@ -57,7 +57,7 @@ fn the_report_shows_what_the_layout_did_at_the_members_and_the_hottest() {
     plain.figure("iops", 5000.0, Unit::PerS);
     run(&mut st, "ssd", plain);
 
-    let r = Report::load(&st, &["a".into()]).unwrap();
+    let r = Report::load(&st, &["arrays".into()]).unwrap();
     let text = r.to_text();
     let at = text.find("array members: what the layout did").unwrap_or_else(|| panic!("{text}"));
     let table = &text[at..];
