@@ -271,19 +271,15 @@ fn render(shared: &Shared) -> String {
 /// A histogram fed whole intervals' bucket counts (prometheus-client's own
 /// `Histogram` takes one value at a time); encoded as a classic histogram.
 #[derive(Clone, Debug, Default)]
-struct Buckets(Arc<Mutex<(LiveLatency, u64)>>);
+struct Buckets(Arc<Mutex<LiveLatency>>);
 
 impl Buckets {
     fn add(&self, l: &LiveLatency) {
         let mut g = self.0.lock().expect("buckets");
-        if g.0.counts.len() != l.counts.len() {
-            g.0 = LiveLatency::default();
-        }
-        for (a, b) in g.0.counts.iter_mut().zip(&l.counts) {
+        for (a, b) in g.counts.iter_mut().zip(&l.counts) {
             *a += b;
         }
-        g.0.sum_s += l.sum_s;
-        g.1 += l.count();
+        g.sum_s += l.sum_s;
     }
 }
 
@@ -295,8 +291,8 @@ impl EncodeMetric for Buckets {
     fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
         let g = self.0.lock().expect("buckets");
         let bounds = LIVE_BOUNDS_S.iter().copied().chain([f64::INFINITY]);
-        let buckets: Vec<(f64, u64)> = bounds.zip(g.0.counts.iter().copied()).collect();
-        encoder.encode_histogram::<NoLabelSet>(g.0.sum_s, g.1, &buckets, None)
+        let buckets: Vec<(f64, u64)> = bounds.zip(g.counts.iter().copied()).collect();
+        encoder.encode_histogram::<NoLabelSet>(g.sum_s, g.count(), &buckets, None)
     }
 
     fn metric_type(&self) -> MetricType {
