@@ -383,11 +383,6 @@ fn commit_for(d: Duration, conns: Vec<Box<dyn storbench_db::Connection>>) -> Run
     RunLog { acks, start, end: monotonic_ns(), districts: Vec::new() }
 }
 
-/// TPC-C's transaction mix (clause 5.2.3, the 23-card deck of `tpcc run`):
-/// 10 New-Order, 10 Payment, one each of Order-Status, Delivery, Stock-Level.
-const TPCC_DECK: [usize; 23] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 3, 4];
-const NEW_ORDER: usize = 0;
-
 /// TPC-C for `o.run_for` under setting `s` on a schema built beforehand:
 /// the clients run the mix without think times (routines where the build
 /// made them, as `tpcc run` does), each New-Order that comes back committed
@@ -433,12 +428,12 @@ fn tpcc_workload(o: &Options, inst: &Instance, s: &[(String, String)]) -> Result
                 let mut input = Input::default();
                 let mut acks: Vec<(u64, usize)> = Vec::new();
                 while !halt.load(Ordering::Relaxed) && !conn.is_closed() {
-                    let kind = TPCC_DECK[rng.uniform(0, 22) as usize];
+                    let kind = tpcc::deal(&mut rng);
                     input.choose(kind, home, &keys, &mut rng);
                     // An error (a serialization failure, a deadlock) is not an
                     // acknowledgement: the order is not counted.
                     if let Ok(false) = wl.run_input(conn.as_mut(), &input) {
-                        if kind == NEW_ORDER {
+                        if kind == tpcc::NEW_ORDER {
                             if let Some(&i) = index.get(&(input.w, input.d)) {
                                 acks.push((monotonic_ns(), i));
                             }

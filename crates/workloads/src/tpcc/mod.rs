@@ -542,6 +542,15 @@ const NEW_ORDER_ROLLBACK: usize = 5;
 /// The 23-card deck: 10 New-Order, 10 Payment, 1 of each other.
 const DECK: [usize; 23] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 3, 4];
 
+/// The kind index of a New-Order (in [`Workload::kinds`] order).
+pub const NEW_ORDER: usize = 0;
+
+/// The next transaction's kind, drawn from the 23-card deck of clause
+/// 5.2.3 (10 New-Order, 10 Payment, one each of the others).
+pub fn deal(rng: &mut TpcRng) -> usize {
+    DECK[rng.uniform(0, 22) as usize]
+}
+
 struct TpccWorker {
     rng: TpcRng,
     home: i64,
@@ -663,7 +672,7 @@ impl Workload for Tpcc {
 
 impl Worker for TpccWorker {
     fn next(&mut self) -> Duration {
-        let kind = DECK[self.rng.uniform(0, 22) as usize];
+        let kind = deal(&mut self.rng);
         let w = if self.all { self.rng.uniform(1, self.keys.warehouses) } else { self.home };
         self.input.choose(kind, w, &self.keys, &mut self.rng);
         if self.think {
