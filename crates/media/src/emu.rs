@@ -623,8 +623,8 @@ impl ScaleGuard {
             .and_then(|all| all.into_iter().find(|m| m.name == name))
             .and_then(|m| m.daemon)
             .map(|d| owner_file(&d));
-        if let (Some(path), Some(tag)) = (&owner, process_tag(std::process::id())) {
-            std::fs::write(path, tag)
+        if let (Some(path), Some(me)) = (&owner, storbench_proc::Identity::of(std::process::id())) {
+            std::fs::write(path, format!("{} {}", me.pid, me.start))
                 .map_err(|e| MediaError::Failed(format!("writing {}: {e}", path.display())))?;
         }
         let g = ScaleGuard { name: name.to_string(), owner };
@@ -671,15 +671,6 @@ fn owner_file(d: &Daemon) -> PathBuf {
     d.config.with_extension("scale-owner")
 }
 
-/// A process as `/proc` knows it: `PID STARTTIME` (clock ticks after
-/// boot), so a pid used again by another process is not taken for it.
-fn process_tag(pid: u32) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Field 22 (starttime), counting from the state after the command's ')'.
-    let start = stat.get(stat.rfind(')')? + 1..)?.split_whitespace().nth(19)?;
-    Some(format!("{pid} {start}"))
-}
-
 /// Puts `m`'s time scale back to 1 when the storbench whose
 /// [`ScaleGuard`] set it is gone (killed outright, so nothing undid it),
 /// returning the scale it found; `None` when no guard's owner is recorded
@@ -688,9 +679,12 @@ fn process_tag(pid: u32) -> Option<String> {
 pub fn reset_orphaned_scale(m: &Medium) -> Option<f64> {
     let d = m.daemon.as_ref()?;
     let path = owner_file(d);
+    // `PID STARTTIME`: the owner as storbench_proc::Identity names it, so a
+    // pid used again by another process is not taken for it.
     let tag = std::fs::read_to_string(&path).ok()?;
-    let pid: u32 = tag.split_whitespace().next()?.parse().ok()?;
-    if process_tag(pid).as_deref() == Some(tag.trim()) {
+    let mut f = tag.split_whitespace().map(str::parse::<u64>);
+    let (pid, start) = (f.next()?.ok()?, f.next()?.ok()?);
+    if (storbench_proc::Identity { pid: pid as u32, start }).alive() {
         return None;
     }
     let was = scale_status(m).map(|s| s.scale).unwrap_or(1.0);
