@@ -23,11 +23,6 @@ const TOGETHER_LEAD: Duration = Duration::from_secs(5);
 /// (TOGETHER_LEAD for the first).
 const CYCLE_LEAD: Duration = Duration::from_secs(2);
 
-/// A duration as a plan writes it: "100s".
-fn humantime_secs(d: Duration) -> String {
-    format!("{}s", d.as_secs_f64())
-}
-
 /// Why a child ended without an exit code: the signal, and for a SIGKILL
 /// under `--memory-limit` the likely cause.
 pub fn killed(st: &std::process::ExitStatus, argv: &[String]) -> String {
@@ -245,7 +240,7 @@ impl Setup<'_> {
                     cell.id,
                     st.done,
                     cy.times,
-                    humantime_secs(cy.every),
+                    storbench_metrics::units::format_duration(cy.every),
                     if st.stopped { "a cycle failed" } else { "the workloads beside it had ended" }
                 );
             }
