@@ -704,6 +704,20 @@ fn deep_random<'a>(f: &Fitter<'a>, read_pct: u8) -> Option<&'a Row> {
 }
 
 fn fit_ssd(f: &mut Fitter<'_>, sustained: Option<&Sustained>) {
+    fit_ssd_qd1(f);
+    fit_ssd_parallelism(f);
+    fit_ssd_flush(f);
+    fit_ssd_cliff(f, sustained);
+    f.assume(
+        "write_cache",
+        "whether acknowledged writes are volatile is not seen in timings (the flush cell prices it)",
+    );
+    f.assume("cache_size", "not seen apart from the write cliff");
+}
+
+/// The read time and the channel rate (from two QD1 random reads of
+/// different sizes), and the write time, from the QD1 cells.
+fn fit_ssd_qd1(f: &mut Fitter<'_>) {
     let small = qd1_time(f, 100);
     // The channel rate is the slope of QD1 read latency over block size:
     // a second, larger random read at QD1 gives it (then the read time is
@@ -747,6 +761,11 @@ fn fit_ssd(f: &mut Fitter<'_>, sustained: Option<&Sustained>) {
         }
         None => f.assume("write", "no write at QD1 of 16k or less with a mean latency or IOPS"),
     }
+}
+
+/// The interface rate and the units (reads, and writes apart where the deep
+/// random write says so), from the deep and the large transfers.
+fn fit_ssd_parallelism(f: &mut Fitter<'_>) {
     // Bandwidth before parallelism: the interface bounds large transfers
     // (found with units enough that it does), then the units from the
     // deep random read, then the interface again with those units.
@@ -798,6 +817,10 @@ fn fit_ssd(f: &mut Fitter<'_>, sustained: Option<&Sustained>) {
         }
     }
     fit_interface(f, seq, first);
+}
+
+/// The flush time, from a write-then-flush cell.
+fn fit_ssd_flush(f: &mut Fitter<'_>) {
     match f.find(Pattern::Flush, 0, 1, 1, has_lat, false) {
         Some(r) => {
             let v = f.solve_us("flush", 0.01, 1_000_000.0, r, lat_of, true);
@@ -823,6 +846,11 @@ fn fit_ssd(f: &mut Fitter<'_>, sustained: Option<&Sustained>) {
         }
         None => f.assume("flush", "no write-then-flush cell"),
     }
+}
+
+/// The write cliff (where a write cache fills and the rate after it), from
+/// the sustained-write segment.
+fn fit_ssd_cliff(f: &mut Fitter<'_>, sustained: Option<&Sustained>) {
     match sustained.and_then(cliff) {
         Some((after, write_us, src)) => {
             f.set("cliff_after", after.to_string(), src.clone(), true);
@@ -840,11 +868,6 @@ fn fit_ssd(f: &mut Fitter<'_>, sustained: Option<&Sustained>) {
             f.set("cliff_after", "0".into(), why, sustained.is_some());
         }
     }
-    f.assume(
-        "write_cache",
-        "whether acknowledged writes are volatile is not seen in timings (the flush cell prices it)",
-    );
-    f.assume("cache_size", "not seen apart from the write cliff");
 }
 
 /// A rate no device reaches (100 GB/s): a bound that does not bind.
@@ -973,6 +996,16 @@ fn cliff(s: &Sustained) -> Option<(u64, f64, String)> {
 
 fn fit_hdd(f: &mut Fitter<'_>) {
     f.assume("rpm", "rotation and seek are not told apart by mean latencies: the class's spindle speed");
+    fit_hdd_transfer(f);
+    fit_hdd_seek(f);
+    fit_hdd_write_cache(f);
+    fit_hdd_ncq(f);
+    f.assume("cache_size", "a cache's size is not seen in these cells");
+}
+
+/// The media rate (outer and inner zone) and the command overhead, from the
+/// sequential reads.
+fn fit_hdd_transfer(f: &mut Fitter<'_>) {
     let seq = f
         .find(Pattern::Sequential, 100, 1, 1024, |r| r.fig.mb_s_at(r.cell.bs).is_some(), true)
         .filter(|r| r.cell.bs >= 64 << 10);
@@ -1013,6 +1046,11 @@ fn fit_hdd(f: &mut Fitter<'_>) {
             f.assume("inner_rate", "half the outer rate, as the class");
         }
     }
+}
+
+/// The average seek (track-to-track and full stroke in the class's
+/// proportions), from the QD1 random read's mean latency.
+fn fit_hdd_seek(f: &mut Fitter<'_>) {
     match f.find(Pattern::Random, 100, 1, 1, has_lat, false) {
         Some(r) => {
             // The seek curve scales with the average seek: track-to-track and
@@ -1059,6 +1097,11 @@ fn fit_hdd(f: &mut Fitter<'_>) {
             f.assume("avg_seek", "no random read at QD1 with a mean latency");
         }
     }
+}
+
+/// Whether writes are acknowledged from a cache: from a QD1 random write
+/// against the QD1 read, or else from a write-then-flush cell.
+fn fit_hdd_write_cache(f: &mut Fitter<'_>) {
     match f.find(Pattern::Random, 0, 1, 1, has_lat, false) {
         Some(r) => {
             let read = f.find(Pattern::Random, 100, 1, 1, has_lat, false).and_then(|x| x.fig.lat_mean_us);
@@ -1130,6 +1173,10 @@ fn fit_hdd(f: &mut Fitter<'_>) {
             None => f.assume("write_cache", "no random write at QD1 and no write-then-flush cell"),
         },
     }
+}
+
+/// The command queue's depth, from the deepest random read with IOPS.
+fn fit_hdd_ncq(f: &mut Fitter<'_>) {
     match f.find(Pattern::Random, 100, 2, 1024, has_iops, true) {
         Some(r) if f.spec.set.contains_key("avg_seek") => {
             let target = r.fig.iops_at(r.cell.bs).expect("has");
@@ -1152,7 +1199,6 @@ fn fit_hdd(f: &mut Fitter<'_>) {
         }
         _ => f.assume("ncq_depth", "no random read at QD2 or more with IOPS"),
     }
-    f.assume("cache_size", "a cache's size is not seen in these cells");
 }
 
 fn fit_net(f: &mut Fitter<'_>) {

@@ -582,9 +582,13 @@ pub struct SensitivityArgs {
     pub sensitivity_duration: Option<String>,
 }
 
+/// The parsed `--sensitivity`: its factors, and the re-runs' duration where
+/// `--sensitivity-duration` sets one.
+pub type Factors = (Vec<f64>, Option<Duration>);
+
 impl SensitivityArgs {
     /// The flags parsed ([`parse_sensitivity`]); refused with `--shard`.
-    pub fn parse(&self, sharded: bool) -> Result<Option<(Vec<f64>, Option<Duration>)>> {
+    pub fn parse(&self, sharded: bool) -> Result<Option<Factors>> {
         let sens = parse_sensitivity(self.sensitivity.as_deref(), self.sensitivity_duration.as_deref())?;
         if sens.is_some() && sharded {
             return Err(crate::error::usage(
@@ -598,10 +602,7 @@ impl SensitivityArgs {
 /// `--sensitivity` and `--sensitivity-duration`, parsed with no side
 /// effect (`None` without `--sensitivity`); the medium is found later,
 /// from the data's directory ([`sensitivity_plan`]).
-pub fn parse_sensitivity(
-    factors: Option<&str>,
-    duration: Option<&str>,
-) -> Result<Option<(Vec<f64>, Option<Duration>)>> {
+pub fn parse_sensitivity(factors: Option<&str>, duration: Option<&str>) -> Result<Option<Factors>> {
     use crate::error::usage;
     let Some(f) = factors else {
         if let Some(d) = duration {
@@ -624,7 +625,7 @@ pub fn parse_sensitivity(
 /// The sensitivity plan of a run whose data lives under `targets`: bad
 /// input (exit 2) when they are on no modelled medium.
 pub fn sensitivity_plan(
-    parsed: Option<(Vec<f64>, Option<Duration>)>,
+    parsed: Option<Factors>,
     targets: &[std::path::PathBuf],
 ) -> Result<Option<storbench_ops::sensitivity::Plan>> {
     let Some((factors, duration)) = parsed else { return Ok(None) };

@@ -312,7 +312,9 @@ impl TestSink for Sink<'_> {
     }
 }
 
-fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
+/// What `tpch run` validates before it connects: the per-query timeout and
+/// the sensitivity factors (each with a one-line error naming the flag).
+fn run_flags(a: &RunArgs) -> Result<(Option<Duration>, Option<oltp::Factors>)> {
     validate_queries(&a.queries)?;
     let timeout = match &a.timeout {
         Some(t) => {
@@ -344,6 +346,11 @@ fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
             "--sensitivity-duration {d}: tpch re-runs the whole power test, which has no duration"
         )));
     }
+    Ok((timeout, sens))
+}
+
+fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
+    let (timeout, sens) = run_flags(&a)?;
     let db = parse_db(&a.db.db)?;
     oltp::require_sqlite_file(&db, "tpch build")?;
     if timeout.is_some() && db.sqlite_path().is_some() {
@@ -428,41 +435,14 @@ fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
     // The storage sensitivity: the power test again at each factor, only
     // its summary recorded (tagged), after a whole run without failures.
     let mut sens_lines = Vec::new();
-    if let (Some(plan), false, true, Some(base)) =
-        (&sensitivity, interrupted, failures.is_empty(), rec.last_idx())
-    {
-        let ran = plan.each(&crate::interrupt::requested, |f| -> Result<bool> {
-            let tag = json!({ "scale": f, "of": base, "medium": plan.medium });
-            let mut sink = Sink { rec: &mut rec, quiet: g.quiet, rerun: Some((f, tag)) };
-            match run_tests(&mut sink, &connect, &tests, crate::interrupt::flag()) {
-                Ok(o) if o.failures.is_empty() => Ok(o.interrupted),
-                Ok(o) => Err(anyhow::anyhow!("sensitivity ×{f}: {}", o.failures[0])),
-                Err(e) => Err(anyhow::anyhow!("sensitivity ×{f}: {e}")),
-            }
-        });
-        match ran {
-            Ok(r) if r.iter().any(|(_, stopped)| *stopped) || crate::interrupt::requested() => {
-                interrupted = true
-            }
-            Ok(_) => match rec.write_sensitivity(base) {
-                Ok(s) => sens_lines.extend(s.map(|s| format!("sensitivity {}: {}", s.label, s.sentence()))),
-                Err(e) => return rec.finish(Outcome::Failed(e)),
-            },
+    if let (Some(plan), false, true) = (&sensitivity, interrupted, failures.is_empty()) {
+        match rerun_sensitivity(g, &mut rec, plan, &connect, &tests) {
+            Ok(Some(lines)) => sens_lines = lines,
+            Ok(None) => interrupted = true,
             Err(e) => return rec.finish(Outcome::Failed(e)),
         }
     }
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(vec!["figure", "value"]);
-    for f in &shown.figures {
-        if f.name.starts_with("tpch.")
-            || f.name.ends_with("geomean")
-            || f.name.ends_with(".seconds") && !f.name.starts_with('q')
-        {
-            t.add_row(vec![f.name.clone(), format!("{:.3}", f.value)]);
-        }
-    }
-    oltp::result(g, t.to_string());
+    oltp::result(g, summary_table(&shown));
     // What limited each query, as tpcb and tpcc print it.
     for line in
         oltp::verdict_lines(rec.verdicts()).into_iter().chain(oltp::wait_lines(&rec)).chain(sens_lines)
@@ -479,6 +459,50 @@ fn run_test(g: &Global, a: RunArgs) -> Result<ExitCode> {
         return rec.finish(Outcome::Failed(anyhow::anyhow!("{} item(s) failed; first: {f}", failures.len())));
     }
     rec.finish(Outcome::Complete)
+}
+
+/// The power test again at each of the plan's factors, each re-run's
+/// summary recorded as a tagged step; the sentences to print, or `None`
+/// when a re-run was interrupted.
+fn rerun_sensitivity(
+    g: &Global,
+    rec: &mut Recorder,
+    plan: &storbench_ops::sensitivity::Plan,
+    connect: storbench_workloads::runner::Connector<'_>,
+    tests: &Tests,
+) -> Result<Option<Vec<String>>> {
+    let Some(base) = rec.last_idx() else { return Ok(Some(Vec::new())) };
+    let ran = plan.each(&crate::interrupt::requested, |f| -> Result<bool> {
+        let tag = json!({ "scale": f, "of": base, "medium": plan.medium });
+        let mut sink = Sink { rec: &mut *rec, quiet: g.quiet, rerun: Some((f, tag)) };
+        match run_tests(&mut sink, connect, tests, crate::interrupt::flag()) {
+            Ok(o) if o.failures.is_empty() => Ok(o.interrupted),
+            Ok(o) => Err(anyhow::anyhow!("sensitivity ×{f}: {}", o.failures[0])),
+            Err(e) => Err(anyhow::anyhow!("sensitivity ×{f}: {e}")),
+        }
+    })?;
+    if ran.iter().any(|(_, stopped)| *stopped) || crate::interrupt::requested() {
+        return Ok(None);
+    }
+    let s = rec.write_sensitivity(base)?;
+    Ok(Some(s.map(|s| format!("sensitivity {}: {}", s.label, s.sentence())).into_iter().collect()))
+}
+
+/// The run's headline figures as printed: the TPC-H metrics, the
+/// geometric means and the phases' times (not each query's).
+fn summary_table(shown: &StepReport) -> String {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(vec!["figure", "value"]);
+    for f in &shown.figures {
+        if f.name.starts_with("tpch.")
+            || f.name.ends_with("geomean")
+            || f.name.ends_with(".seconds") && !f.name.starts_with('q')
+        {
+            t.add_row(vec![f.name.clone(), format!("{:.3}", f.value)]);
+        }
+    }
+    t.to_string()
 }
 
 fn check(g: &Global, a: CheckArgs) -> Result<ExitCode> {
