@@ -30,14 +30,13 @@ pub struct Side {
 }
 
 impl Side {
-    /// Resolves a selector: a run id or uuid prefix, `PLAN:LABEL` (the repeats
-    /// of one cell of a plan, label = the cell's axis values), or a plan whose
-    /// runs are all one cell.
+    /// Resolves a selector: a run id, `PLAN:LABEL` (the repeats of one cell
+    /// of a plan, label = the cell's axis values), a plan whose runs are all
+    /// one cell, or a run by uuid prefix (a plan's name first).
     pub fn load(store: &Store, selector: &str) -> Result<Side, ReportError> {
-        let rows = match store.run(selector) {
-            Ok(r) => vec![r],
-            Err(_) if selector.contains(':') => {
-                let (plan, label) = selector.split_once(':').unwrap_or((selector, ""));
+        let rows = match selector.split_once(':') {
+            // No uuid holds a colon: PLAN:LABEL.
+            Some((plan, label)) => {
                 let runs: Vec<_> = store
                     .runs(&RunFilter { plan: Some(plan.to_string()), ..Default::default() })?
                     .into_iter()
@@ -50,7 +49,8 @@ impl Side {
                 }
                 runs
             }
-            Err(_) => select(store, selector)?,
+            // A plan by name before a uuid prefix, as `report` reads it.
+            None => select(store, selector)?,
         };
         if rows.len() > 1 {
             let mut labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();

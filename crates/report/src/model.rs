@@ -621,18 +621,21 @@ pub(crate) fn emulation_note<'a>(runs: impl Iterator<Item = &'a RunData>) -> Opt
     })
 }
 
-/// The runs one selector names: a run (id or uuid prefix) or a plan.
+/// The runs one selector names: a run id (digits alone), a plan (by name),
+/// or a run by uuid prefix — in that order, so a plan named like a hex
+/// prefix (`a`, `cafe`) is never read as the one run whose uuid happens to
+/// begin so; a longer prefix still finds such a run.
 pub(crate) fn select(store: &Store, s: &str) -> Result<Vec<RunRow>, ReportError> {
+    let id = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !id {
+        let plan = store.runs(&RunFilter { plan: Some(s.to_string()), ..Default::default() })?;
+        if !plan.is_empty() {
+            return Ok(plan);
+        }
+    }
     match store.run(s) {
         Ok(r) => Ok(vec![r]),
-        Err(StoreError::NoSuchRun(_)) => {
-            let plan = store.runs(&RunFilter { plan: Some(s.to_string()), ..Default::default() })?;
-            if plan.is_empty() {
-                Err(ReportError::NoSuchSelection(s.to_string()))
-            } else {
-                Ok(plan)
-            }
-        }
+        Err(StoreError::NoSuchRun(_)) => Err(ReportError::NoSuchSelection(s.to_string())),
         Err(e) => Err(e.into()),
     }
 }
@@ -655,6 +658,43 @@ pub(crate) fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plan_named_like_a_uuid_prefix_selects_the_plan() {
+        let path = std::env::temp_dir().join(format!("sb-select-{}.db", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let mut store = Store::open(&path).unwrap();
+        let new = |plan: Option<&str>| storbench_results::NewRun {
+            kind: "io".into(),
+            label: "x".into(),
+            config: serde_json::json!({}),
+            env: serde_json::json!({}),
+            plan: plan.map(str::to_string),
+            cell: None,
+        };
+        // A run whose uuid begins with a letter (digits alone are an id).
+        let lone = std::iter::repeat_with(|| store.begin_run(&new(None)).unwrap())
+            .find(|r| r.uuid.as_bytes()[0].is_ascii_alphabetic())
+            .unwrap();
+        for _ in 0..2 {
+            store.begin_run(&new(Some("plan-x"))).unwrap();
+        }
+        // A plan named as the lone run's uuid begins: the plan wins.
+        let first = &lone.uuid[..1];
+        for _ in 0..2 {
+            store.begin_run(&new(Some(first))).unwrap();
+        }
+        let got = select(&store, first).unwrap();
+        assert_eq!(got.len(), 2, "the plan's two runs, not the run whose uuid begins {first}");
+        assert!(got.iter().all(|r| r.plan.as_deref() == Some(first)));
+        // The run is still found by a prefix no plan is named, and by its id.
+        assert_eq!(select(&store, &lone.uuid).unwrap()[0].id, lone.id);
+        assert_eq!(select(&store, &lone.id.to_string()).unwrap()[0].id, lone.id);
+        assert_eq!(select(&store, "plan-x").unwrap().len(), 2);
+        assert!(matches!(select(&store, "nothing-so-named"), Err(ReportError::NoSuchSelection(_))));
+        drop(store);
+        let _ = std::fs::remove_file(&path);
+    }
 
     #[test]
     fn median_and_spread() {
