@@ -110,6 +110,27 @@ fn unix_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
 }
 
+/// S1's NAS's shape: a 16 MiB nvme cache tier before a RAID 0 of six
+/// members of 5 ms reads, one unit each, 64 KiB chunks.
+const CACHED_RAID0: [&str; 16] = [
+    "--array",
+    "raid0",
+    "--disks",
+    "6",
+    "--chunk",
+    "64k",
+    "--member",
+    "constant",
+    "--member-set",
+    "read=5ms",
+    "--member-set",
+    "units=1",
+    "--cache",
+    "16M",
+    "--cache-model",
+    "nvme",
+];
+
 const FAST: [&str; 6] = ["--member", "constant", "--member-set", "read=200us", "--member-set", "write=200us"];
 
 fn create(s: &State, name: &str, layout: &[&str]) -> String {
@@ -333,24 +354,7 @@ fn a_flash_cache_in_front_of_an_array_misses_to_all_its_members_at_once() {
     // on, not behind each other: 12 at a time reach about 12/17 of 6 × 200
     // (the closed-loop share), where one timeline would give 200.
     let s = State::new();
-    let layout = [
-        "--array",
-        "raid0",
-        "--disks",
-        "6",
-        "--chunk",
-        "64k",
-        "--member",
-        "constant",
-        "--member-set",
-        "read=5ms",
-        "--member-set",
-        "units=1",
-        "--cache",
-        "16M",
-        "--cache-model",
-        "nvme",
-    ];
+    let layout = CACHED_RAID0;
     let dev = create(&s, "fc", &layout);
     assert_eq!(s.medium("fc")["array"]["state"], "healthy", "{}", s.medium("fc"));
     let rec: Value = serde_json::from_str(&s.ok(&[
@@ -393,29 +397,10 @@ fn a_miss_through_a_cache_and_a_network_to_an_array_costs_the_trip_the_link_and_
     // turn, ten each.
     let s = State::new();
     let layout = [
-        "--model",
-        "gbe-nas",
-        "--set",
-        "rtt=0.4ms",
-        "--set",
-        "link_rate=65.536MB/s",
-        "--array",
-        "raid0",
-        "--disks",
-        "6",
-        "--chunk",
-        "64k",
-        "--member",
-        "constant",
-        "--member-set",
-        "read=5ms",
-        "--member-set",
-        "units=1",
-        "--cache",
-        "16M",
-        "--cache-model",
-        "nvme",
-    ];
+        &["--model", "gbe-nas", "--set", "rtt=0.4ms", "--set", "link_rate=65.536MB/s"][..],
+        &CACHED_RAID0[..],
+    ]
+    .concat();
     let dev = create(&s, "nas", &layout);
     let m = s.medium("nas");
     assert_eq!(m["array"]["state"], "healthy", "the array is seen through the network: {m}");
