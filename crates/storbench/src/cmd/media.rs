@@ -318,10 +318,11 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
                     spec.cache = Some(tier);
                     spec.build(size).map_err(|e| usage(e.to_string()))?;
                 }
-                (None, Some(t)) => return Err(usage(format!(
-                    "--cache {}: a cache tier goes in front of a modelled medium; give --model or --array",
-                    format_size(t.size)
-                ))),
+                (None, Some(t)) => {
+                    let size = format_size(t.size);
+                    let why = "a cache tier goes in front of a modelled medium; give --model or --array";
+                    return Err(usage(format!("--cache {size}: {why}")));
+                }
                 _ => {}
             }
             let o = CreateOptions { size, fs, block_size, emulate, model, trace, backing, record };
