@@ -174,6 +174,11 @@ pub fn validate(name: &str, o: &CreateOptions) -> Result<Option<Caps>, MediaErro
     if o.trace.is_some() && o.model.is_none() {
         return Err(MediaError::Usage("--trace records what a model's daemon sees: give --model too".into()));
     }
+    if o.record && o.model.is_none() {
+        return Err(MediaError::Usage(
+            "--record journals what a model's daemon sees: give --model or --array too".into(),
+        ));
+    }
     let caps = match &o.emulate {
         Some(c) => class::caps(c).map_err(MediaError::Usage)?,
         None => None,

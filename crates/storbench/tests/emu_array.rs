@@ -3,7 +3,8 @@
 //! line; the member counters count what the layout makes of a workload; a
 //! degraded array returns every block written before the failure; a rebuild
 //! finishes healthy, and Ctrl-C during one leaves it paused and consistent;
-//! a controller cache without a battery loses its contents at a power cut.
+//! a controller cache without a battery loses its contents at a power cut;
+//! a flash cache's misses cross a network to an array behind it.
 //! Every test has its own state directory and destroys what it made.
 
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -85,9 +86,50 @@ fn member_sum(counters: &str, from_ms: u64, member: usize, key: &str) -> u64 {
         .sum()
 }
 
+/// The end of the first second without I/O in the counters file from now
+/// on (plus 1 ms: lines from it on count only what comes after).
+fn quiet_since(counters: &str) -> u64 {
+    let start = unix_ms();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        let idle = std::fs::read_to_string(counters)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|l| l["t_ms"].as_u64().unwrap() > start)
+            .find(|l| l["ops"].as_object().is_some_and(|o| o.is_empty()));
+        if let Some(l) = idle {
+            return l["t_ms"].as_u64().unwrap() + 1;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("{counters}: no second without I/O in 15 s");
+}
+
 fn unix_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
 }
+
+/// S1's NAS's shape: a 16 MiB nvme cache tier before a RAID 0 of six
+/// members of 5 ms reads, one unit each, 64 KiB chunks.
+const CACHED_RAID0: [&str; 16] = [
+    "--array",
+    "raid0",
+    "--disks",
+    "6",
+    "--chunk",
+    "64k",
+    "--member",
+    "constant",
+    "--member-set",
+    "read=5ms",
+    "--member-set",
+    "units=1",
+    "--cache",
+    "16M",
+    "--cache-model",
+    "nvme",
+];
 
 const FAST: [&str; 6] = ["--member", "constant", "--member-set", "read=200us", "--member-set", "write=200us"];
 
@@ -109,7 +151,14 @@ fn bad_layouts_and_commands_exit_2_naming_the_value() {
         (&["--array", "raid7", "--disks", "4"], "--array raid7"),
         (&["--array", "raid50", "--disks", "5"], "--groups 2"),
         (&["--array", "raid1", "--disks", "2", "--member-link", "up=1ms"], "bw="),
+        (&["--model", "hdd", "--array", "raid0", "--disks", "2"], "only a network model (gbe-nas, fc-san)"),
+        (
+            &["--model", "gbe-nas", "--set", "backing=nvme", "--array", "raid0", "--disks", "2"],
+            "--set backing: the array is gbe-nas's backing",
+        ),
         (&["--trace", "t.sbtrace"], "--trace t.sbtrace: only a modelled medium is traced"),
+        (&["--cache", "16M"], "--cache 16m: a cache tier goes in front of a modelled medium"),
+        (&["--record"], "--record journals what a model's daemon sees"),
     ];
     for (extra, want) in cases {
         let mut args = vec!["media", "create", "x", "--size", "64M", "--fs", "none"];
@@ -305,24 +354,7 @@ fn a_flash_cache_in_front_of_an_array_misses_to_all_its_members_at_once() {
     // on, not behind each other: 12 at a time reach about 12/17 of 6 × 200
     // (the closed-loop share), where one timeline would give 200.
     let s = State::new();
-    let layout = [
-        "--array",
-        "raid0",
-        "--disks",
-        "6",
-        "--chunk",
-        "64k",
-        "--member",
-        "constant",
-        "--member-set",
-        "read=5ms",
-        "--member-set",
-        "units=1",
-        "--cache",
-        "16M",
-        "--cache-model",
-        "nvme",
-    ];
+    let layout = CACHED_RAID0;
     let dev = create(&s, "fc", &layout);
     assert_eq!(s.medium("fc")["array"]["state"], "healthy", "{}", s.medium("fc"));
     let rec: Value = serde_json::from_str(&s.ok(&[
@@ -351,4 +383,53 @@ fn a_flash_cache_in_front_of_an_array_misses_to_all_its_members_at_once() {
         assert!(fig(&format!("emu.fc.member.{i}.reads")) > 40.0, "member {i} in {m}");
     }
     s.ok(&["media", "destroy", "fc"]);
+}
+
+#[test]
+fn a_miss_through_a_cache_and_a_network_to_an_array_costs_the_trip_the_link_and_one_member() {
+    // S1 whole: the flash cache, the iSCSI hop, the NAS's RAID 0 of six.
+    // A 0.4 ms round trip, a link that moves a 64 KiB line in 1 ms, members
+    // of 5 ms reads. 60 reads of 4 KiB, each in a line of its own (64 KiB
+    // apart), one at a time: every one misses and costs, in the model's
+    // time, 0.2 ms there + 1 ms of payload + 5 ms at one member + 0.2 ms
+    // back = 6.4 ms (without the link 5 ms, without its payload 5.4 ms,
+    // without the round trip 6 ms); the lines fall on the six members in
+    // turn, ten each.
+    let s = State::new();
+    let layout = [
+        &["--model", "gbe-nas", "--set", "rtt=0.4ms", "--set", "link_rate=65.536MB/s"][..],
+        &CACHED_RAID0[..],
+    ]
+    .concat();
+    let dev = create(&s, "nas", &layout);
+    let m = s.medium("nas");
+    assert_eq!(m["array"]["state"], "healthy", "the array is seen through the network: {m}");
+    let counters = m["daemon"]["counters"].as_str().unwrap().to_string();
+    // Count from the end of a second without I/O: what probed the new
+    // device (udev's blkid) is before it.
+    let from = quiet_since(&counters);
+    let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(&dev).unwrap();
+    let mut b = Block::new();
+    for k in 0..60u64 {
+        f.read_exact_at(b.buf(), k << 16).unwrap();
+    }
+    drop(f);
+    // The daemon writes its second's line within about a second.
+    std::thread::sleep(Duration::from_millis(2200));
+    let reads: Vec<Value> = std::fs::read_to_string(&counters)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["t_ms"].as_u64().unwrap() >= from)
+        .filter_map(|l| l["ops"].get("read").cloned())
+        .collect();
+    assert_eq!(reads.iter().map(|r| r["n"].as_u64().unwrap()).sum::<u64>(), 60, "{reads:?}");
+    for r in &reads {
+        let svc = r["svc_mean_us"].as_f64().unwrap();
+        assert!((svc - 6_400.0).abs() < 64.0, "a miss's model time {svc} µs, not 6,400: {r}");
+    }
+    for i in 0..6 {
+        assert_eq!(member_sum(&counters, from, i, "reads"), 10, "member {i}");
+    }
+    s.ok(&["media", "destroy", "nas"]);
 }

@@ -164,7 +164,10 @@ pub struct Spec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<TierSpec>,
     /// An array of members of another model (`media create --array …`):
-    /// then `base` is `array` and `set` is empty.
+    /// then `base` is `array` and `set` is empty, or `base` is a network
+    /// model (`gbe-nas`, `fc-san`) with its `set`, whose backing is the
+    /// array (an iSCSI NAS exporting its RAID 0: `--model gbe-nas --array
+    /// raid0 …`, or a model file with an `[array]` table).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub array: Option<ArraySpec>,
 }
@@ -210,6 +213,7 @@ impl Spec {
         })?;
         let mut base = None;
         let mut set = BTreeMap::new();
+        let mut array = None;
         for (k, v) in table {
             // What a fitted model file carries beside its parameters (its
             // provenance, sources and error tables: crate::table).
@@ -217,9 +221,13 @@ impl Spec {
             {
                 continue;
             }
+            if let (toml::Value::Table(t), "array") = (&v, k.as_str()) {
+                array = Some(array_table(path, t)?);
+                continue;
+            }
             if let toml::Value::Table(_) = v {
                 return Err(ModelError(format!(
-                    "--model {}: [{k}]: unknown table; a model file holds base, parameters and the tables {}",
+                    "--model {}: [{k}]: unknown table; a model file holds base, parameters, [array] behind a network model and the tables {}",
                     path.display(),
                     META_TABLES.join(", ")
                 )));
@@ -256,27 +264,39 @@ impl Spec {
                 names()
             )));
         }
-        Ok(Spec { base, set, cache: None, array: None })
+        if array.is_some() && !is_network(&base) {
+            return Err(ModelError(format!(
+                "--model {}: [array] with base = \"{base}\": an array stands behind a network model ({})",
+                path.display(),
+                NETWORKS.join(", ")
+            )));
+        }
+        Ok(Spec { base, set, cache: None, array })
     }
 
     /// Builds the model for a medium of `capacity` bytes.
     pub fn build(&self, capacity: u64) -> Result<Model, ModelError> {
-        if let Some(a) = &self.array {
-            let m = Model::Array(Box::new(Array::new(a, capacity)?));
-            return match &self.cache {
-                Some(t) => Ok(Model::Tiered(Box::new(Tiered::new(t, m, capacity)?))),
-                None => Ok(m),
-            };
-        }
-        let b = builtin(&self.base)
-            .ok_or_else(|| ModelError(format!("model {}: use one of {}", self.base, names())))?;
-        let p = Params::new(b, &self.set)?;
-        let m = match b.name {
-            "hdd" | "hdd-15k" => Model::Hdd(Hdd::from_params(&p, capacity)?),
-            "sata-ssd" | "nvme" => Model::Ssd(Ssd::from_params(&p)?),
-            "gbe-nas" | "fc-san" => Model::Net(Box::new(Net::from_params(&p, capacity)?)),
-            "constant" => Model::Constant(Constant::from_params(&p)?),
-            _ => unreachable!("every builtin has a kind"),
+        let m = match &self.array {
+            Some(a) => {
+                let array = Model::Array(Box::new(Array::new(a, capacity)?));
+                if self.base == "array" {
+                    array
+                } else {
+                    self.network_before(array)?
+                }
+            }
+            None => {
+                let b = builtin(&self.base)
+                    .ok_or_else(|| ModelError(format!("model {}: use one of {}", self.base, names())))?;
+                let p = Params::new(b, &self.set)?;
+                match b.name {
+                    "hdd" | "hdd-15k" => Model::Hdd(Hdd::from_params(&p, capacity)?),
+                    "sata-ssd" | "nvme" => Model::Ssd(Ssd::from_params(&p)?),
+                    "gbe-nas" | "fc-san" => Model::Net(Box::new(Net::from_params(&p, capacity)?)),
+                    "constant" => Model::Constant(Constant::from_params(&p)?),
+                    _ => unreachable!("every builtin has a kind"),
+                }
+            }
         };
         match &self.cache {
             Some(t) => Ok(Model::Tiered(Box::new(Tiered::new(t, m, capacity)?))),
@@ -284,21 +304,112 @@ impl Spec {
         }
     }
 
-    /// A short label: `hdd`, `hdd (rpm=5400)`.
+    /// The network model `base` (its round trip and link, as `set` has
+    /// them) in front of `array`, which takes the place of its `backing`.
+    fn network_before(&self, array: Model) -> Result<Model, ModelError> {
+        let b = builtin(&self.base).filter(|b| is_network(b.name)).ok_or_else(|| {
+            ModelError(format!(
+                "--model {} --array: only a network model ({}) stands in front of an array; give --array alone",
+                self.base,
+                NETWORKS.join(", ")
+            ))
+        })?;
+        if let Some(k) = self.set.keys().find(|k| *k == "backing" || k.starts_with("backing.")) {
+            return Err(ModelError(format!(
+                "--set {k}: the array is {}'s backing; set its members with --member and --member-set",
+                self.base
+            )));
+        }
+        let p = Params::new(b, &self.set)?;
+        Ok(Model::Net(Box::new(Net::in_front_of(&p, array))))
+    }
+
+    /// A short label: `hdd`, `hdd (rpm=5400)`, `gbe-nas before raid0 of
+    /// 6 × hdd, 64k chunk`.
     pub fn label(&self) -> String {
-        let base = if let Some(a) = &self.array {
-            a.label()
-        } else if self.set.is_empty() {
+        let own = if self.set.is_empty() {
             self.base.clone()
         } else {
             let s: Vec<String> = self.set.iter().map(|(k, v)| format!("{k}={v}")).collect();
             format!("{} ({})", self.base, s.join(", "))
+        };
+        let base = match &self.array {
+            Some(a) if self.base == "array" => a.label(),
+            Some(a) => format!("{own} before {}", a.label()),
+            None => own,
         };
         match &self.cache {
             Some(t) => format!("{base} + {}", t.label()),
             None => base,
         }
     }
+}
+
+/// The network models: the ones with a `backing`, which may be an array.
+const NETWORKS: [&str; 2] = ["gbe-nas", "fc-san"];
+
+/// Whether `name` is a network model.
+pub(crate) fn is_network(name: &str) -> bool {
+    NETWORKS.contains(&name)
+}
+
+/// A model file's `[array]` table: the array behind its network model,
+/// with the keys a plan's medium takes (`layout`, `disks`, `chunk`,
+/// `groups`, `member`, `member_set`, `member_link`, `controller_cache`,
+/// `cache_battery`, `controller_destage`).
+fn array_table(path: &Path, t: &toml::Table) -> Result<ArraySpec, ModelError> {
+    let bad = |k: &str, why: &str| ModelError(format!("--model {}: [array] {k}: {why}", path.display()));
+    let text = |k: &str| -> Result<Option<&str>, ModelError> {
+        t.get(k).map(|v| v.as_str().ok_or_else(|| bad(k, "give a string"))).transpose()
+    };
+    let count = |k: &str| -> Result<Option<usize>, ModelError> {
+        t.get(k)
+            .map(|v| {
+                v.as_integer()
+                    .and_then(|i| usize::try_from(i).ok())
+                    .ok_or_else(|| bad(k, "give a whole number"))
+            })
+            .transpose()
+    };
+    const KEYS: [&str; 10] = [
+        "layout",
+        "disks",
+        "chunk",
+        "groups",
+        "member",
+        "member_set",
+        "member_link",
+        "controller_cache",
+        "cache_battery",
+        "controller_destage",
+    ];
+    if let Some(k) = t.keys().find(|k| !KEYS.contains(&k.as_str())) {
+        return Err(bad(k, &format!("unknown key; use {}", KEYS.join(", "))));
+    }
+    let member_sets: Vec<String> = match t.get("member_set") {
+        None => Vec::new(),
+        Some(toml::Value::Table(m)) => m
+            .iter()
+            .map(|(k, v)| match v {
+                toml::Value::String(s) => format!("{k}={s}"),
+                other => format!("{k}={other}"),
+            })
+            .collect(),
+        Some(_) => return Err(bad("member_set", "give a table: member_set = { rpm = 5400 }")),
+    };
+    let o = ArrayOptions {
+        layout: text("layout")?.ok_or_else(|| bad("layout", &format!("give one of {LAYOUTS}")))?,
+        disks: count("disks")?,
+        chunk: text("chunk")?,
+        groups: count("groups")?,
+        member: text("member")?,
+        member_sets: &member_sets,
+        link: text("member_link")?,
+        cache: text("controller_cache")?,
+        battery: text("cache_battery")?,
+        destage: text("controller_destage")?,
+    };
+    ArraySpec::from_options(&o).map_err(|e| ModelError(format!("--model {}: [array]: {e}", path.display())))
 }
 
 /// A built-in's parameters with overrides applied, read with typed getters.
@@ -364,7 +475,7 @@ impl Params {
     /// The nested model a network model stands in front of.
     pub(crate) fn backing(&self, capacity: u64) -> Result<Model, ModelError> {
         let base = self.raw("backing").to_string();
-        if matches!(base.as_str(), "gbe-nas" | "fc-san") {
+        if is_network(&base) {
             return Err(ModelError(format!(
                 "backing={base}: a network model's backing is a device (hdd, sata-ssd, nvme, constant)"
             )));
@@ -553,11 +664,13 @@ impl Model {
         }
     }
 
-    /// The array, if the medium is one (behind a cache tier too).
+    /// The array, if the medium is one (behind a cache tier or a network
+    /// too).
     pub fn array(&self) -> Option<&Array> {
         match self {
             Model::Array(a) => Some(a),
             Model::Tiered(t) => t.backing.array(),
+            Model::Net(n) => n.backing.array(),
             _ => None,
         }
     }
@@ -613,6 +726,12 @@ impl Model {
         }
         if let Model::Array(a) = self {
             return a.idle_latency(req);
+        }
+        if let Model::Net(n) = self {
+            // The trip there, the backing's own idle latency (an array's on
+            // a fresh copy of it), the trip back.
+            let at = n.approach(req, &mut State::default(), 0);
+            return Duration::from_nanos(at) + n.backing.idle_latency(req) + n.back();
         }
         let mut st = State::default();
         let at = self.approach(req, &mut st, 0);
@@ -722,5 +841,42 @@ mod tests {
         assert_eq!(h.cache, None);
         std::fs::write(&f, "rpm = 5400\n").unwrap();
         assert!(Spec::parse(f.to_str().unwrap(), &[]).unwrap_err().0.contains("needs base"));
+    }
+
+    #[test]
+    fn a_network_model_file_may_put_an_array_behind_its_link() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("nas.toml");
+        let nas = "base = \"gbe-nas\"\nrtt = \"0.4ms\"\n\n[array]\nlayout = \"raid0\"\ndisks = 6\n\
+                   member = \"constant\"\nmember_set = { read = \"10ms\", units = 1 }\n";
+        std::fs::write(&f, nas).unwrap();
+        let s = Spec::parse(f.to_str().unwrap(), &["link_rate=65.536MB/s".into()]).unwrap();
+        assert_eq!(s.array.as_ref().unwrap().disks, 6);
+        assert!(
+            s.label().starts_with("gbe-nas (link_rate=65.536MB/s, rtt=0.4ms) before raid0 of 6"),
+            "{}",
+            s.label()
+        );
+        let m = s.build(1 << 30).unwrap();
+        let Model::Net(n) = &m else { panic!("a network in front: {m:?}") };
+        assert_eq!(n.backing.units(), array::ARRAY_QUEUE);
+        assert!(m.array().is_some());
+        // Idle: the round trip, 4 KiB on the link (62.5 µs), one member's read.
+        let r = Req { op: Op::Read, offset: 0, len: 4096 };
+        assert_eq!(m.idle_latency(&r), Duration::from_nanos(400_000 + 62_500 + 10_000_000));
+        // ... and idle_latency left the array's own timelines alone.
+        assert_eq!(m.array().unwrap().take(0).members[0].reads, 0);
+        let bad = |text: &str, sets: &[&str], want: &str| {
+            std::fs::write(&f, text).unwrap();
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            let e = Spec::parse(f.to_str().unwrap(), &sets).unwrap_err().0;
+            assert!(e.contains(want), "{text}: wanted '{want}' in {e}");
+        };
+        bad(&nas.replace("gbe-nas", "hdd"), &[], "an array stands behind a network model");
+        bad(nas, &["backing.rpm=5400"], "the array is gbe-nas's backing");
+        bad(&nas.replace("disks = 6", "disks = 6\nstripe = 1"), &[], "[array] stripe: unknown key");
+        bad(&nas.replace("raid0", "raid5").replace("disks = 6", "disks = 2"), &[], "--array raid5 --disks 2");
+        let e = Spec { base: "hdd".into(), ..s }.build(1 << 30).unwrap_err().0;
+        assert!(e.contains("only a network model (gbe-nas, fc-san)"), "{e}");
     }
 }

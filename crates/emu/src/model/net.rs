@@ -1,5 +1,7 @@
 //! Network storage: a round trip and a shared link in front of a device
-//! model (the NAS's or array's own disks). A request pays half the round
+//! model (the NAS's or array's own disks: a built-in device through the
+//! `backing` parameter, or an array of them, [`super::Spec::array`], as an
+//! iSCSI NAS exports its RAID 0). A request pays half the round
 //! trip and its payload's time on the link (queued behind other payloads)
 //! on its way to the device ([`Net::approach`]), the backing device's
 //! service time on one of the device's units ([`Net::service_time`]), and
@@ -38,13 +40,19 @@ pub struct Net {
     pub rtt: Duration,
     /// Link rate, bytes/s.
     pub link_rate: f64,
-    /// The device behind it.
+    /// The device behind it (an array too).
     pub backing: Model,
 }
 
 impl Net {
     pub(crate) fn from_params(p: &Params, capacity: u64) -> Result<Net, ModelError> {
-        Ok(Net { rtt: p.dur("rtt"), link_rate: p.rate("link_rate"), backing: p.backing(capacity)? })
+        Ok(Net::in_front_of(p, p.backing(capacity)?))
+    }
+
+    /// The network of `p` (its round trip and link) in front of `backing`
+    /// instead of the device its `backing` parameter names.
+    pub(crate) fn in_front_of(p: &Params, backing: Model) -> Net {
+        Net { rtt: p.dur("rtt"), link_rate: p.rate("link_rate"), backing }
     }
 
     /// When a request that left the host at `arrival_ns` reaches the

@@ -7,7 +7,8 @@
 //! Timing, all in the model's time (the daemon's clock):
 //! - a request whose lines are all resident costs the cache device's time;
 //! - a read that misses reads the missing lines (whole lines, one span from
-//!   the first to the last missing line) from the backing device, which
+//!   the first to the last missing line) from the backing device (a network
+//!   backing's round trip and link first: a NAS behind the cache), which
 //!   serves one request at a time on its own timeline (`backing_free_ns`):
 //!   misses queue behind each other and behind destages (an array backing
 //!   queues them at its members instead, so misses on different members
@@ -116,7 +117,7 @@ impl TierSpec {
                 self.size
             )));
         }
-        if matches!(self.model.as_str(), "gbe-nas" | "fc-san") || super::builtin(&self.model).is_none() {
+        if super::is_network(&self.model) || super::builtin(&self.model).is_none() {
             return Err(ModelError(format!(
                 "--cache-model {}: use a device model: nvme, sata-ssd, hdd or constant",
                 self.model
@@ -353,21 +354,27 @@ impl Tiered {
     }
 
     /// Puts a backing request on the backing's timeline no earlier than
-    /// `at_ns`; returns when it ends. An array backing keeps its members'
-    /// timelines itself: the request goes to it at `at_ns` and queues at
-    /// the members it touches, so misses on different members overlap
-    /// (one timeline would serve a 6-disk array as one disk), and
-    /// `backing_free_ns` is when the last of its requests ends.
+    /// `at_ns`; returns when it is back. A network backing's trip there
+    /// (half its round trip, its payload on the link behind the ones ahead)
+    /// comes first and its trip back last, outside the backing's timeline,
+    /// as the daemon serves a network model. An array backing (behind a
+    /// network too) keeps its members' timelines itself: the request goes
+    /// to it when it arrives and queues at the members it touches, so
+    /// misses on different members overlap (one timeline would serve a
+    /// 6-disk array as one disk), and `backing_free_ns` is when the last
+    /// of its requests ends.
     fn on_backing(&self, s: &mut TierState, req: &Req, at_ns: u64) -> u64 {
+        let ready = self.backing.approach(req, &mut s.backing, at_ns);
+        let back = self.backing.back(req).as_nanos() as u64;
         if self.backing.array().is_some() {
-            let end = at_ns + self.backing.service_time(req, &mut s.backing, at_ns).as_nanos() as u64;
+            let end = ready + self.backing.service_time(req, &mut s.backing, ready).as_nanos() as u64;
             s.backing_free_ns = s.backing_free_ns.max(end);
-            return end;
+            return end + back;
         }
-        let start = s.backing_free_ns.max(at_ns);
+        let start = s.backing_free_ns.max(ready);
         let d = self.backing.service_time(req, &mut s.backing, start);
         s.backing_free_ns = start + d.as_nanos() as u64;
-        s.backing_free_ns
+        s.backing_free_ns + back
     }
 
     fn line_req(&self, op: Op, first: u64, last: u64) -> Req {
@@ -564,8 +571,10 @@ mod tests {
         assert_eq!(s.resident, 3);
     }
 
-    #[test]
-    fn misses_on_different_members_of_an_array_backing_overlap() {
+    /// A 1 MiB cache (of `constant`'s zero times) in front of a RAID 0 of
+    /// 6 members of one unit each, 10 ms a read, 64 KiB chunks; behind a
+    /// network model `net` with its `sets`, if given.
+    fn before_raid0_of_six(net: Option<(&str, &[&str])>) -> Tiered {
         let t = TierSpec {
             size: 1 << 20,
             model: "constant".into(),
@@ -574,7 +583,6 @@ mod tests {
             write: "back".into(),
             warm: "none".into(),
         };
-        // RAID 0 of 6 members of one unit each, 10 ms a read, 64 KiB chunks.
         use super::super::{ArrayOptions, ArraySpec};
         let a = ArrayOptions {
             layout: "raid0",
@@ -584,18 +592,55 @@ mod tests {
             member_sets: &["read=10ms".into(), "write=10ms".into(), "units=1".into()],
             ..Default::default()
         };
+        let (base, set) = match net {
+            None => ("array", BTreeMap::new()),
+            Some((n, sets)) => (
+                n,
+                sets.iter().map(|s| s.split_once('=').unwrap()).map(|(k, v)| (k.into(), v.into())).collect(),
+            ),
+        };
         let spec = Spec {
-            base: "array".into(),
+            base: base.into(),
+            set,
             array: Some(ArraySpec::from_options(&a).unwrap()),
             ..Spec::default()
         };
-        let tr = Tiered::new(&t, spec.build(1 << 30).unwrap(), 1 << 30).unwrap();
+        Tiered::new(&t, spec.build(1 << 30).unwrap(), 1 << 30).unwrap()
+    }
+
+    #[test]
+    fn misses_on_different_members_of_an_array_backing_overlap() {
+        let tr = before_raid0_of_six(None);
         // Six misses at once, one on each member: each ends 10 ms in.
         for m in 0..6u64 {
             assert_eq!(tr.service_time(&read(m << 16), 0), Duration::from_millis(10), "member {m}");
         }
         // A seventh on member 0 (the next stripe) waits for that member only.
         assert_eq!(tr.service_time(&read(6 << 16), 0), Duration::from_millis(20));
+    }
+
+    #[test]
+    fn a_miss_through_a_network_to_an_array_pays_the_trip_the_link_and_one_member() {
+        // S1: the flash cache, the iSCSI hop, the NAS's RAID 0. A 0.4 ms
+        // round trip and a link that moves a 64 KiB line in 1 ms.
+        let tr = before_raid0_of_six(Some(("gbe-nas", &["rtt=0.4ms", "link_rate=65.536MB/s"])));
+        assert!(tr.backing.array().is_some(), "the array is seen through the network");
+        let us = Duration::from_micros;
+        // Alone: 0.2 ms there, 1 ms of payload, 10 ms at member 0, 0.2 ms back.
+        assert_eq!(tr.service_time(&read(0), 0), us(11_400));
+        // Five misses at once on members 1 to 5: their payloads queue on
+        // the one link (1 ms each), their reads overlap at their members.
+        let t0 = 100_000_000;
+        for m in 1..6u64 {
+            assert_eq!(tr.service_time(&read(m << 16), t0), us(11_400 + (m - 1) * 1000), "member {m}");
+        }
+        // A sixth, on member 0 again (the next stripe), crosses the link
+        // after them (6.2 ms in) and is read at once: member 0 is idle.
+        assert_eq!(tr.service_time(&read(6 << 16), t0), us(16_400));
+        let a = tr.backing.array().unwrap().take(t0);
+        let reads: Vec<u64> = a.members.iter().map(|m| m.reads).collect();
+        assert_eq!(reads, [2, 1, 1, 1, 1, 1], "every miss reads one member, all members serve");
+        assert_eq!(tr.take(t0).counts.read_misses, 7);
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub enum MediaVerb {
         /// Emulated class: hdd, sata-ssd, nvme, gbe-nas, fc-san, custom:RIOPS,WIOPS,RBPS,WBPS.
         #[arg(long, conflicts_with = "model")]
         emulate: Option<String>,
-        /// Device model, per I/O: hdd, sata-ssd, nvme, gbe-nas, fc-san, constant, or a TOML file (see `media models`).
+        /// Device model, per I/O: hdd, sata-ssd, nvme, gbe-nas, fc-san, constant, or a TOML file (see `media models`); with --array, a network model (gbe-nas, fc-san) in front of the array.
         #[arg(long)]
         model: Option<String>,
         /// Override a model parameter: KEY=VALUE (repeatable), e.g. rtt=0.5ms, rpm=5400, lie_on_flush=true.
@@ -61,7 +61,7 @@ pub enum MediaVerb {
         #[arg(long)]
         backing: Option<PathBuf>,
         /// Record the modelled medium's write journal from its creation (every write and flush, for `durability --crash-points`).
-        #[arg(long, requires = "model")]
+        #[arg(long)]
         record: bool,
     },
     /// List media: device, size, filesystem, block size, emulation, mount point, state.
@@ -151,8 +151,8 @@ pub enum CacheVerb {
 /// the defaults are `TierSpec::from_options`'s, which plans share).
 #[derive(Debug, Args)]
 pub struct CacheTierArgs {
-    /// A cache tier of this size in front of the model (a flash cache): e.g. 2G.
-    #[arg(long, requires = "model")]
+    /// A cache tier of this size in front of the model or the array (a flash cache): e.g. 2G.
+    #[arg(long)]
     pub cache: Option<String>,
     /// The cache device's model: nvme (default), sata-ssd, hdd or constant.
     #[arg(long, requires = "cache")]
@@ -175,8 +175,8 @@ pub struct CacheTierArgs {
 /// defaults are `ArraySpec::from_options`'s, which plans share.
 #[derive(Debug, Args)]
 pub struct ArrayArgs {
-    /// An array instead of one device: raid0, raid1 (mirror), raid10, raid5, raid6, raid50, raid60.
-    #[arg(long, conflicts_with_all = ["model", "emulate"])]
+    /// An array instead of one device (or behind a network model: --model gbe-nas --set rtt=0.2ms --array raid0 …): raid0, raid1 (mirror), raid10, raid5, raid6, raid50, raid60.
+    #[arg(long, conflicts_with = "emulate")]
     pub array: Option<String>,
     /// Members of the array.
     #[arg(long, requires = "array")]
@@ -299,13 +299,31 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
                 .as_deref()
                 .map(|m| storbench_emu::Spec::parse(m, &sets).map_err(|e| usage(e.to_string())))
                 .transpose()?;
-            if let Some(a) = array.spec()? {
+            if let Some(mut a) = array.spec()? {
+                // `--model gbe-nas --array …`: the network in front of the array.
+                if let Some(front) = model.take() {
+                    if front.array.is_some() {
+                        return Err(usage(format!(
+                            "--array {}: the --model file has an [array] of its own; give one of them",
+                            array.array.as_deref().unwrap_or_default()
+                        )));
+                    }
+                    a = storbench_emu::Spec { array: a.array, ..front };
+                }
                 a.build(size).map_err(|e| usage(e.to_string()))?;
                 model = Some(a);
             }
-            if let (Some(spec), Some(tier)) = (model.as_mut(), cache.spec()?) {
-                spec.cache = Some(tier);
-                spec.build(size).map_err(|e| usage(e.to_string()))?;
+            match (model.as_mut(), cache.spec()?) {
+                (Some(spec), Some(tier)) => {
+                    spec.cache = Some(tier);
+                    spec.build(size).map_err(|e| usage(e.to_string()))?;
+                }
+                (None, Some(t)) => {
+                    let size = format_size(t.size);
+                    let why = "a cache tier goes in front of a modelled medium; give --model or --array";
+                    return Err(usage(format!("--cache {size}: {why}")));
+                }
+                _ => {}
             }
             let o = CreateOptions { size, fs, block_size, emulate, model, trace, backing, record };
             let m = storbench_media::create(&name, &o).map_err(media_err)?;
