@@ -25,45 +25,49 @@ pub struct MediaArgs {
     pub verb: MediaVerb,
 }
 
+/// Options of `storbench media create`.
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// Its name.
+    name: String,
+    /// Size (sparse).
+    #[arg(long)]
+    size: String,
+    /// Filesystem: ext4, xfs, btrfs, or none (the raw loop device).
+    #[arg(long, default_value = "ext4")]
+    fs: String,
+    /// Filesystem block size (allocation unit): 1k, 2k, 4k, 8k, 16k, 64k.
+    #[arg(long)]
+    block_size: Option<String>,
+    /// Emulated class: hdd, sata-ssd, nvme, gbe-nas, fc-san, custom:RIOPS,WIOPS,RBPS,WBPS.
+    #[arg(long, conflicts_with = "model")]
+    emulate: Option<String>,
+    /// Device model, per I/O: hdd, sata-ssd, nvme, gbe-nas, fc-san, constant, or a TOML file (see `media models`); with --array, a network model (gbe-nas, fc-san) in front of the array.
+    #[arg(long)]
+    model: Option<String>,
+    /// Override a model parameter: KEY=VALUE (repeatable), e.g. rtt=0.5ms, rpm=5400, lie_on_flush=true.
+    #[arg(long = "set", value_name = "KEY=VALUE", requires = "model")]
+    sets: Vec<String>,
+    /// Write the modelled medium's I/O trace (storbench trace format v1) to this file.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    #[command(flatten)]
+    cache: Box<CacheTierArgs>,
+    #[command(flatten)]
+    array: Box<ArrayArgs>,
+    /// Directory for the backing file (default: the state directory).
+    #[arg(long)]
+    backing: Option<PathBuf>,
+    /// Record the modelled medium's write journal from its creation (every write and flush, for `durability --crash-points`).
+    #[arg(long)]
+    record: bool,
+}
+
 /// What to do.
 #[derive(Debug, Subcommand)]
 pub enum MediaVerb {
     /// Make a medium: sparse file, loop device (direct I/O), filesystem, mount, caps.
-    Create {
-        /// Its name.
-        name: String,
-        /// Size (sparse).
-        #[arg(long)]
-        size: String,
-        /// Filesystem: ext4, xfs, btrfs, or none (the raw loop device).
-        #[arg(long, default_value = "ext4")]
-        fs: String,
-        /// Filesystem block size (allocation unit): 1k, 2k, 4k, 8k, 16k, 64k.
-        #[arg(long)]
-        block_size: Option<String>,
-        /// Emulated class: hdd, sata-ssd, nvme, gbe-nas, fc-san, custom:RIOPS,WIOPS,RBPS,WBPS.
-        #[arg(long, conflicts_with = "model")]
-        emulate: Option<String>,
-        /// Device model, per I/O: hdd, sata-ssd, nvme, gbe-nas, fc-san, constant, or a TOML file (see `media models`); with --array, a network model (gbe-nas, fc-san) in front of the array.
-        #[arg(long)]
-        model: Option<String>,
-        /// Override a model parameter: KEY=VALUE (repeatable), e.g. rtt=0.5ms, rpm=5400, lie_on_flush=true.
-        #[arg(long = "set", value_name = "KEY=VALUE", requires = "model")]
-        sets: Vec<String>,
-        /// Write the modelled medium's I/O trace (storbench trace format v1) to this file.
-        #[arg(long)]
-        trace: Option<PathBuf>,
-        #[command(flatten)]
-        cache: Box<CacheTierArgs>,
-        #[command(flatten)]
-        array: Box<ArrayArgs>,
-        /// Directory for the backing file (default: the state directory).
-        #[arg(long)]
-        backing: Option<PathBuf>,
-        /// Record the modelled medium's write journal from its creation (every write and flush, for `durability --crash-points`).
-        #[arg(long)]
-        record: bool,
-    },
+    Create(Box<CreateArgs>),
     /// List media: device, size, filesystem, block size, emulation, mount point, state.
     List,
     /// Unmount, remove throttle rules, detach and delete a medium (or --all).
@@ -270,162 +274,8 @@ pub(crate) fn media_err(e: MediaError) -> anyhow::Error {
 /// Runs `storbench media`.
 pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
     match a.verb {
-        MediaVerb::Create {
-            name,
-            size,
-            fs,
-            block_size,
-            emulate,
-            model,
-            sets,
-            trace,
-            cache,
-            array,
-            backing,
-            record,
-        } => {
-            if let (Some(t), None, None) = (&trace, &model, &array.array) {
-                return Err(usage(format!(
-                    "--trace {}: only a modelled medium is traced; give --model or --array",
-                    t.display()
-                )));
-            }
-            let size = parse_size(&size).map_err(|e| usage(format!("--size {size}: {e}")))?;
-            let block_size = block_size
-                .as_deref()
-                .map(|b| parse_size(b).map_err(|e| usage(format!("--block-size {b}: {e}"))))
-                .transpose()?;
-            let mut model = model
-                .as_deref()
-                .map(|m| storbench_emu::Spec::parse(m, &sets).map_err(|e| usage(e.to_string())))
-                .transpose()?;
-            if let Some(mut a) = array.spec()? {
-                // `--model gbe-nas --array …`: the network in front of the array.
-                if let Some(front) = model.take() {
-                    if front.array.is_some() {
-                        return Err(usage(format!(
-                            "--array {}: the --model file has an [array] of its own; give one of them",
-                            array.array.as_deref().unwrap_or_default()
-                        )));
-                    }
-                    a = storbench_emu::Spec { array: a.array, ..front };
-                }
-                a.build(size).map_err(|e| usage(e.to_string()))?;
-                model = Some(a);
-            }
-            match (model.as_mut(), cache.spec()?) {
-                (Some(spec), Some(tier)) => {
-                    spec.cache = Some(tier);
-                    spec.build(size).map_err(|e| usage(e.to_string()))?;
-                }
-                (None, Some(t)) => {
-                    let size = format_size(t.size);
-                    let why = "a cache tier goes in front of a modelled medium; give --model or --array";
-                    return Err(usage(format!("--cache {size}: {why}")));
-                }
-                _ => {}
-            }
-            let o = CreateOptions { size, fs, block_size, emulate, model, trace, backing, record };
-            let m = storbench_media::create(&name, &o).map_err(media_err)?;
-            if g.json {
-                println!("{}", serde_json::to_string_pretty(&m)?);
-            } else {
-                println!(
-                    "medium {}: {} on {}, {} {}{}{}",
-                    m.name,
-                    format_size(m.size),
-                    m.device,
-                    m.fs,
-                    if m.block_size > 0 { format!("{}-byte blocks", m.block_size) } else { String::new() },
-                    m.mount_point
-                        .as_ref()
-                        .map(|p| format!(", mounted at {}", p.display()))
-                        .unwrap_or_default(),
-                    m.emulate
-                        .as_ref()
-                        .map(|e| format!(", emulating {e} (caps, not a latency model)"))
-                        .or_else(|| m.model.as_ref().map(|s| format!(", modelled per I/O as {}", s.label())))
-                        .unwrap_or_default(),
-                );
-                if let Some(lat) = m.model.as_ref().and_then(|s| idle_read_latency(s, m.size)) {
-                    let floor = m.daemon.as_ref().and_then(|d| d.floor.as_ref());
-                    let limit = floor
-                        .map(|f| std::time::Duration::from_nanos((f.qd1_p50_us * 1e3 * 3.0) as u64))
-                        .unwrap_or(FLOOR_HINT);
-                    if lat < limit {
-                        eprintln!(
-                            "storbench: note: a 4k read on this model takes {} µs, under 3× the emulator's floor ({}); the daemon absorbs its floor, but a model time near or below it reads as the floor, and the host's scheduling weighs on it: compare such media with each other (docs/media.md, the envelope)",
-                            lat.as_micros(),
-                            floor
-                                .map(|f| format!("{:.0} µs measured now at QD1", f.qd1_p50_us))
-                                .unwrap_or_else(|| "not measured: about 20 µs through FUSE over io_uring".into())
-                        );
-                    }
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        MediaVerb::List => {
-            for (m, _) in storbench_media::list().map_err(media_err)? {
-                storbench_media::warn_orphaned_scale(&m);
-            }
-            let all = storbench_media::list().map_err(media_err)?;
-            // The time scale in effect, on a modelled medium (1: as modelled).
-            let scale = |m: &storbench_media::Medium| storbench_media::emu::scale_status(m).map(|s| s.scale);
-            if g.json {
-                let v: Vec<_> = all
-                    .iter()
-                    .map(|(m, s)| {
-                        let mut v = serde_json::to_value(m).expect("serialises");
-                        v["state"] = serde_json::json!(s.as_str());
-                        if let Some(a) = storbench_media::emu::array_status(m) {
-                            v["array"] = serde_json::json!(a);
-                        }
-                        if let Some(f) = scale(m) {
-                            v["scale"] = serde_json::json!(f);
-                        }
-                        v
-                    })
-                    .collect();
-                println!("{}", serde_json::to_string_pretty(&v)?);
-                return Ok(ExitCode::SUCCESS);
-            }
-            if all.is_empty() {
-                println!("no media (storbench media create NAME --size 4G ... makes one)");
-                return Ok(ExitCode::SUCCESS);
-            }
-            let mut t = Table::new();
-            t.load_preset(UTF8_FULL_CONDENSED);
-            t.set_header(vec!["name", "device", "size", "fs", "block", "emulation", "mount point", "state"]);
-            for (m, s) in &all {
-                t.add_row(vec![
-                    m.name.clone(),
-                    m.device.clone(),
-                    format_size(m.size),
-                    m.fs.clone(),
-                    if m.block_size > 0 { format_size(m.block_size) } else { "-".into() },
-                    m.emulate
-                        .clone()
-                        .or_else(|| {
-                            m.model.as_ref().map(|s| match scale(m).filter(|f| *f != 1.0) {
-                                Some(f) => format!("model {} ×{f}", s.label()),
-                                None => format!("model {}", s.label()),
-                            })
-                        })
-                        .unwrap_or_else(|| "-".into()),
-                    m.mount_point.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "-".into()),
-                    match storbench_media::emu::array_status(m) {
-                        Some(a) if a.state != "healthy" => format!("{} (array {})", s.as_str(), a.state),
-                        _ => s.as_str().to_string(),
-                    },
-                ]);
-            }
-            println!("{t}");
-            if all.iter().any(|(_, s)| *s != storbench_media::State::Ready) {
-                eprintln!("storbench: some media are stale; `storbench media destroy NAME` cleans them");
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        MediaVerb::Create(c) => create(g, *c),
+        MediaVerb::List => list(g),
         MediaVerb::Destroy { name, all } => {
             let names: Vec<String> = if all {
                 storbench_media::list().map_err(media_err)?.into_iter().map(|(m, _)| m.name).collect()
@@ -465,40 +315,7 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
         }
         MediaVerb::Calibrate(a) => crate::cmd::calibrate::calibrate(g, *a),
         MediaVerb::Validate(a) => crate::cmd::calibrate::validate(g, *a),
-        MediaVerb::Models { files } => {
-            let files = crate::cmd::calibrate::model_files(files)?;
-            if g.json {
-                let mut v = serde_json::to_value(storbench_emu::model::builtins())?;
-                if let Some(a) = v.as_array_mut() {
-                    for m in a.iter_mut() {
-                        m["source"] = serde_json::json!(crate::cmd::calibrate::BUILTIN_SOURCE);
-                        m["validated"] = serde_json::Value::Null;
-                    }
-                    for f in &files {
-                        a.push(crate::cmd::calibrate::model_file_json(f));
-                    }
-                }
-                println!("{}", serde_json::to_string_pretty(&v)?);
-                return Ok(ExitCode::SUCCESS);
-            }
-            for b in storbench_emu::model::builtins() {
-                println!("{}: {}", b.name, b.about);
-                println!("  source: {}", crate::cmd::calibrate::BUILTIN_SOURCE);
-                println!("  validated: not against a device (a class, not one drive: calibrate yours)");
-                for p in b.params {
-                    println!("  {:<16} {:<10} {}", p.key, p.default, p.doc);
-                }
-                println!();
-            }
-            for f in &files {
-                match crate::cmd::calibrate::model_file_summary(f) {
-                    Some(s) => println!("{s}\n"),
-                    None => println!("{}: not a model file (no base)\n", f.display()),
-                }
-            }
-            println!("A model file is TOML: base = \"hdd\" plus any of its keys (e.g. rpm = 5400); --set KEY=VALUE overrides.\nNetwork models take their device's keys as backing.KEY. Sources and caveats: docs/media.md.");
-            Ok(ExitCode::SUCCESS)
-        }
+        MediaVerb::Models { files } => models(g, files),
         MediaVerb::Cache { verb: CacheVerb::Reset { name } } => {
             storbench_media::emu::cache_reset(&name).map_err(media_err)?;
             if !g.quiet && !g.json {
@@ -553,44 +370,7 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        MediaVerb::Rebuild { name, rate, no_wait } => {
-            use storbench_media::emu::{array_command, array_state, ArrayVerb};
-            let bps = storbench_emu::model::parse_rate(&rate).map_err(|e| usage(format!("--rate {e}")))?;
-            storbench_media::check_support(false).map_err(media_err)?;
-            let st = array_command(&name, ArrayVerb::Rebuild(bps as u64)).map_err(media_err)?;
-            if !g.quiet && !g.json {
-                eprintln!("medium {name}: rebuilding disk(s) {:?} at {rate}", st.failed);
-            }
-            if no_wait {
-                return Ok(ExitCode::SUCCESS);
-            }
-            let mut last_pct = -1i64;
-            loop {
-                let st = array_state(&name).map_err(media_err)?;
-                if st.failed.is_empty() {
-                    if g.json {
-                        println!("{}", serde_json::to_string_pretty(&st)?);
-                    } else if !g.quiet {
-                        eprintln!("medium {name}: rebuilt; the array is healthy");
-                    }
-                    return Ok(ExitCode::SUCCESS);
-                }
-                if crate::interrupt::requested() {
-                    let st = array_command(&name, ArrayVerb::Pause).map_err(media_err)?;
-                    eprintln!(
-                        "medium {name}: rebuild paused at {:.0} % (the array stays degraded; `storbench media rebuild {name}` resumes)",
-                        st.progress() * 100.0
-                    );
-                    return Ok(ExitCode::from(crate::error::EXIT_INTERRUPTED));
-                }
-                let pct = (st.progress() * 100.0) as i64;
-                if !g.quiet && !g.json && pct / 10 != last_pct / 10 {
-                    eprintln!("medium {name}: rebuild {pct} %");
-                    last_pct = pct;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(200));
-            }
-        }
+        MediaVerb::Rebuild { name, rate, no_wait } => rebuild(g, &name, &rate, no_wait),
         MediaVerb::Serve { config } => {
             let text = std::fs::read_to_string(&config)
                 .map_err(|e| usage(format!("--config {}: {e}", config.display())))?;
@@ -602,5 +382,230 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
             })?;
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// `media create`: the flags checked and combined into one spec (a network
+/// model in front of an array, a cache tier in front of either), then made.
+fn create(g: &Global, c: CreateArgs) -> Result<ExitCode> {
+    let CreateArgs { name, size, fs, block_size, emulate, model, sets, trace, cache, array, backing, record } =
+        c;
+    if let (Some(t), None, None) = (&trace, &model, &array.array) {
+        return Err(usage(format!(
+            "--trace {}: only a modelled medium is traced; give --model or --array",
+            t.display()
+        )));
+    }
+    let size = parse_size(&size).map_err(|e| usage(format!("--size {size}: {e}")))?;
+    let block_size = block_size
+        .as_deref()
+        .map(|b| parse_size(b).map_err(|e| usage(format!("--block-size {b}: {e}"))))
+        .transpose()?;
+    let mut model = model
+        .as_deref()
+        .map(|m| storbench_emu::Spec::parse(m, &sets).map_err(|e| usage(e.to_string())))
+        .transpose()?;
+    if let Some(mut a) = array.spec()? {
+        // `--model gbe-nas --array …`: the network in front of the array.
+        if let Some(front) = model.take() {
+            if front.array.is_some() {
+                return Err(usage(format!(
+                    "--array {}: the --model file has an [array] of its own; give one of them",
+                    array.array.as_deref().unwrap_or_default()
+                )));
+            }
+            a = storbench_emu::Spec { array: a.array, ..front };
+        }
+        a.build(size).map_err(|e| usage(e.to_string()))?;
+        model = Some(a);
+    }
+    match (model.as_mut(), cache.spec()?) {
+        (Some(spec), Some(tier)) => {
+            spec.cache = Some(tier);
+            spec.build(size).map_err(|e| usage(e.to_string()))?;
+        }
+        (None, Some(t)) => {
+            let size = format_size(t.size);
+            let why = "a cache tier goes in front of a modelled medium; give --model or --array";
+            return Err(usage(format!("--cache {size}: {why}")));
+        }
+        _ => {}
+    }
+    let o = CreateOptions { size, fs, block_size, emulate, model, trace, backing, record };
+    let m = storbench_media::create(&name, &o).map_err(media_err)?;
+    if g.json {
+        println!("{}", serde_json::to_string_pretty(&m)?);
+    } else {
+        println!(
+            "medium {}: {} on {}, {} {}{}{}",
+            m.name,
+            format_size(m.size),
+            m.device,
+            m.fs,
+            if m.block_size > 0 { format!("{}-byte blocks", m.block_size) } else { String::new() },
+            m.mount_point.as_ref().map(|p| format!(", mounted at {}", p.display())).unwrap_or_default(),
+            m.emulate
+                .as_ref()
+                .map(|e| format!(", emulating {e} (caps, not a latency model)"))
+                .or_else(|| m.model.as_ref().map(|s| format!(", modelled per I/O as {}", s.label())))
+                .unwrap_or_default(),
+        );
+        if let Some(lat) = m.model.as_ref().and_then(|s| idle_read_latency(s, m.size)) {
+            let floor = m.daemon.as_ref().and_then(|d| d.floor.as_ref());
+            let limit = floor
+                .map(|f| std::time::Duration::from_nanos((f.qd1_p50_us * 1e3 * 3.0) as u64))
+                .unwrap_or(FLOOR_HINT);
+            if lat < limit {
+                eprintln!(
+                    "storbench: note: a 4k read on this model takes {} µs, under 3× the emulator's floor ({}); the daemon absorbs its floor, but a model time near or below it reads as the floor, and the host's scheduling weighs on it: compare such media with each other (docs/media.md, the envelope)",
+                    lat.as_micros(),
+                    floor
+                        .map(|f| format!("{:.0} µs measured now at QD1", f.qd1_p50_us))
+                        .unwrap_or_else(|| "not measured: about 20 µs through FUSE over io_uring".into())
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `media list`: every medium with its state (an array's, a time scale
+/// other than 1), as a table or JSON.
+fn list(g: &Global) -> Result<ExitCode> {
+    for (m, _) in storbench_media::list().map_err(media_err)? {
+        storbench_media::warn_orphaned_scale(&m);
+    }
+    let all = storbench_media::list().map_err(media_err)?;
+    // The time scale in effect, on a modelled medium (1: as modelled).
+    let scale = |m: &storbench_media::Medium| storbench_media::emu::scale_status(m).map(|s| s.scale);
+    if g.json {
+        let v: Vec<_> = all
+            .iter()
+            .map(|(m, s)| {
+                let mut v = serde_json::to_value(m).expect("serialises");
+                v["state"] = serde_json::json!(s.as_str());
+                if let Some(a) = storbench_media::emu::array_status(m) {
+                    v["array"] = serde_json::json!(a);
+                }
+                if let Some(f) = scale(m) {
+                    v["scale"] = serde_json::json!(f);
+                }
+                v
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if all.is_empty() {
+        println!("no media (storbench media create NAME --size 4G ... makes one)");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(vec!["name", "device", "size", "fs", "block", "emulation", "mount point", "state"]);
+    for (m, s) in &all {
+        t.add_row(vec![
+            m.name.clone(),
+            m.device.clone(),
+            format_size(m.size),
+            m.fs.clone(),
+            if m.block_size > 0 { format_size(m.block_size) } else { "-".into() },
+            m.emulate
+                .clone()
+                .or_else(|| {
+                    m.model.as_ref().map(|s| match scale(m).filter(|f| *f != 1.0) {
+                        Some(f) => format!("model {} ×{f}", s.label()),
+                        None => format!("model {}", s.label()),
+                    })
+                })
+                .unwrap_or_else(|| "-".into()),
+            m.mount_point.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "-".into()),
+            match storbench_media::emu::array_status(m) {
+                Some(a) if a.state != "healthy" => format!("{} (array {})", s.as_str(), a.state),
+                _ => s.as_str().to_string(),
+            },
+        ]);
+    }
+    println!("{t}");
+    if all.iter().any(|(_, s)| *s != storbench_media::State::Ready) {
+        eprintln!("storbench: some media are stale; `storbench media destroy NAME` cleans them");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `media models`: the built-in models and the model files, with sources.
+fn models(g: &Global, files: Vec<PathBuf>) -> Result<ExitCode> {
+    let files = crate::cmd::calibrate::model_files(files)?;
+    if g.json {
+        let mut v = serde_json::to_value(storbench_emu::model::builtins())?;
+        if let Some(a) = v.as_array_mut() {
+            for m in a.iter_mut() {
+                m["source"] = serde_json::json!(crate::cmd::calibrate::BUILTIN_SOURCE);
+                m["validated"] = serde_json::Value::Null;
+            }
+            for f in &files {
+                a.push(crate::cmd::calibrate::model_file_json(f));
+            }
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for b in storbench_emu::model::builtins() {
+        println!("{}: {}", b.name, b.about);
+        println!("  source: {}", crate::cmd::calibrate::BUILTIN_SOURCE);
+        println!("  validated: not against a device (a class, not one drive: calibrate yours)");
+        for p in b.params {
+            println!("  {:<16} {:<10} {}", p.key, p.default, p.doc);
+        }
+        println!();
+    }
+    for f in &files {
+        match crate::cmd::calibrate::model_file_summary(f) {
+            Some(s) => println!("{s}\n"),
+            None => println!("{}: not a model file (no base)\n", f.display()),
+        }
+    }
+    println!("A model file is TOML: base = \"hdd\" plus any of its keys (e.g. rpm = 5400); --set KEY=VALUE overrides.\nNetwork models take their device's keys as backing.KEY. Sources and caveats: docs/media.md.");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `media rebuild`: starts the rebuild and, unless `--no-wait`, shows its
+/// progress until the array is healthy (Ctrl-C pauses it).
+fn rebuild(g: &Global, name: &str, rate: &str, no_wait: bool) -> Result<ExitCode> {
+    use storbench_media::emu::{array_command, array_state, ArrayVerb};
+    let bps = storbench_emu::model::parse_rate(rate).map_err(|e| usage(format!("--rate {e}")))?;
+    storbench_media::check_support(false).map_err(media_err)?;
+    let st = array_command(name, ArrayVerb::Rebuild(bps as u64)).map_err(media_err)?;
+    if !g.quiet && !g.json {
+        eprintln!("medium {name}: rebuilding disk(s) {:?} at {rate}", st.failed);
+    }
+    if no_wait {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut last_pct = -1i64;
+    loop {
+        let st = array_state(name).map_err(media_err)?;
+        if st.failed.is_empty() {
+            if g.json {
+                println!("{}", serde_json::to_string_pretty(&st)?);
+            } else if !g.quiet {
+                eprintln!("medium {name}: rebuilt; the array is healthy");
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        if crate::interrupt::requested() {
+            let st = array_command(name, ArrayVerb::Pause).map_err(media_err)?;
+            eprintln!(
+                "medium {name}: rebuild paused at {:.0} % (the array stays degraded; `storbench media rebuild {name}` resumes)",
+                st.progress() * 100.0
+            );
+            return Ok(ExitCode::from(crate::error::EXIT_INTERRUPTED));
+        }
+        let pct = (st.progress() * 100.0) as i64;
+        if !g.quiet && !g.json && pct / 10 != last_pct / 10 {
+            eprintln!("medium {name}: rebuild {pct} %");
+            last_pct = pct;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
     }
 }
