@@ -67,6 +67,10 @@ pub struct InitArgs {
     /// as `tpcc build` refuses an existing schema).
     #[arg(long)]
     pub replace: bool,
+    #[command(flatten)]
+    pub run: crate::cli::RunFlags,
+    #[command(flatten)]
+    pub record: crate::cli::RecordFlags,
 }
 
 /// Options of `tpcb run`.
@@ -109,6 +113,10 @@ pub struct RunArgs {
     pub sens: oltp::SensitivityArgs,
     #[command(flatten)]
     pub waits: oltp::WaitArgs,
+    #[command(flatten)]
+    pub run: crate::cli::RunFlags,
+    #[command(flatten)]
+    pub record: crate::cli::RecordFlags,
 }
 
 /// Runs `storbench tpcb`.
