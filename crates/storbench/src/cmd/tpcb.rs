@@ -36,7 +36,7 @@ pub struct TpcbArgs {
 #[derive(Debug, Subcommand)]
 pub enum TpcbVerb {
     /// Create and load pgbench's tables (existing ones only with --replace).
-    Init(InitArgs),
+    Init(Box<InitArgs>),
     /// Run the TPC-B-like script at one or more client counts.
     Run(Box<RunArgs>),
 }
@@ -122,7 +122,7 @@ pub struct RunArgs {
 /// Runs `storbench tpcb`.
 pub fn run(g: &Global, a: TpcbArgs) -> Result<ExitCode> {
     match a.verb {
-        TpcbVerb::Init(i) => init(g, i),
+        TpcbVerb::Init(i) => init(g, *i),
         TpcbVerb::Run(r) => run_steps(g, *r),
     }
 }
