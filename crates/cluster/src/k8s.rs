@@ -399,7 +399,7 @@ fn collector(spec: &RenderSpec, plan: &str) -> Container {
         command: Some(vec!["sh".into(), "-c".into()]),
         args: Some(vec![format!(
             "set --; for f in /results/shard-*.db; do [ -e \"$f\" ] && set -- \"$@\" --from \"$f\"; done; \
-             exec storbench --label {plan}-merged merge \"$@\""
+             exec storbench merge --label {plan}-merged \"$@\""
         )]),
         env: Some(vec![env("STORBENCH_RESULTS", "/results/merged.db")]),
         volume_mounts: Some(vec![mount("results", "/results")]),

@@ -17,10 +17,12 @@ use crate::tables::{
 use crate::ReportError;
 
 /// A chart's canvas. Every chart is drawn twice: for a desktop, and for a
-/// phone at about the width a phone shows it (~370 CSS px), so its text
-/// keeps its size instead of shrinking with the picture (an 860 px chart
-/// scaled to a phone's width took its labels from 10 px to 4 px); CSS
-/// shows the one that fits.
+/// phone at the width a phone shows it, so its text keeps its size instead
+/// of shrinking with the picture (an 860 px chart scaled to a phone's width
+/// took its labels from 10 px to 4 px); CSS shows the one that fits. The
+/// phone's is 360 px, the narrowest common phone (360-412 CSS px), and CSS
+/// gives it the whole width (into the page's 8 px margins) and never
+/// scales it down: a narrower screen scrolls it sideways instead.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Canvas {
     /// Width and height in px.
@@ -41,7 +43,7 @@ pub(crate) struct Canvas {
 /// A desktop's chart.
 pub(crate) const WIDE: Canvas = Canvas { w: 860, h: 380, text: 14, caption: 18, y_area: 70, narrow: false };
 /// A phone's chart: drawn at the width it is shown at.
-pub(crate) const NARROW: Canvas = Canvas { w: 380, h: 340, text: 15, caption: 15, y_area: 62, narrow: true };
+pub(crate) const NARROW: Canvas = Canvas { w: 360, h: 340, text: 15, caption: 15, y_area: 62, narrow: true };
 
 impl Canvas {
     /// The font of labels.
@@ -101,9 +103,10 @@ table.t th,table.t td{border:1px solid #ccc;padding:3px 8px;text-align:right;whi
 table.t thead th{background:#eef;text-align:center}table.t tbody th{text-align:left;background:#f7f7f7}\
 .note{background:#fff6d5;border-left:4px solid #e0b000;padding:6px 10px}p.flag{color:#8a4b00;margin:.2em 0}\
 figure.chart{margin:1em 0}figure.chart figcaption{font-size:.85em;color:#555}\
-figure.chart svg{max-width:100%;height:auto}figure.chart .narrow{display:none}\
+figure.chart svg{max-width:100%;height:auto}figure.chart .narrow{display:none;overflow-x:auto}figure.chart .narrow svg{max-width:none}\
 @media (max-width:600px){figure.chart .wide{display:none}figure.chart .narrow{display:block}}details{margin:.8em 0}summary{cursor:pointer;font-weight:bold}\
-.scroll{overflow-x:auto}@media (max-width:600px){body{margin:8px auto;padding:0 8px}h1{font-size:1.25em}}";
+.scroll{overflow-x:auto}@media (max-width:600px){body{margin:8px auto;padding:0 8px}h1{font-size:1.25em}\
+figure.chart{margin:1em -8px}figure.chart figcaption{padding:0 8px}}";
 
 type Point = (f64, f64);
 /// A bar's (median, min, max), absent where the group lacks the step.

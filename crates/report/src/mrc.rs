@@ -125,7 +125,7 @@ mod tests {
         }];
         let page = html("curves <x>", &s, &["knee: lru at 2m".into()]).unwrap();
         assert_eq!(page.matches("<svg").count(), 2, "a desktop's drawing and a phone's");
-        assert!(page.contains("<div class=\"narrow\"><svg width=\"380\""), "the phone's at its width");
+        assert!(page.contains("<div class=\"narrow\"><svg width=\"360\""), "the phone's at its width");
         assert!(page.contains("@media (max-width:600px)"));
         assert!(page.contains("lru (stack-distance)"));
         assert!(page.contains("curves &lt;x&gt;"));

@@ -29,15 +29,15 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return error::clap_error(e),
     };
+    (cli.global.run, cli.global.record) = cli.command.take_flags();
     // Read once: `--start-in 30s` is one instant for the whole command.
-    match shard::Sharding::of(&cli.global) {
+    match shard::Sharding::of(&cli.global.run) {
         Ok(s) => cli.global.sharding = Some(s),
         Err(e) => return error::report(&e),
     }
-    // `pg up --memory-limit` limits the server it starts, for the
-    // instance's life (cmd/pg.rs), not this command.
-    let pg_up = matches!(&cli.command, cli::Command::Pg(p) if matches!(p.verb, cmd::pg::PgVerb::Up { .. }));
-    let _memory = match cli.global.memory_limit.as_deref().filter(|_| !pg_up).map(|m| {
+    // `pg up --memory-limit` is its own: it limits the server it starts,
+    // for the instance's life (cmd/pg.rs), not this command.
+    let _memory = match cli.global.run.memory_limit.as_deref().map(|m| {
         storbench_metrics::units::parse_size(m)
             .map_err(|e| error::usage(format!("--memory-limit {m}: {e}")))
             .and_then(memlimit::MemoryLimit::apply)

@@ -122,12 +122,13 @@ impl Recorder {
         sharding.check_kind(kind)?;
         let mut config = config;
         sharding.record(&mut config);
-        if let Some(m) = &g.memory_limit {
+        if let Some(m) = &g.run.memory_limit {
             config["memory_limit"] = serde_json::json!(m);
         }
         // Bind the metrics address before anything is written: a port in
         // use is bad input, and no run is left behind for it.
         let exporter = g
+            .run
             .metrics_addr
             .as_deref()
             .map(|addr| Exporter::start(addr, "", &sharding.shard.to_string()))
@@ -144,16 +145,16 @@ impl Recorder {
             let notes = Box::new(|n| eprintln!("storbench: {n}"));
             storbench_ops::repl::ReplProbe::start(name, step_len, crate::interrupt::flag(), notes)
         });
-        if let Some(axes) = g.axes.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()) {
+        if let Some(axes) = g.record.axes.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()) {
             config["axes"] = axes;
         }
         let run = store.begin_run(&NewRun {
             kind: kind.to_string(),
-            label: g.label.clone().unwrap_or(default_label),
+            label: g.record.label.clone().unwrap_or(default_label),
             config,
             env,
-            plan: g.plan.clone(),
-            cell: g.cell.clone(),
+            plan: g.record.plan.clone(),
+            cell: g.record.cell.clone(),
         })?;
         if let Some(x) = &exporter {
             x.run(run.short());

@@ -11,11 +11,17 @@ use serde_json::{json, Value};
 use storbench_cluster::{parse_start, split_aligned, Shard, StartAt};
 use storbench_io::Profile;
 
-use crate::cli::Global;
+use crate::cli::{RunFlags, StartFlags};
 use crate::error::usage;
 
 /// The kinds of run whose load splits over shards.
 const SHARDABLE: &[&str] = &["io", "tpcb", "tpcc"];
+
+/// The instant `--start-at`/`--start-in` name, read now; a bad value is a
+/// usage error naming it.
+pub fn start_of(s: &StartFlags) -> Result<StartAt> {
+    parse_start(s.start_at.as_deref(), s.start_in.as_deref(), Utc::now()).map_err(|e| usage(e.to_string()))
+}
 
 /// This process's shard and start instant.
 #[derive(Clone, Copy, Debug)]
@@ -29,15 +35,13 @@ pub struct Sharding {
 }
 
 impl Sharding {
-    /// Reads the global options; a bad value is a usage error naming it.
-    pub fn of(g: &Global) -> Result<Sharding> {
-        let shard = match &g.shard {
+    /// Reads a command's run options; a bad value is a usage error naming it.
+    pub fn of(r: &RunFlags) -> Result<Sharding> {
+        let shard = match &r.shard {
             Some(s) => Shard::parse(s).map_err(|e| usage(e.to_string()))?,
             None => Shard::WHOLE,
         };
-        let start = parse_start(g.start_at.as_deref(), g.start_in.as_deref(), Utc::now())
-            .map_err(|e| usage(e.to_string()))?;
-        Ok(Sharding { shard, given: g.shard.is_some(), start })
+        Ok(Sharding { shard, given: r.shard.is_some(), start: start_of(&r.start)? })
     }
 
     /// True when this process runs only part of the load.
@@ -145,11 +149,10 @@ mod tests {
     use super::*;
     use clap::Parser;
 
-    fn global(args: &[&str]) -> Global {
-        let mut v = vec!["storbench"];
+    fn global(args: &[&str]) -> RunFlags {
+        let mut v = vec!["storbench", "io"];
         v.extend_from_slice(args);
-        v.extend_from_slice(&["results", "list"]);
-        crate::cli::Cli::try_parse_from(v).expect("parses").global
+        crate::cli::Cli::try_parse_from(v).expect("parses").command.take_flags().0
     }
 
     #[test]

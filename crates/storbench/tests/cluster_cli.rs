@@ -46,20 +46,8 @@ fn three_io_shards_split_one_target_start_together_and_merge_exactly() {
         .enumerate()
         .map(|(i, db)| {
             sb(db)
-                .args(["--shard", &format!("{i}/3"), "--start-in", "4s"])
-                .args([
-                    "io",
-                    "--size",
-                    "24M",
-                    "--bs",
-                    "4k",
-                    "--rw",
-                    "randread",
-                    "--threads",
-                    "3",
-                    "--qd",
-                    "2",
-                ])
+                .args(["io", "--shard", &format!("{i}/3"), "--start-in", "4s"])
+                .args(["--size", "24M", "--bs", "4k", "--rw", "randread", "--threads", "3", "--qd", "2"])
                 .args(["--duration", "2s", "--rampup", "0s", "--target"])
                 .arg(&target)
                 .stdout(Stdio::null())
@@ -94,7 +82,7 @@ fn three_io_shards_split_one_target_start_together_and_merge_exactly() {
 
     let merged_db = d.path().join("merged.db");
     let mut c = sb(&merged_db);
-    c.args(["--json", "--label", "all", "merge"]);
+    c.args(["--json", "merge", "--label", "all"]);
     for f in &files {
         c.arg("--from").arg(f);
     }
@@ -145,8 +133,8 @@ fn three_tpcc_shards_split_users_and_warehouses_and_merge_to_the_districts() {
         .enumerate()
         .map(|(i, f)| {
             sb(f)
-                .args(["--shard", &format!("{i}/3"), "--start-in", "5s"])
-                .args(["tpcc", "run", "--db", &url, "--users", "3,6", "--rampup", "0s", "--duration", "3s"])
+                .args(["tpcc", "run", "--shard", &format!("{i}/3"), "--start-in", "5s"])
+                .args(["--db", &url, "--users", "3,6", "--rampup", "0s", "--duration", "3s"])
                 .stdout(Stdio::null())
                 .spawn()
                 .unwrap()
@@ -229,8 +217,8 @@ fn metrics_are_served_live_during_a_run_and_parse() {
     let addr = format!("127.0.0.1:{port}");
     let mut child = sb(&db)
         .current_dir(d.path())
-        .args(["--metrics-addr", &addr, "--shard", "0/1"])
-        .args(["io", "--size", "8M", "--bs", "4k", "--rw", "randread", "--duration", "5s", "--rampup", "0s"])
+        .args(["io", "--metrics-addr", &addr, "--shard", "0/1"])
+        .args(["--size", "8M", "--bs", "4k", "--rw", "randread", "--duration", "5s", "--rampup", "0s"])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
@@ -288,7 +276,7 @@ fn metrics_are_served_live_during_a_run_and_parse() {
     let taken = busy.local_addr().unwrap().to_string();
     let out = sb(&db)
         .current_dir(d.path())
-        .args(["--metrics-addr", &taken, "io", "--size", "8M", "--duration", "1s"])
+        .args(["io", "--metrics-addr", &taken, "--size", "8M", "--duration", "1s"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -523,7 +511,7 @@ run = { target = "{target}/t.dat", set = "quick", duration = "5s" }
         "mountPath: /work/storbench-data",
         "claimName: storbench-s5-alloc-data",
         "suspend: true",
-        "exec storbench --label s5-alloc-merged merge",
+        "exec storbench merge --label s5-alloc-merged",
         "    [target.node]",
         "- --metrics-addr=0.0.0.0:9184",
         "prometheus.io/scrape: 'true'",

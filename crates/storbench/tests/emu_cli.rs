@@ -716,11 +716,11 @@ run = { target = "{target}/io.dat", size = "32M", bs = "4k", rw = "randread", di
     assert!(text.contains("cache tier: hit ratio, warm-up and hot data"), "{text}");
     assert!(s.dir.path().join("tier.sbtrace").exists());
     // A memory limit too small to run in: one line, exit 2, nothing left.
-    let out = s.sb().args(["--memory-limit", "1M", "results", "list"]).output().unwrap();
+    let out = s.sb().args(["run", "p.toml", "--dry-run", "--memory-limit", "1M"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--memory-limit 1m: give at least 64M"));
     // A run inside a limit leaves no memory group behind.
-    s.ok(&["--memory-limit", "128M", "results", "list"]);
+    s.ok(&["run", "p.toml", "--dry-run", "--memory-limit", "128M"]);
     let left: Vec<String> = std::fs::read_dir("/sys/fs/cgroup/memory")
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -733,7 +733,7 @@ run = { target = "{target}/io.dat", size = "32M", bs = "4k", rw = "randread", di
 fn a_managed_server_runs_in_its_memory_group_until_it_is_destroyed() {
     let s = State::new();
     let data = s.dir.path().join("pgdata");
-    s.ok(&["--memory-limit", "160M", "pg", "up", "memlim", "--data", data.to_str().unwrap()]);
+    s.ok(&["pg", "up", "memlim", "--memory-limit", "160M", "--data", data.to_str().unwrap()]);
     let group = Path::new("/sys/fs/cgroup/memory/storbench-pg-memlim");
     let pm = std::fs::read_to_string(data.join("data").join("postmaster.pid"))
         .or_else(|_| std::fs::read_to_string(data.join("postmaster.pid")))

@@ -205,6 +205,54 @@ fn help_documents_the_exit_codes() {
     }
 }
 
+/// The run options are in the help of the commands that run something,
+/// under their own heading, and not in the help of those that only read
+/// or manage (issue 30); an option put where it does nothing is refused.
+#[test]
+fn run_options_are_in_the_help_of_running_commands_only() {
+    let d = tempfile::tempdir().unwrap();
+    let help = |args: &[&str]| {
+        let out = sb(d.path()).args(args).arg("--help").output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    const RUN: [&str; 5] = ["--shard", "--start-at", "--metrics-addr", "--memory-limit", "--label"];
+    for args in [
+        &["results", "list"][..],
+        &["results", "show"],
+        &["results", "export"],
+        &["results", "delete"],
+        &["report"],
+        &["compare"],
+        &["media", "list"],
+        &["media", "models"],
+        &["pg", "list"],
+        &["pg", "status"],
+        &["tpcc", "check"],
+        &["completions"],
+        &["man"],
+        &[],
+    ] {
+        let text = help(args);
+        for flag in RUN {
+            assert!(!text.contains(&format!("{flag} <")), "{args:?} --help lists {flag}:\n{text}");
+        }
+        assert!(text.contains("Global options:") && text.contains("--results <FILE>"), "{args:?}:\n{text}");
+    }
+    for args in [&["tpcc", "run"][..], &["tpcb", "run"], &["io"], &["tpch", "build"], &["backup"]] {
+        let text = help(args);
+        let run = text.find("Run options:").unwrap_or_else(|| panic!("{args:?}: no Run options:\n{text}"));
+        for flag in RUN {
+            assert!(text[run..].contains(&format!("{flag} <")), "{args:?} --help lacks {flag}:\n{text}");
+        }
+    }
+    // `run` passes them on to its cells' commands, which record the runs.
+    assert!(help(&["run"]).contains("--shard <i/N>"));
+    let out = sb(d.path()).args(["results", "list", "--shard", "0/2"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--shard"));
+}
+
 fn is_root() -> bool {
     // SAFETY: getuid has no preconditions.
     unsafe { libc::getuid() == 0 }

@@ -437,6 +437,85 @@ fn html_report_renders_in_chromium_with_charts_and_tables() {
     }
 }
 
+/// The page `report` laid out at `width` CSS px, as a phone of that width
+/// shows it, measured by Chromium: an iframe of that width (its own
+/// viewport, so the report's media queries see the phone's width) whose
+/// drawn charts a script measures into the DOM that `--dump-dom` prints.
+/// (A headless window is at least 500 px wide, so the window cannot be the
+/// phone.) Returns the page's and the window's width and, per chart shown,
+/// its drawn width, its shown width and its smallest text in shown px.
+fn laid_out(profile: &Path, html: &Path, width: u32) -> (f64, f64, Vec<(f64, f64, f64)>) {
+    let page = html.with_file_name(format!("phone-{width}.html"));
+    let name = html.file_name().unwrap().to_str().unwrap();
+    std::fs::write(
+        &page,
+        format!(
+            r#"<!DOCTYPE html><html><body style="margin:0"><iframe id="f" src="{name}" style="border:0;width:{width}px;height:30000px"></iframe>
+<script>
+document.getElementById('f').addEventListener('load', () => {{
+  const f = document.getElementById('f'), doc = f.contentDocument, charts = [];
+  for (const svg of doc.querySelectorAll('figure.chart svg')) {{
+    const shown = svg.getBoundingClientRect().width;
+    if (shown === 0) continue;
+    const drawn = parseFloat(svg.getAttribute('width'));
+    let text = Infinity;
+    for (const t of svg.querySelectorAll('text'))
+      if (t.textContent.trim()) text = Math.min(text, parseFloat(t.getAttribute('font-size')) * shown / drawn);
+    charts.push([drawn, shown, text]);
+  }}
+  const pre = document.createElement('pre');
+  pre.id = 'measured';
+  pre.textContent = JSON.stringify([doc.documentElement.scrollWidth, f.contentWindow.innerWidth, charts]);
+  document.body.appendChild(pre);
+}});
+</script></body></html>"#
+        ),
+    )
+    .unwrap();
+    let o = headless(
+        profile,
+        &["--allow-file-access-from-files", "--dump-dom", &format!("file://{}", page.display())],
+    );
+    let dom = String::from_utf8_lossy(&o.stdout);
+    let json =
+        dom.split("<pre id=\"measured\">").nth(1).and_then(|t| t.split("</pre>").next()).unwrap_or_else(
+            || panic!("nothing measured at {width} px: {}", String::from_utf8_lossy(&o.stderr)),
+        );
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    let charts = v[2]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c[0].as_f64().unwrap(), c[1].as_f64().unwrap(), c[2].as_f64().unwrap()));
+    (v[0].as_f64().unwrap(), v[1].as_f64().unwrap(), charts.collect())
+}
+
+/// Issue 30: on a phone the charts read. Each is shown at the width the
+/// phone's drawing has, never scaled down (its text would shrink with it:
+/// an 860 px chart on a 375 px phone took 10 px labels to 4 px), with no
+/// text under 11 px; a phone narrower than the drawing scrolls the chart
+/// sideways, not the page. A desktop shows the desktop's drawing, whole.
+#[test]
+fn html_charts_read_at_a_phones_width() {
+    let f = fixture();
+    let html = f.dir.path().join("report.html");
+    let (tpcc, tpcb, init) = (f.tpcc.to_string(), f.tpcb.to_string(), f.init.to_string());
+    ok_stdout(&storbench(&f, &["report", "s5", &tpcc, &tpcb, &init, "--html", html.to_str().unwrap()]));
+    let profile = f.dir.path().join("chromium-profile");
+    for width in [320, 360, 375, 412, 1280] {
+        let (page, window, charts) = laid_out(&profile, &html, width);
+        assert_eq!(window, f64::from(width), "the iframe is the phone");
+        assert_eq!(charts.len(), 13, "{width} px: one drawing of each chart shown: {charts:?}");
+        assert!(page <= window, "{width} px: the page is {page} px wide: something stretched it");
+        for (drawn, shown, text) in charts {
+            let phone = width < 600;
+            assert_eq!(drawn <= 360.0, phone, "{width} px: a {drawn} px drawing shown");
+            assert_eq!(shown, drawn, "{width} px: a {drawn} px chart shown at {shown} px");
+            assert!(text >= if phone { 11.0 } else { 10.0 }, "{width} px: text at {text:.1} px");
+        }
+    }
+}
+
 /// A plan's TPC-B runs (target fast twice, slow once; 1 and 10 clients)
 /// and a published file for them.
 fn against_fixture() -> (Fixture, [[f64; 2]; 3]) {

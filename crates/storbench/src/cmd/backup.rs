@@ -54,6 +54,10 @@ pub struct BackupArgs {
     /// pg_dump gzip, or lz4 and zstd from pg_dump 16.
     #[arg(long, value_enum, default_value = "none")]
     pub compress: Compress,
+    #[command(flatten)]
+    pub run: crate::cli::RunFlags,
+    #[command(flatten)]
+    pub record: crate::cli::RecordFlags,
 }
 
 /// Options of `storbench restore`.
@@ -84,6 +88,10 @@ pub struct RestoreArgs {
     /// has one) with this database, the backup's source: a difference fails the run.
     #[arg(long, value_name = "URL")]
     pub compare: Option<String>,
+    #[command(flatten)]
+    pub run: crate::cli::RunFlags,
+    #[command(flatten)]
+    pub record: crate::cli::RecordFlags,
 }
 
 /// A backup's error as the binary's: bad input 2, unreachable 3, a failed

@@ -61,6 +61,10 @@ pub struct CalibrateArgs {
     /// Measured time per cell (testing).
     #[arg(long, hide = true)]
     pub cell_time: Option<String>,
+    #[command(flatten)]
+    pub run: crate::cli::RunFlags,
+    #[command(flatten)]
+    pub record: crate::cli::RecordFlags,
 }
 
 /// Options of `media validate`.

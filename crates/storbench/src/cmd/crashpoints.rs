@@ -313,7 +313,7 @@ fn store(
         "clients": a.clients, "run_s": o.run_for.as_secs_f64(), "settings": a.settings, "cache": a.cache,
         "crash_points": a.crash_points, "crash_point": a.crash_point, "last_run": a.last_run,
     });
-    let label = g.label.clone().unwrap_or_else(|| {
+    let label = g.record.label.clone().unwrap_or_else(|| {
         format!("crash points, {} {} on {}", o.target.engine(), o.workload.name(), a.medium)
     });
     let env = crate::record::base_env(serde_json::json!({}));
@@ -322,8 +322,8 @@ fn store(
         label,
         config,
         env,
-        plan: g.plan.clone(),
-        cell: g.cell.clone(),
+        plan: g.record.plan.clone(),
+        cell: g.record.cell.clone(),
     })?;
     let finished = storbench_results::now_rfc3339();
     for (i, c) in cells.iter().enumerate() {

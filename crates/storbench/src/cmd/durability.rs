@@ -58,6 +58,8 @@ pub struct DurabilityArgs {
     /// With crash points: where crash images are made (host disk; default: beside the medium's backing file).
     #[arg(long)]
     pub scratch: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub record: crate::cli::RecordFlags,
 }
 
 /// Runs the check.

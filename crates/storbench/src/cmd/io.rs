@@ -130,6 +130,10 @@ pub struct IoArgs {
     pub shared_span: bool,
     #[command(flatten)]
     pub sens: crate::oltp::SensitivityArgs,
+    #[command(flatten)]
+    pub run: crate::cli::RunFlags,
+    #[command(flatten)]
+    pub record: crate::cli::RecordFlags,
 }
 
 /// A measured time: a duration more than zero.

@@ -20,7 +20,6 @@ use storbench_cluster::k8s::{render, Placement, RenderSpec};
 use storbench_cluster::StartAt;
 use storbench_db::{DbUrl, Engine};
 
-use crate::cli::Global;
 use crate::error::usage;
 
 /// Options of `storbench k8s`.
@@ -66,6 +65,13 @@ pub struct RenderArgs {
     /// when a URL in the plan carries a password: it never goes to stdout.
     #[arg(long, value_name = "FILE")]
     pub secret_file: Option<PathBuf>,
+    /// The pods' common start (default: two minutes from now).
+    #[command(flatten)]
+    pub start: crate::cli::StartFlags,
+    /// Have each shard pod serve live metrics on this PORT (of HOST:PORT,
+    /// e.g. :9184), with a container port and Prometheus scrape annotations.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_addr: Option<String>,
 }
 
 /// The plan's text with every database URL's password taken out, and the
@@ -117,15 +123,15 @@ fn write_private(path: &Path, text: &str) -> Result<()> {
 /// time to apply the manifests and pull the image.
 const DEFAULT_START_IN: chrono::Duration = chrono::Duration::minutes(2);
 
-/// Runs `storbench k8s`. The pods' common instant is the global
-/// `--start-at`/`--start-in` (read once by `main`), default two minutes on.
-pub fn run(g: &Global, a: K8sArgs) -> Result<ExitCode> {
+/// Runs `storbench k8s`. The pods' common instant is `--start-at`/
+/// `--start-in`, default two minutes on.
+pub fn run(a: K8sArgs) -> Result<ExitCode> {
     let K8sVerb::Render(a) = a.verb;
     let text =
         std::fs::read_to_string(&a.plan).map_err(|e| usage(format!("plan '{}': {e}", a.plan.display())))?;
     let (def, _cells) = storbench_plan::parse(&a.plan.display().to_string(), &text, false)
         .map_err(|e| usage(e.to_string()))?;
-    let start = match g.sharding().start {
+    let start = match crate::shard::start_of(&a.start)? {
         StartAt::At(t) => t,
         StartAt::Now => chrono::Utc::now() + DEFAULT_START_IN,
     };
@@ -145,7 +151,7 @@ pub fn run(g: &Global, a: K8sArgs) -> Result<ExitCode> {
         .collect();
     // `--metrics-addr HOST:PORT`: the pods serve on PORT of every address
     // of theirs (a pod's own host name is not known here).
-    let metrics_port = match g.metrics_addr.as_deref() {
+    let metrics_port = match a.metrics_addr.as_deref() {
         None => None,
         Some(addr) => Some(addr.rsplit_once(':').and_then(|(_, p)| p.parse::<u16>().ok()).filter(|p| *p > 0).ok_or_else(
             || usage(format!("--metrics-addr '{addr}': give HOST:PORT with a port 1-65535 (the shard pods serve 0.0.0.0:PORT)")),

@@ -32,6 +32,8 @@ pub struct MergeArgs {
     /// plan's cells, each merged with the same cell of the other files.
     #[arg(long, value_name = "FILE")]
     pub from: Vec<PathBuf>,
+    #[command(flatten)]
+    pub record: crate::cli::RecordFlags,
 }
 
 fn merge_error(e: MergeError) -> anyhow::Error {
@@ -85,7 +87,7 @@ pub fn run(g: &Global, a: MergeArgs) -> Result<ExitCode> {
     for (shards, m) in groups.iter().zip(&merged) {
         // One group: the label given, or the shards' count; a sharded plan's
         // cells keep their own labels.
-        let label = match (&g.label, groups.len()) {
+        let label = match (&g.record.label, groups.len()) {
             (Some(l), 1) => l.clone(),
             (_, 1) => format!("merge of {} shards", shards.len()),
             _ => shards[0].run.label.clone(),

@@ -55,7 +55,7 @@ pub fn dispatch(g: &Global, c: Command) -> Result<ExitCode> {
         Command::Cache(a) => cache::run(g, a),
         Command::Durability(a) => durability::run(g, a),
         Command::Merge(a) => merge::run(g, a),
-        Command::K8s(a) => k8s::run(g, a),
+        Command::K8s(a) => k8s::run(a),
         Command::Backup(a) => backup::backup(g, a),
         Command::Restore(a) => backup::restore(g, a),
         Command::Completions(a) => shell::completions(a),

@@ -76,6 +76,11 @@ pub struct UpArgs {
     /// (up: standby to primary, the acknowledgements; down: the WAL).
     #[arg(long, value_name = "LINK")]
     link: Option<String>,
+    /// Run the server in a memory cgroup of this size (page cache
+    /// included) for the instance's life, so a database larger than it is
+    /// read from the storage: e.g. 512M. Root; cgroup-v1 memory.
+    #[arg(long, env = "STORBENCH_MEMORY_LIMIT", value_name = "SIZE")]
+    memory_limit: Option<String>,
 }
 
 /// What to do.
@@ -258,7 +263,7 @@ fn serve_proxy(listen_port: u16, to_port: u16, link: &str) -> Result<ExitCode> {
 }
 
 /// What `pg up`'s flags ask for, checked (nothing is made here).
-fn up_options(g: &Global, a: &UpArgs) -> Result<UpOptions> {
+fn up_options(a: &UpArgs) -> Result<UpOptions> {
     let name = &a.name;
     let mut kv = Vec::new();
     for s in &a.settings {
@@ -295,9 +300,7 @@ fn up_options(g: &Global, a: &UpArgs) -> Result<UpOptions> {
         sync: a.sync.clone(),
         sync_names: a.sync_names.clone(),
         link: a.link.as_deref().map(Link::parse).transpose().map_err(err)?,
-        // The global option: for `pg up` it limits the server, not
-        // this command (main.rs leaves it to this).
-        memory_limit: g
+        memory_limit: a
             .memory_limit
             .as_deref()
             .map(|m| {
@@ -310,7 +313,7 @@ fn up_options(g: &Global, a: &UpArgs) -> Result<UpOptions> {
 
 /// `pg up`.
 fn up_verb(g: &Global, a: UpArgs) -> Result<ExitCode> {
-    let o = up_options(g, &a)?;
+    let o = up_options(&a)?;
     let i = pg::up(&a.name, &o).map_err(err)?;
     if g.json {
         println!("{}", serde_json::to_string_pretty(&status(&i))?);

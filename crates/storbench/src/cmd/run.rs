@@ -51,6 +51,8 @@ pub struct RunArgs {
     /// Do not write a report at the end.
     #[arg(long)]
     pub no_report: bool,
+    #[command(flatten)]
+    pub run: crate::cli::RunFlags,
 }
 
 /// Runs `storbench run`.
@@ -79,9 +81,9 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
     let store = Store::open(&g.results)?;
     let exe = std::env::current_exe().context("finding the storbench executable")?;
     let opts = plan_ops::Options {
-        shard: g.shard.clone().filter(|_| sharding.given),
+        shard: g.run.shard.clone().filter(|_| sharding.given),
         build: !sharding.split(),
-        metrics: g.metrics_addr.clone(),
+        metrics: g.run.metrics_addr.clone(),
     };
     let mut env = plan_ops::Setup::new(&plan, exe, g.results.clone(), opts);
     // The common start instant gates the first measured command only: the

@@ -36,7 +36,7 @@ pub struct TpcbArgs {
 #[derive(Debug, Subcommand)]
 pub enum TpcbVerb {
     /// Create and load pgbench's tables (existing ones only with --replace).
-    Init(InitArgs),
+    Init(Box<InitArgs>),
     /// Run the TPC-B-like script at one or more client counts.
     Run(Box<RunArgs>),
 }
@@ -67,6 +67,10 @@ pub struct InitArgs {
     /// as `tpcc build` refuses an existing schema).
     #[arg(long)]
     pub replace: bool,
+    #[command(flatten)]
+    pub run: crate::cli::RunFlags,
+    #[command(flatten)]
+    pub record: crate::cli::RecordFlags,
 }
 
 /// Options of `tpcb run`.
@@ -109,12 +113,16 @@ pub struct RunArgs {
     pub sens: oltp::SensitivityArgs,
     #[command(flatten)]
     pub waits: oltp::WaitArgs,
+    #[command(flatten)]
+    pub run: crate::cli::RunFlags,
+    #[command(flatten)]
+    pub record: crate::cli::RecordFlags,
 }
 
 /// Runs `storbench tpcb`.
 pub fn run(g: &Global, a: TpcbArgs) -> Result<ExitCode> {
     match a.verb {
-        TpcbVerb::Init(i) => init(g, i),
+        TpcbVerb::Init(i) => init(g, *i),
         TpcbVerb::Run(r) => run_steps(g, *r),
     }
 }

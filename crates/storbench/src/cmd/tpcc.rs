@@ -63,6 +63,10 @@ pub struct BuildArgs {
     /// Drop an existing TPC-C schema first.
     #[arg(long)]
     pub replace: bool,
+    #[command(flatten)]
+    pub run: crate::cli::RunFlags,
+    #[command(flatten)]
+    pub record: crate::cli::RecordFlags,
 }
 
 /// Options of `tpcc run`.
@@ -102,6 +106,10 @@ pub struct RunArgs {
     pub sens: oltp::SensitivityArgs,
     #[command(flatten)]
     pub waits: oltp::WaitArgs,
+    #[command(flatten)]
+    pub run: crate::cli::RunFlags,
+    #[command(flatten)]
+    pub record: crate::cli::RecordFlags,
 }
 
 /// Runs `storbench tpcc`.

@@ -78,6 +78,10 @@ pub struct BuildArgs {
     /// Drop an existing TPC-H schema first.
     #[arg(long)]
     pub replace: bool,
+    #[command(flatten)]
+    pub run: crate::cli::RunFlags,
+    #[command(flatten)]
+    pub record: crate::cli::RecordFlags,
 }
 
 /// Which test `tpch run` runs.
@@ -125,6 +129,10 @@ pub struct RunArgs {
     /// once per factor; `--sensitivity-duration` does not apply).
     #[command(flatten)]
     pub sens: oltp::SensitivityArgs,
+    #[command(flatten)]
+    pub run: crate::cli::RunFlags,
+    #[command(flatten)]
+    pub record: crate::cli::RecordFlags,
 }
 
 /// Options of `tpch check`.
