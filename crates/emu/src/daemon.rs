@@ -1061,31 +1061,29 @@ extern "C" fn on_sigbus(_: libc::c_int) {
     }
 }
 
-/// Runs the daemon in this process until it is told to stop (SIGTERM,
-/// SIGINT, SIGHUP) or its filesystem is unmounted. SIGUSR1 cuts the power.
-pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
-    let model = cfg.spec.build(cfg.size).map_err(|e| EmuError::Usage(e.to_string()))?;
-    let file = File::options()
-        .read(true)
-        .write(true)
-        .open(&cfg.image)
-        .map_err(|e| EmuError::Failed(format!("opening {}: {e}", cfg.image.display())))?;
-    let have = file.metadata().map(|m| m.len()).unwrap_or(0);
-    if have < cfg.size {
-        return Err(EmuError::Usage(format!(
-            "the image {} holds {have} bytes, less than the medium's {} (it is mapped whole)",
-            cfg.image.display(),
-            cfg.size
-        )));
-    }
-    let trace = match &cfg.trace {
-        Some(p) => Some(
-            File::create(p)
-                .and_then(|f| TraceWriter::new(BufWriter::with_capacity(1 << 16, f)))
-                .map_err(|e| EmuError::Failed(format!("creating the trace {}: {e}", p.display())))?,
-        ),
-        None => None,
-    };
+/// A named daemon thread (`emu-NAME`, seen in `top -H`), an error naming it
+/// when the system cannot start one.
+fn thread<T: Send + 'static>(
+    name: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<std::thread::JoinHandle<T>, EmuError> {
+    std::thread::Builder::new()
+        .name(format!("emu-{name}"))
+        .spawn(f)
+        .map_err(|e| EmuError::Failed(format!("starting the {name} thread: {e}")))
+}
+
+/// The I/O trace's writer, buffered.
+fn create_trace(p: &Path) -> Result<TraceWriter<BufWriter<File>>, EmuError> {
+    File::create(p)
+        .and_then(|f| TraceWriter::new(BufWriter::with_capacity(1 << 16, f)))
+        .map_err(|e| EmuError::Failed(format!("creating the trace {}: {e}", p.display())))
+}
+
+/// The daemon process's settings, before any thread exists: the signals
+/// one thread waits for blocked (every thread inherits the mask), a word in
+/// the log on SIGBUS, I/O-flusher status and a favoured nice level.
+fn process_setup() -> libc::sigset_t {
     // Signals go to one thread that waits for them; block them before any
     // thread exists so every thread inherits the mask.
     // SAFETY: building and installing a signal mask for this thread.
@@ -1122,6 +1120,105 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
     // privilege), things stay as they are; the counters' `late` shows it.
     // SAFETY: setpriority on the calling thread with a constant value.
     unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, -10) };
+    set
+}
+
+/// An array: its saved state back, then a thread that writes it when it
+/// changes (a rebuild's progress).
+fn watch_array(sched: &Arc<Sched<Done>>, stop: &Arc<AtomicBool>, status_file: &Path) -> Result<(), EmuError> {
+    let Some(a) = sched.model().array() else { return Ok(()) };
+    if let Ok(text) = std::fs::read_to_string(status_file) {
+        if let Ok(saved) = serde_json::from_str(&text) {
+            a.restore(&saved);
+        }
+    }
+    let (s, st, path) = (sched.clone(), stop.clone(), status_file.to_path_buf());
+    thread("array", move || {
+        let mut last = None;
+        while !st.load(Ordering::Relaxed) {
+            let now = s.model().array().expect("an array").status(s.model_ns());
+            if last.as_ref() != Some(&now) {
+                write_status(&path, &now);
+                last = Some(now);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    })?;
+    Ok(())
+}
+
+/// The thread that waits for the daemon's signals: SIGUSR1 cuts the power
+/// (new I/O refused, what is queued failed, the volatile cache lost),
+/// SIGUSR2 empties the cache tier (`media cache reset`), the control signal
+/// reads a command (a time scale, an array's fail or rebuild), and the
+/// others stop the daemon by unmounting its filesystem.
+fn handle_signals(
+    set: libc::sigset_t,
+    stop: &Arc<AtomicBool>,
+    mut unmounter: fuser::SessionUnmounter,
+    sched: &Arc<Sched<Done>>,
+    cache: Arc<DataCache>,
+    pid_file: &Path,
+) -> Result<(), EmuError> {
+    let (status_file, ctl_file) = array_files(pid_file);
+    let scale_path = scale_file(pid_file);
+    let (s, stop) = (sched.clone(), stop.clone());
+    let control = move || {
+        let Ok(text) = std::fs::read_to_string(&ctl_file) else { return };
+        match serde_json::from_str::<Command>(&text) {
+            Ok(Command::Scale { factor, seq }) => {
+                let error = s.set_scale(factor).err().unwrap_or_default();
+                eprintln!("storbench: info: scale command {text}: now ×{}", s.scale());
+                write_scale(&scale_path, &ScaleStatus { scale: s.scale(), applied: seq, error });
+            }
+            Ok(Command::Array(cmd)) => array_control(&s, &cmd, &text, &status_file),
+            Err(_) => eprintln!("storbench: note: ignored an unreadable command in {}", ctl_file.display()),
+        }
+    };
+    let s = sched.clone();
+    thread("signals", move || loop {
+        let mut sig = 0;
+        // SAFETY: waiting on the mask `process_setup` built.
+        if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
+            continue;
+        }
+        if sig == libc::SIGUSR1 {
+            s.cut();
+            cache.cut();
+        } else if sig == libc::SIGUSR2 {
+            if let Some(t) = s.model().tier() {
+                t.reset();
+            }
+        } else if sig == control_signal() {
+            control();
+        } else {
+            stop.store(true, Ordering::Relaxed);
+            let _ = unmounter.unmount();
+            return;
+        }
+    })?;
+    Ok(())
+}
+
+/// Runs the daemon in this process until it is told to stop (SIGTERM,
+/// SIGINT, SIGHUP) or its filesystem is unmounted. SIGUSR1 cuts the power.
+pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
+    let model = cfg.spec.build(cfg.size).map_err(|e| EmuError::Usage(e.to_string()))?;
+    let file = File::options()
+        .read(true)
+        .write(true)
+        .open(&cfg.image)
+        .map_err(|e| EmuError::Failed(format!("opening {}: {e}", cfg.image.display())))?;
+    let have = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if have < cfg.size {
+        return Err(EmuError::Usage(format!(
+            "the image {} holds {have} bytes, less than the medium's {} (it is mapped whole)",
+            cfg.image.display(),
+            cfg.size
+        )));
+    }
+    let trace = cfg.trace.as_deref().map(create_trace).transpose()?;
+    let set = process_setup();
     let cache = Arc::new(DataCache {
         shape: model.volatile_cache(),
         blocks: Mutex::new(HashMap::new()),
@@ -1169,11 +1266,10 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
     std::fs::create_dir_all(&cfg.mountpoint)
         .map_err(|e| EmuError::Failed(format!("creating {}: {e}", cfg.mountpoint.display())))?;
     let (mut session, rings) = mount(&fs, &cfg.mountpoint, &config)?;
-    let mut unmounter = session.unmount_callable();
     let stop = Arc::new(AtomicBool::new(false));
     let timer = {
         let s = sched.clone();
-        std::thread::Builder::new().name("emu-timer".into()).spawn(move || {
+        thread("timer", move || {
             // A reply leaves when it is due, whatever else the host is doing:
             // the timer thread runs SCHED_FIFO at a low real-time priority,
             // so a busy machine delays it by microseconds, not by a
@@ -1184,116 +1280,24 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
                 libc::sched_setscheduler(0, libc::SCHED_FIFO, &p);
             }
             s.run_timer()
-        })
-    }
-    .map_err(|e| EmuError::Failed(format!("starting the timer thread: {e}")))?;
+        })?
+    };
     let ticker = {
         let (s, p, st) = (sched.clone(), cfg.counters.clone(), stop.clone());
-        std::thread::Builder::new()
-            .name("emu-counters".into())
-            .spawn(move || crate::counters::run(&s, &p, &st))
-    }
-    .map_err(|e| EmuError::Failed(format!("starting the counters thread: {e}")))?;
+        thread("counters", move || crate::counters::run(&s, &p, &st))?
+    };
     if cache.shape.is_some() {
         let (c, st) = (cache.clone(), stop.clone());
-        std::thread::Builder::new()
-            .name("emu-destage".into())
-            .spawn(move || {
-                while !st.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_secs(1));
-                    c.age_out(&destage_file);
-                }
-            })
-            .map_err(|e| EmuError::Failed(format!("starting the destage thread: {e}")))?;
-    }
-    // `media cache reset`: the cache tier starts empty.
-    let resetter = {
-        let s = sched.clone();
-        move || {
-            if let Some(t) = s.model().tier() {
-                t.reset();
+        thread("destage", move || {
+            while !st.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_secs(1));
+                c.age_out(&destage_file);
             }
-        }
-    };
-    // An array: its saved state back, then a thread that writes it when it
-    // changes (a rebuild's progress), and the control command's handler.
-    let (status_file, ctl_file) = array_files(&cfg.pid_file);
-    if let (Some(a), Ok(text)) = (sched.model().array(), std::fs::read_to_string(&status_file)) {
-        if let Ok(saved) = serde_json::from_str(&text) {
-            a.restore(&saved);
-        }
+        })?;
     }
-    if sched.model().array().is_some() {
-        let (s, st, path) = (sched.clone(), stop.clone(), status_file.clone());
-        std::thread::Builder::new()
-            .name("emu-array".into())
-            .spawn(move || {
-                let mut last = None;
-                while !st.load(Ordering::Relaxed) {
-                    let now = s.model().array().expect("an array").status(s.model_ns());
-                    if last.as_ref() != Some(&now) {
-                        write_status(&path, &now);
-                        last = Some(now);
-                    }
-                    std::thread::sleep(Duration::from_millis(200));
-                }
-            })
-            .map_err(|e| EmuError::Failed(format!("starting the array thread: {e}")))?;
-    }
+    watch_array(&sched, &stop, &array_files(&cfg.pid_file).0)?;
     write_scale(&scale_file(&cfg.pid_file), &ScaleStatus { scale: 1.0, applied: 0, error: String::new() });
-    let controller = {
-        let (s, scale_path) = (sched.clone(), scale_file(&cfg.pid_file));
-        move || {
-            let Ok(text) = std::fs::read_to_string(&ctl_file) else { return };
-            match serde_json::from_str::<Command>(&text) {
-                Ok(Command::Scale { factor, seq }) => {
-                    let error = s.set_scale(factor).err().unwrap_or_default();
-                    eprintln!("storbench: info: scale command {text}: now ×{}", s.scale());
-                    write_scale(&scale_path, &ScaleStatus { scale: s.scale(), applied: seq, error });
-                }
-                Ok(Command::Array(cmd)) => array_control(&s, &cmd, &text, &status_file),
-                Err(_) => {
-                    eprintln!("storbench: note: ignored an unreadable command in {}", ctl_file.display())
-                }
-            }
-        }
-    };
-    // Power cut: refuse new I/O and fail what is queued, then lose the cache.
-    let cutter = {
-        let s = sched.clone();
-        move || {
-            s.cut();
-            cache.cut();
-        }
-    };
-    {
-        let stop = stop.clone();
-        std::thread::Builder::new()
-            .name("emu-signals".into())
-            .spawn(move || loop {
-                let mut sig = 0;
-                // SAFETY: waiting on the mask built above.
-                if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
-                    continue;
-                }
-                if sig == libc::SIGUSR1 {
-                    cutter();
-                    continue;
-                }
-                if sig == libc::SIGUSR2 {
-                    resetter();
-                    continue;
-                }
-                if sig == control_signal() {
-                    controller();
-                    continue;
-                }
-                stop.store(true, Ordering::Relaxed);
-                let _ = unmounter.unmount();
-                return;
-            })
-            .map_err(|e| EmuError::Failed(format!("starting the signal thread: {e}")))?;
-    }
+    handle_signals(set, &stop, session.unmount_callable(), &sched, cache, &cfg.pid_file)?;
     std::fs::write(&cfg.pid_file, format!("{}\n", std::process::id()))
         .map_err(|e| EmuError::Failed(format!("writing {}: {e}", cfg.pid_file.display())))?;
     let res = session.run();
