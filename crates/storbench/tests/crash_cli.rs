@@ -386,6 +386,23 @@ fn a_tpcc_workload_needs_postgres_and_crash_points() {
         s.run(&["durability", "--db", "managed:x", "--medium", "crash-tpcc-bad", "--workload", "tpcc"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("only with --crash-points"), "{err}");
+    let (code, _, err) =
+        s.run(&["durability", "--db", "managed:x", "--medium", "crash-tpcc-bad", "--torn-pages"]);
+    assert_eq!((code, err.lines().count()), (2, 1), "{err}");
+    assert!(err.contains("--torn-pages: only with --crash-points"), "{err}");
+    let (code, _, err) = s.run(&[
+        "durability",
+        "--db",
+        &db,
+        "--medium",
+        "crash-tpcc-bad",
+        "--crash-points",
+        "2",
+        "--checkpoint-every",
+        "1s",
+    ]);
+    assert_eq!((code, err.lines().count()), (2, 1), "{err}");
+    assert!(err.contains("--checkpoint-every 1s: PostgreSQL only"), "{err}");
 }
 
 #[test]
@@ -424,4 +441,118 @@ fn pg_up_data_checksums_makes_an_instance_that_checks_its_pages() {
     ]))
     .unwrap();
     assert_eq!(common::managed_psql(up["port"].as_u64().unwrap(), "SHOW data_checksums"), "off");
+}
+
+#[test]
+fn postgres_torn_data_pages_are_found_without_full_page_writes_and_repaired_with_them() {
+    let s = State::new();
+    s.ok(&[
+        "media",
+        "create",
+        "crash-torn",
+        "--size",
+        "512M",
+        "--fs",
+        "ext4",
+        "--model",
+        "sata-ssd",
+        "--record",
+    ]);
+    s.ok(&[
+        "pg",
+        "up",
+        "crash-torn1",
+        "--data",
+        "crash-torn",
+        "--data-checksums",
+        "-c",
+        "shared_buffers=32MB",
+    ]);
+    // Checkpoints within the run write the table's pages; only the points
+    // tearing one of those writes are taken.
+    let (code, cells) = matrix(
+        &s,
+        &[
+            "--db",
+            "managed:crash-torn1",
+            "--medium",
+            "crash-torn",
+            "--clients",
+            "2",
+            "--cut-after",
+            "3s",
+            "--checkpoint-every",
+            "300ms",
+            "--torn-pages",
+            "--crash-points",
+            "6",
+            "--settings",
+            "full_page_writes=on,off",
+            "--cache",
+            "honest",
+        ],
+    );
+    assert_eq!(code, 1, "bad points exit 1");
+    let on = cell(&cells, "full_page_writes=on", "honest");
+    assert!(on["tried"].as_u64().unwrap() >= 3, "torn data pages to try: {on}");
+    for k in ["lost_max", "inconsistent", "failed"] {
+        assert_eq!(on[k], 0, "the WAL's full-page images repair a torn page: {on}");
+    }
+    let off = cell(&cells, "full_page_writes=off", "honest");
+    assert!(off["tried"].as_u64().unwrap() >= 3, "{off}");
+    assert!(
+        off["inconsistent"].as_u64().unwrap() >= 1,
+        "a torn page without full-page images is found: {off}"
+    );
+    assert_eq!(off["failed"], 0, "a damaged page counts as inconsistent, not as a failed recovery: {off}");
+    let why = off["bad_points"].as_array().unwrap().iter().filter_map(|b| b["inconsistent"].as_str());
+    assert!(
+        why.clone().all(|w| w.contains("invalid page") || w.contains("checksum") || w.contains("pg_amcheck")),
+        "found by the pages' checksums or amcheck: {off}"
+    );
+    no_scratch_left(&s);
+    let temp = std::process::Command::new("pgrep").args(["-f", "storbench-crash"]).output().unwrap();
+    assert!(temp.stdout.is_empty(), "a temporary server is left: {}", String::from_utf8_lossy(&temp.stdout));
+}
+
+#[test]
+fn mariadb_crash_points_lose_nothing_with_a_log_flush_per_commit_and_lose_without() {
+    let s = State::new();
+    let mnt = medium(&s, "crash-maria");
+    let (code, cells) = matrix(
+        &s,
+        &[
+            "--db",
+            "mysql://root@localhost/test",
+            "--medium",
+            "crash-maria",
+            "--clients",
+            "2",
+            "--cut-after",
+            "3s",
+            "--crash-points",
+            "4",
+            "--settings",
+            "innodb_flush_log_at_trx_commit=1,0",
+            "--cache",
+            "honest",
+        ],
+    );
+    assert_eq!(code, 1, "bad points exit 1");
+    assert!(std::path::Path::new(&mnt).join("storbench-mariadb/mysql").is_dir(), "its data is on the medium");
+    let safe = cell(&cells, "innodb_flush_log_at_trx_commit=1", "honest");
+    assert!(safe["acknowledged"].as_i64().unwrap() > 0, "{safe}");
+    assert_eq!(safe["tried"], 4, "{safe}");
+    for k in ["lost_max", "inconsistent", "failed"] {
+        assert_eq!(safe[k], 0, "a redo log flushed at each commit on an honest device: {safe}");
+    }
+    // =0 writes and flushes the redo log once a second: a crash loses the
+    // commits since.
+    let lazy = cell(&cells, "innodb_flush_log_at_trx_commit=0", "honest");
+    let (lost, acked) = (lazy["lost_max"].as_i64().unwrap(), lazy["acknowledged"].as_i64().unwrap());
+    assert!(lost > 0 && lost <= acked, "{lazy}");
+    assert_eq!((lazy["inconsistent"].as_i64(), lazy["failed"].as_i64()), (Some(0), Some(0)), "{lazy}");
+    no_scratch_left(&s);
+    let temp = std::process::Command::new("pgrep").args(["-f", "storbench-crash"]).output().unwrap();
+    assert!(temp.stdout.is_empty(), "a temporary server is left: {}", String::from_utf8_lossy(&temp.stdout));
 }
