@@ -207,6 +207,20 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// An error while the engine recovered (`recovering`) or checked after:
+    /// one saying the engine found a page damaged (redo reading a page that
+    /// fails its checksum stops recovery) is the corruption the check is
+    /// for, so inconsistent; any other, a failed recovery.
+    fn error(&mut self, e: &str, recovering: bool) {
+        let why = first_line(e);
+        match (damaged(&why), recovering) {
+            (true, true) => self.inconsistent = Some(format!("recovery stopped: {why}")),
+            (true, false) => self.inconsistent = Some(why),
+            (false, true) => self.failed = Some(format!("recovery failed: {why}")),
+            (false, false) => self.failed = Some(format!("after recovery: {why}")),
+        }
+    }
+
     /// Whether it lost anything or is inconsistent or failed.
     pub fn bad(&self) -> bool {
         self.lost > 0 || self.inconsistent.is_some() || self.failed.is_some()
@@ -376,7 +390,7 @@ fn workload(o: &Options, s: &[(String, String)]) -> Result<RunLog, OpsError> {
             if !data.join("mysql").is_dir() {
                 mariadbd::install(data, &maria_settings()).map_err(maria_err)?;
             }
-            let (mut server, _reg) = maria_start(data, &run_dir)?;
+            let (mut server, _reg) = maria_start(data, &run_dir, false)?;
             let mut admin = connect(&maria_url(server.socket(), "mysql")?)?;
             admin.batch(&format!("CREATE DATABASE IF NOT EXISTS `{database}`"))?;
             let url = maria_url(server.socket(), database)?;
@@ -789,15 +803,7 @@ fn check_postgres(data: &Path, run_dir: &Path, districts: &[[i64; 3]], acked: &[
     let t = match Temporary::start(data, run_dir) {
         Ok(t) => t,
         Err(e) => {
-            let why = first_line(&e.to_string());
-            // Redo reading a page that fails its checksum stops recovery:
-            // the engine found the page damaged, the corruption the check
-            // is for, so it counts as inconsistent rather than failed.
-            if damaged(&why) {
-                out.inconsistent = Some(format!("recovery stopped: {why}"));
-            } else {
-                out.failed = Some(format!("recovery failed: {why}"));
-            }
+            out.error(&e.to_string(), true);
             let _ = std::fs::remove_dir_all(run_dir);
             return (out, t0.elapsed());
         }
@@ -823,12 +829,7 @@ fn check_postgres(data: &Path, run_dir: &Path, districts: &[[i64; 3]], acked: &[
         }
     }
     if let Err(e) = checked {
-        let e = e.to_string();
-        if damaged(&e) {
-            out.inconsistent = Some(first_line(&e));
-        } else {
-            out.failed = Some(format!("after recovery: {}", first_line(&e)));
-        }
+        out.error(&e.to_string(), false);
     }
     // Immediate shutdown: nothing of this copy is kept.
     if let Some(pid) = t.pid() {
@@ -855,11 +856,19 @@ fn maria_err(e: crate::backup::BackupError) -> OpsError {
 }
 
 /// A mariadbd on `data` with its files in `run_dir` (made), recorded for
-/// the sweep while it runs.
-fn maria_start(data: &Path, run_dir: &Path) -> Result<(mariadbd::Mariadbd, Registration), OpsError> {
+/// the sweep while it runs; a `copy` (a crash image's) is recorded as made
+/// here, so a sweep after a killed storbench stops its server too.
+fn maria_start(
+    data: &Path,
+    run_dir: &Path,
+    copy: bool,
+) -> Result<(mariadbd::Mariadbd, Registration), OpsError> {
     std::fs::create_dir_all(run_dir)
         .map_err(|e| OpsError::Failed(format!("creating {}: {e}", run_dir.display())))?;
     let mut reg = Registration::new("mariadbd", data, &[run_dir.to_path_buf()])?;
+    if copy {
+        reg.set_data_made()?;
+    }
     let settings = maria_settings();
     let bin = mariadbd::server_bin().map_err(maria_err)?;
     let never = AtomicBool::new(false);
@@ -883,15 +892,10 @@ fn check_mariadb(data: &Path, run_dir: &Path, database: &str, acked: &[i64]) -> 
     }
     let _ = std::fs::remove_dir_all(run_dir);
     let t0 = Instant::now();
-    let (mut server, _reg) = match maria_start(data, run_dir) {
+    let (mut server, _reg) = match maria_start(data, run_dir, true) {
         Ok(s) => s,
         Err(e) => {
-            let why = first_line(&e.to_string());
-            if damaged(&why) {
-                out.inconsistent = Some(format!("recovery stopped: {why}"));
-            } else {
-                out.failed = Some(format!("recovery failed: {why}"));
-            }
+            out.error(&e.to_string(), true);
             let _ = std::fs::remove_dir_all(run_dir);
             return (out, t0.elapsed());
         }
@@ -911,11 +915,7 @@ fn check_mariadb(data: &Path, run_dir: &Path, database: &str, acked: &[i64]) -> 
         Ok(())
     });
     if let Err(e) = checked {
-        if damaged(&e) {
-            out.inconsistent = Some(first_line(&e));
-        } else {
-            out.failed = Some(format!("after recovery: {}", first_line(&e)));
-        }
+        out.error(&e, false);
     }
     server.kill();
     let _ = std::fs::remove_dir_all(run_dir);
