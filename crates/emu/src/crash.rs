@@ -133,9 +133,25 @@ pub fn points(j: &Journal, mode: CacheMode, start_ns: u64, end_ns: u64) -> Vec<P
 /// those writes only.
 pub type Regions = [(u64, u64)];
 
-/// Whether a write of `len` bytes at `offset` lands in any of `r`.
+/// `r` sorted by offset, overlapping and touching ranges merged.
+fn merged(r: &Regions) -> Vec<(u64, u64)> {
+    let mut v = r.to_vec();
+    v.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+    for (o, l) in v {
+        match out.last_mut() {
+            Some(last) if o <= last.0 + last.1 => last.1 = last.1.max(o + l - last.0),
+            _ => out.push((o, l)),
+        }
+    }
+    out
+}
+
+/// Whether a write of `len` bytes at `offset` lands in any of `r` (sorted, merged).
 fn lands_in(r: &Regions, offset: u64, len: u64) -> bool {
-    r.iter().any(|&(o, l)| offset < o + l && o < offset + len)
+    // The first range ending after the write's start: it lands if that one starts before its end.
+    let i = r.partition_point(|&(o, l)| o + l <= offset);
+    r.get(i).is_some_and(|&(o, _)| o < offset + len)
 }
 
 /// As [`points`]; with `pages`, only the [`Shape::Torn`] points, each
@@ -154,7 +170,9 @@ pub fn points_tearing(
 ) -> Vec<Point> {
     let e = &j.entries;
     let only_torn = pages.is_some();
-    let tears = |i: usize| e[i].len > SECTOR && pages.is_none_or(|r| lands_in(r, e[i].offset, e[i].len));
+    let pages = pages.map(merged);
+    let tears =
+        |i: usize| e[i].len > SECTOR && pages.as_deref().is_none_or(|r| lands_in(r, e[i].offset, e[i].len));
     // The flushes of the run, after the last one before it: a crash early
     // in the run (or in a run that never flushes) leaves what that one promised.
     let before = (0..e.len()).rev().find(|&i| e[i].kind == Kind::Flush && e[i].t_ns < start_ns);
@@ -501,6 +519,14 @@ mod tests {
         assert_eq!(all.len(), 1, "{all:?}");
         assert_eq!((all[0].shape, all[0].torn), (Shape::Torn, Some(2)), "the write at 8192 is torn");
         assert!(points_tearing(&j, CacheMode::Honest, 0, u64::MAX, Some(&[(1 << 19, 4096)])).is_empty());
+    }
+
+    #[test]
+    fn a_write_lands_in_merged_regions() {
+        let r = merged(&[(8192, 4096), (0, 4096), (4096, 100)]);
+        assert_eq!(r, vec![(0, 4196), (8192, 4096)]);
+        assert!(lands_in(&r, 4000, 512) && lands_in(&r, 8000, 512) && lands_in(&r, 12287, 1));
+        assert!(!lands_in(&r, 4196, 3996) && !lands_in(&r, 12288, 512));
     }
 
     #[test]
