@@ -125,7 +125,54 @@ fn mix(seed: u64, x: u64) -> u64 {
 
 /// Every crash point of the run between `start_ns` and `end_ns` under `mode`.
 pub fn points(j: &Journal, mode: CacheMode, start_ns: u64, end_ns: u64) -> Vec<Point> {
+    points_tearing(j, mode, start_ns, end_ns, None)
+}
+
+/// Byte ranges of the image, `(offset, length)`: where a database's data
+/// pages are ([`file_extents`] of its data files), so torn points can tear
+/// those writes only.
+pub type Regions = [(u64, u64)];
+
+/// `r` sorted by offset, overlapping and touching ranges merged.
+fn merged(r: &Regions) -> Vec<(u64, u64)> {
+    let mut v = r.to_vec();
+    v.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+    for (o, l) in v {
+        match out.last_mut() {
+            Some(last) if o <= last.0 + last.1 => last.1 = last.1.max(o + l - last.0),
+            _ => out.push((o, l)),
+        }
+    }
+    out
+}
+
+/// Whether a write of `len` bytes at `offset` lands in any of `r` (sorted, merged).
+fn lands_in(r: &Regions, offset: u64, len: u64) -> bool {
+    // The first range ending after the write's start: it lands if that one starts before its end.
+    let i = r.partition_point(|&(o, l)| o + l <= offset);
+    r.get(i).is_some_and(|&(o, _)| o < offset + len)
+}
+
+/// As [`points`]; with `pages`, only the [`Shape::Torn`] points, each
+/// tearing a write that lands in `pages` (one per flush interval that
+/// holds one): a data page torn, as a checkpoint's or the background
+/// writer's page write cut by the power. The writes torn by plain points
+/// are mostly the log's (its commits flush), which the log's own checksums
+/// catch; a torn data page is caught only by the pages' checksums or the
+/// log's full-page images.
+pub fn points_tearing(
+    j: &Journal,
+    mode: CacheMode,
+    start_ns: u64,
+    end_ns: u64,
+    pages: Option<&Regions>,
+) -> Vec<Point> {
     let e = &j.entries;
+    let only_torn = pages.is_some();
+    let pages = pages.map(merged);
+    let tears =
+        |i: usize| e[i].len > SECTOR && pages.as_deref().is_none_or(|r| lands_in(r, e[i].offset, e[i].len));
     // The flushes of the run, after the last one before it: a crash early
     // in the run (or in a run that never flushes) leaves what that one promised.
     let before = (0..e.len()).rev().find(|&i| e[i].kind == Kind::Flush && e[i].t_ns < start_ns);
@@ -143,11 +190,14 @@ pub fn points(j: &Journal, mode: CacheMode, start_ns: u64, end_ns: u64) -> Vec<P
         let t_next = e.get(next).map_or(end_ns, |x| x.t_ns.min(end_ns));
         let seed = out.len() as u64;
         let mut push = |shape, t_ns, base, subset, torn| {
+            if only_torn && shape != Shape::Torn {
+                return;
+            }
             let index = out.len();
             out.push(Point { index, flush: k, shape, t_ns, base, subset, torn });
         };
         let writes: Vec<usize> = (f + 1..next).filter(|&i| e[i].kind == Kind::Write).collect();
-        let tearable: Vec<usize> = writes.iter().copied().filter(|&i| e[i].len > SECTOR).collect();
+        let tearable: Vec<usize> = writes.iter().copied().filter(|&i| tears(i)).collect();
         match mode {
             CacheMode::Honest => {
                 push(Shape::Dropped, t_next, f + 1, None, None);
@@ -181,7 +231,7 @@ pub fn points(j: &Journal, mode: CacheMode, start_ns: u64, end_ns: u64) -> Vec<P
                 if !volatile.is_empty() {
                     push(Shape::Partial, t, base, Some((base, upto)), None);
                 }
-                let tear: Vec<usize> = volatile.into_iter().filter(|&i| e[i].len > SECTOR).collect();
+                let tear: Vec<usize> = volatile.into_iter().filter(|&i| tears(i)).collect();
                 if !tear.is_empty() {
                     let w = tear[(mix(seed, 4) % tear.len() as u64) as usize];
                     push(Shape::Torn, t, base, None, Some(w));
@@ -190,6 +240,64 @@ pub fn points(j: &Journal, mode: CacheMode, start_ns: u64, end_ns: u64) -> Vec<P
         }
     }
     out
+}
+
+/// Where a file's data is on the block device under its filesystem
+/// (`FS_IOC_FIEMAP`, after the file's dirty pages are written back so
+/// each has its place): `(offset, length)` ranges, which on a medium are
+/// the image's offsets too (its filesystem spans the whole device).
+/// Extents with no known place (inline, delayed) are left out.
+pub fn file_extents(path: &Path) -> std::io::Result<Vec<(u64, u64)>> {
+    // struct fiemap and struct fiemap_extent (linux/fiemap.h).
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Extent {
+        logical: u64,
+        physical: u64,
+        length: u64,
+        reserved64: [u64; 2],
+        flags: u32,
+        reserved: [u32; 3],
+    }
+    const COUNT: usize = 256;
+    #[repr(C)]
+    struct Fiemap {
+        start: u64,
+        length: u64,
+        flags: u32,
+        mapped: u32,
+        count: u32,
+        reserved: u32,
+        extents: [Extent; COUNT],
+    }
+    const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B;
+    const FLAG_SYNC: u32 = 1;
+    const LAST: u32 = 0x1;
+    const UNKNOWN: u32 = 0x2 | 0x4 | 0x200; // unknown, delayed allocation, inline
+    let f = File::open(path).map_err(|e| io("opening", path, e))?;
+    let mut out = Vec::new();
+    let mut start = 0u64;
+    loop {
+        let mut m = Fiemap {
+            start,
+            length: u64::MAX - start,
+            flags: FLAG_SYNC,
+            mapped: 0,
+            count: COUNT as u32,
+            reserved: 0,
+            extents: [Extent::default(); COUNT],
+        };
+        // SAFETY: FS_IOC_FIEMAP fills at most `count` extents of the struct we own.
+        if unsafe { libc::ioctl(f.as_raw_fd(), FS_IOC_FIEMAP, &mut m as *mut Fiemap) } != 0 {
+            return Err(io("mapping", path, std::io::Error::last_os_error()));
+        }
+        let got = &m.extents[..m.mapped as usize];
+        out.extend(got.iter().filter(|x| x.flags & UNKNOWN == 0).map(|x| (x.physical, x.length)));
+        match got.last() {
+            Some(x) if x.flags & LAST == 0 => start = x.logical + x.length,
+            _ => return Ok(out),
+        }
+    }
 }
 
 /// `n` points spread evenly over `all` (one from the middle of each of `n`
@@ -399,6 +507,36 @@ mod tests {
         let all = points(&j, CacheMode::Honest, start, start + 1_000);
         assert_eq!(all.len(), 1);
         assert_eq!((all[0].shape, all[0].t_ns), (Shape::Dropped, start + 1_000), "a crash at the run's end");
+    }
+
+    #[test]
+    fn torn_page_points_tear_only_writes_in_the_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = journal(dir.path());
+        // The pages: the second 8 KiB only (flush 0's interval writes it and page 0).
+        let pages = [(8192u64, 8192u64)];
+        let all = points_tearing(&j, CacheMode::Honest, 0, u64::MAX, Some(&pages));
+        assert_eq!(all.len(), 1, "{all:?}");
+        assert_eq!((all[0].shape, all[0].torn), (Shape::Torn, Some(2)), "the write at 8192 is torn");
+        assert!(points_tearing(&j, CacheMode::Honest, 0, u64::MAX, Some(&[(1 << 19, 4096)])).is_empty());
+    }
+
+    #[test]
+    fn a_write_lands_in_merged_regions() {
+        let r = merged(&[(8192, 4096), (0, 4096), (4096, 100)]);
+        assert_eq!(r, vec![(0, 4196), (8192, 4096)]);
+        assert!(lands_in(&r, 4000, 512) && lands_in(&r, 8000, 512) && lands_in(&r, 12287, 1));
+        assert!(!lands_in(&r, 4196, 3996) && !lands_in(&r, 12288, 512));
+    }
+
+    #[test]
+    fn a_files_extents_hold_its_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, vec![7u8; 64 << 10]).unwrap();
+        let x = file_extents(&p).unwrap();
+        assert_eq!(x.iter().map(|e| e.1).sum::<u64>(), 64 << 10, "{x:?}");
+        assert!(x.iter().all(|e| e.0 > 0), "{x:?}");
     }
 
     #[test]

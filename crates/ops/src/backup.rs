@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use storbench_db::{connect, Connection, DbError, DbUrl, Engine};
 
-mod mariadbd;
+pub(crate) mod mariadbd;
 pub mod physical;
 mod restore;
 mod take;

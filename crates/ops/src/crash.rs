@@ -26,7 +26,9 @@ use storbench_workloads::rand_tpc::TpcRng;
 use storbench_workloads::tpcc::{self, Input, Tpcc};
 
 use crate::acked::{self, AckLog, Writers};
+use crate::backup::mariadbd;
 use crate::error::OpsError;
+use storbench_instances::tempserver::Registration;
 
 const TABLE: &str = "sb_crash";
 
@@ -48,6 +50,17 @@ pub enum Target {
         /// The instance.
         inst: Box<Instance>,
     },
+    /// MariaDB: a mariadbd of storbench's own whose data directory `data`
+    /// is on the medium (made by `mariadb-install-db` the first time),
+    /// started for each setting's run and stopped after it.
+    Mariadb {
+        /// The medium's mount point.
+        mount: PathBuf,
+        /// Its data directory, under `mount`.
+        data: PathBuf,
+        /// The database the rows go in.
+        database: String,
+    },
 }
 
 impl Target {
@@ -56,6 +69,7 @@ impl Target {
         match self {
             Target::Sqlite { .. } => "sqlite",
             Target::Postgres { .. } => "postgresql",
+            Target::Mariadb { .. } => "mariadb",
         }
     }
 }
@@ -123,6 +137,15 @@ pub struct Options {
     /// window and acknowledgement log, kept beside the journal) instead of
     /// running the workload: a point's index then names the same state.
     pub last_run: bool,
+    /// Only the points that tear one write of the database's data pages
+    /// ([`crash::points_tearing`]; PostgreSQL: the relation files under
+    /// `base/` and `global/` but their free-space maps, which PostgreSQL
+    /// rebuilds rather than trusts; SQLite: the database file).
+    pub torn_pages: bool,
+    /// PostgreSQL: a `CHECKPOINT` this often during the run, so data pages
+    /// are written within it (a run shorter than `checkpoint_timeout`
+    /// otherwise writes almost none).
+    pub checkpoint_every: Option<Duration>,
 }
 
 /// A setting's run as kept for `last_run`: its window and acknowledgements.
@@ -142,11 +165,15 @@ struct RunLog {
     end: u64,
     /// TPC-C: each district's `(w_id, d_id, d_next_o_id)` before the run.
     districts: Vec<[i64; 3]>,
+    /// With `torn_pages`: where the data pages are on the image, after the run.
+    pages: Vec<(u64, u64)>,
 }
 
 fn save_run(journal: &Path, label: &str, r: &RunLog) -> Result<(), OpsError> {
     let p = run_file(journal, label);
-    let doc = serde_json::json!({ "start_ns": r.start, "end_ns": r.end, "acks": r.acks.times, "districts": r.districts });
+    let doc = serde_json::json!({
+        "start_ns": r.start, "end_ns": r.end, "acks": r.acks.times, "districts": r.districts, "pages": r.pages,
+    });
     std::fs::write(&p, doc.to_string()).map_err(|e| OpsError::Failed(format!("writing {}: {e}", p.display())))
 }
 
@@ -164,7 +191,8 @@ fn load_run(journal: &Path, label: &str) -> Result<RunLog, OpsError> {
         .map_err(|e| OpsError::Failed(format!("reading {}: {e}", p.display())))?;
     let num = |k: &str| v[k].as_u64().unwrap_or(0);
     let districts: Vec<[i64; 3]> = serde_json::from_value(v["districts"].clone()).unwrap_or_default();
-    Ok(RunLog { acks: AckLog { times }, start: num("start_ns"), end: num("end_ns"), districts })
+    let pages: Vec<(u64, u64)> = serde_json::from_value(v["pages"].clone()).unwrap_or_default();
+    Ok(RunLog { acks: AckLog { times }, start: num("start_ns"), end: num("end_ns"), districts, pages })
 }
 
 /// What one crash point showed.
@@ -179,6 +207,20 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// An error while the engine recovered (`recovering`) or checked after:
+    /// one saying the engine found a page damaged (redo reading a page that
+    /// fails its checksum stops recovery) is the corruption the check is
+    /// for, so inconsistent; any other, a failed recovery.
+    fn error(&mut self, e: &str, recovering: bool) {
+        let why = first_line(e);
+        match (damaged(&why), recovering) {
+            (true, true) => self.inconsistent = Some(format!("recovery stopped: {why}")),
+            (true, false) => self.inconsistent = Some(why),
+            (false, true) => self.failed = Some(format!("recovery failed: {why}")),
+            (false, false) => self.failed = Some(format!("after recovery: {why}")),
+        }
+    }
+
     /// Whether it lost anything or is inconsistent or failed.
     pub fn bad(&self) -> bool {
         self.lost > 0 || self.inconsistent.is_some() || self.failed.is_some()
@@ -309,10 +351,18 @@ pub fn run(o: &Options, stop: &AtomicBool, on: &mut dyn FnMut(Event)) -> Result<
         let r = if o.last_run {
             load_run(&o.journal, &label)?
         } else {
-            let r = workload(o, s)?;
+            let mut r = workload(o, s)?;
+            if o.torn_pages {
+                r.pages = data_pages(&o.target)?;
+            }
             save_run(&o.journal, &label, &r)?;
             r
         };
+        if o.torn_pages && r.pages.is_empty() {
+            return Err(OpsError::Usage(format!(
+                "--torn-pages: the recorded run of settings '{label}' has no data pages' places; run it again without --last-run"
+            )));
+        }
         if o.workload == Workload::Tpcc && r.districts.is_empty() {
             return Err(OpsError::Usage(format!(
                 "the recorded run of settings '{label}' is not a TPC-C run; run it again without --last-run"
@@ -331,8 +381,30 @@ pub fn run(o: &Options, stop: &AtomicBool, on: &mut dyn FnMut(Event)) -> Result<
 /// log and the run's window on CLOCK_MONOTONIC.
 fn workload(o: &Options, s: &[(String, String)]) -> Result<RunLog, OpsError> {
     match &o.target {
-        Target::Sqlite { .. } if o.workload == Workload::Tpcc => {
+        Target::Sqlite { .. } | Target::Mariadb { .. } if o.workload == Workload::Tpcc => {
             Err(OpsError::Usage("--workload tpcc: PostgreSQL only (give --db managed:NAME)".into()))
+        }
+        Target::Mariadb { data, database, .. } => {
+            let scratch = Scratch::new(&o.scratch)?;
+            let run_dir = scratch.dir.join("live");
+            if !data.join("mysql").is_dir() {
+                mariadbd::install(data, &maria_settings()).map_err(maria_err)?;
+            }
+            let (mut server, _reg) = maria_start(data, &run_dir, false)?;
+            let mut admin = connect(&maria_url(server.socket(), "mysql")?)?;
+            admin.batch(&format!("CREATE DATABASE IF NOT EXISTS `{database}`"))?;
+            let url = maria_url(server.socket(), database)?;
+            connect(&url)?.batch(&acked::create_table(TABLE))?;
+            // Values are words (the settings' parser allows no more):
+            // unquoted, so a number stays a number.
+            for (k, v) in s {
+                admin.batch(&format!("SET GLOBAL {k} = {v}"))?;
+            }
+            let conns = (0..o.clients).map(|_| connect(&url)).collect::<Result<Vec<_>, _>>()?;
+            let out = commit_for(o.run_for, conns);
+            drop(admin);
+            server.stop().map_err(maria_err)?;
+            Ok(out)
         }
         Target::Postgres { inst, .. } if o.workload == Workload::Tpcc => tpcc_workload(o, inst, s),
         Target::Sqlite { path, .. } => {
@@ -364,7 +436,9 @@ fn workload(o: &Options, s: &[(String, String)]) -> Result<RunLog, OpsError> {
             admin.batch(&acked::create_table(TABLE))?;
             admin.batch("CHECKPOINT")?;
             let conns = (0..o.clients).map(|_| open()).collect::<Result<Vec<_>, _>>()?;
+            let every = o.checkpoint_every.map(|d| checkpoints(open(), d)).transpose()?;
             let out = commit_for(o.run_for, conns);
+            drop(every);
             for (k, _) in s {
                 admin.batch(&format!("ALTER SYSTEM RESET {k}"))?;
             }
@@ -374,13 +448,76 @@ fn workload(o: &Options, s: &[(String, String)]) -> Result<RunLog, OpsError> {
     }
 }
 
+/// A `CHECKPOINT` every `every` on `conn` until dropped (a failed one is
+/// not retried: the run goes on without).
+fn checkpoints(
+    conn: Result<Box<dyn storbench_db::Connection>, OpsError>,
+    every: Duration,
+) -> Result<storbench_proc::Background, OpsError> {
+    let mut conn = conn?;
+    storbench_proc::Background::named("crash-checkpoints", move |stop| {
+        let mut next = Instant::now() + every;
+        while !stop.load(Ordering::Relaxed) {
+            if Instant::now() >= next {
+                if conn.batch("CHECKPOINT").is_err() {
+                    return;
+                }
+                next += every;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    })
+    .map_err(|e| OpsError::Failed(format!("starting the checkpoint thread: {e}")))
+}
+
+/// Where the database's data pages are on the image, after the run:
+/// PostgreSQL's relation files (`base/*/*`, `global/*`: a relation's
+/// segments and visibility map, not its free-space map, which PostgreSQL
+/// zeroes when damaged rather than trusts, nor `pg_filenode.map` and the
+/// like); SQLite's database file; InnoDB's tablespaces (`ibdata1`, each
+/// table's `.ibd`), not its redo log.
+fn data_pages(target: &Target) -> Result<Vec<(u64, u64)>, OpsError> {
+    let list = |d: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(d).into_iter().flatten().flatten().map(|e| e.path()).collect()
+    };
+    let files: Vec<PathBuf> = match target {
+        Target::Sqlite { path, .. } => vec![path.clone()],
+        Target::Mariadb { data, .. } => list(data)
+            .into_iter()
+            .flat_map(|p| if p.is_dir() { list(&p) } else { vec![p] })
+            .filter(|p| p.ends_with("ibdata1") || p.extension().is_some_and(|x| x == "ibd"))
+            .collect(),
+        Target::Postgres { inst, .. } => {
+            let relation = |n: &str| {
+                let stem = n.strip_suffix("_vm").unwrap_or(n);
+                let (node, seg) = stem.split_once('.').unwrap_or((stem, "0"));
+                [node, seg].iter().all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()))
+            };
+            let dirs = list(&inst.data.join("base")).into_iter().chain([inst.data.join("global")]);
+            dirs.flat_map(|d| list(&d))
+                .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(relation))
+                .collect()
+        }
+    };
+    let mut out = Vec::new();
+    for f in files {
+        match crash::file_extents(&f) {
+            Ok(x) => out.extend(x),
+            // Dropped since it was listed: it holds no pages.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(OpsError::Failed(format!("--torn-pages: {e}"))),
+        }
+    }
+    Ok(out)
+}
+
 /// The clients commit for `d`: their acknowledgement log and the window.
 fn commit_for(d: Duration, conns: Vec<Box<dyn storbench_db::Connection>>) -> RunLog {
     let start = monotonic_ns();
     let writers = Writers::start(TABLE, conns);
     std::thread::sleep(d);
     let acks = writers.stop_timed();
-    RunLog { acks, start, end: monotonic_ns(), districts: Vec::new() }
+    RunLog { acks, start, end: monotonic_ns(), districts: Vec::new(), pages: Vec::new() }
 }
 
 /// TPC-C for `o.run_for` under setting `s` on a schema built beforehand:
@@ -415,6 +552,7 @@ fn tpcc_workload(o: &Options, inst: &Instance, s: &[(String, String)]) -> Result
     let index: std::sync::Arc<std::collections::HashMap<(i64, i64), usize>> =
         std::sync::Arc::new(districts.iter().enumerate().map(|(i, d)| ((d[0], d[1]), i)).collect());
     let halt = std::sync::Arc::new(AtomicBool::new(false));
+    let every = o.checkpoint_every.map(|d| checkpoints(open(), d)).transpose()?;
     let start = monotonic_ns();
     let threads: Vec<_> = conns
         .into_iter()
@@ -446,6 +584,7 @@ fn tpcc_workload(o: &Options, inst: &Instance, s: &[(String, String)]) -> Result
         .collect();
     std::thread::sleep(o.run_for);
     halt.store(true, Ordering::Relaxed);
+    drop(every);
     let mut times = vec![Vec::new(); districts.len()];
     for t in threads {
         for (at, i) in t.join().unwrap_or_default() {
@@ -460,7 +599,7 @@ fn tpcc_workload(o: &Options, inst: &Instance, s: &[(String, String)]) -> Result
         admin.batch(&format!("ALTER SYSTEM RESET {k}"))?;
     }
     admin.batch("SELECT pg_reload_conf()")?;
-    Ok(RunLog { acks: AckLog { times }, start, end, districts })
+    Ok(RunLog { acks: AckLog { times }, start, end, districts, pages: Vec::new() })
 }
 
 fn check_cell(
@@ -473,7 +612,8 @@ fn check_cell(
 ) -> Result<Cell, OpsError> {
     let journal = Journal::open(&o.journal)
         .map_err(|e| OpsError::Failed(format!("reading the write journal {}: {e}", o.journal.display())))?;
-    let (acks, all) = (&run.acks, crash::points(&journal, mode, run.start, run.end));
+    let pages = o.torn_pages.then_some(run.pages.as_slice());
+    let (acks, all) = (&run.acks, crash::points_tearing(&journal, mode, run.start, run.end, pages));
     let chosen = match o.selection {
         Selection::All => all.clone(),
         Selection::Sample(n) => crash::sample(&all, n),
@@ -572,6 +712,12 @@ fn check_point(
             let rel = path.strip_prefix(mount).unwrap_or(path);
             check_sqlite(&at.join(rel), acked)
         }
+        Target::Mariadb { mount, data, database } => {
+            let rel = data.strip_prefix(mount).unwrap_or(data);
+            let (out, recovered_in) = check_mariadb(&at.join(rel), &scratch.dir.join("run"), database, acked);
+            tm.recover = recovered_in;
+            out
+        }
         Target::Postgres { mount, inst } => {
             let rel = inst.data.strip_prefix(mount).unwrap_or(&inst.data);
             let (out, recovered_in) =
@@ -657,7 +803,7 @@ fn check_postgres(data: &Path, run_dir: &Path, districts: &[[i64; 3]], acked: &[
     let t = match Temporary::start(data, run_dir) {
         Ok(t) => t,
         Err(e) => {
-            out.failed = Some(format!("recovery failed: {}", first_line(&e.to_string())));
+            out.error(&e.to_string(), true);
             let _ = std::fs::remove_dir_all(run_dir);
             return (out, t0.elapsed());
         }
@@ -674,25 +820,16 @@ fn check_postgres(data: &Path, run_dir: &Path, districts: &[[i64; 3]], acked: &[
                 return check_tpcc(c.as_mut(), districts, acked, &mut out);
             }
             out.lost = acked::look_for(c.as_mut(), TABLE, acked)?.iter().map(|c| c.missing()).sum();
-            c.batch("CREATE EXTENSION IF NOT EXISTS amcheck")?;
-            let heap = Stmt::new(format!("SELECT count(*) FROM verify_heapam('{TABLE}')"));
-            let bad = c.query_one(&heap, &[])?.int(0)?;
-            if bad > 0 {
-                out.inconsistent = Some(format!("verify_heapam: {bad} corrupt tuple(s)"));
-            }
-            let idx = Stmt::new(format!("SELECT bt_index_check('{TABLE}_pkey', true)::text"));
-            if let Err(e) = c.query_one(&idx, &[]) {
-                out.inconsistent.get_or_insert(format!("bt_index_check: {e}"));
-            }
             Ok(())
         });
-    if let Err(e) = checked {
-        let e = e.to_string();
-        if ["corrupt", "invalid page", "could not read block", "checksum"].iter().any(|w| e.contains(w)) {
-            out.inconsistent = Some(first_line(&e));
-        } else {
-            out.failed = Some(format!("after recovery: {}", first_line(&e)));
+    if checked.is_ok() && districts.is_empty() {
+        match amcheck(&t, run_dir) {
+            Ok(bad) => out.inconsistent = bad,
+            Err(e) => out.failed = Some(e),
         }
+    }
+    if let Err(e) = checked {
+        out.error(&e.to_string(), false);
     }
     // Immediate shutdown: nothing of this copy is kept.
     if let Some(pid) = t.pid() {
@@ -701,6 +838,86 @@ fn check_postgres(data: &Path, run_dir: &Path, districts: &[[i64; 3]], acked: &[
         storbench_proc::wait_until(Duration::from_secs(30), || !storbench_proc::alive(pid));
     }
     drop(t);
+    let _ = std::fs::remove_dir_all(run_dir);
+    (out, recovered_in)
+}
+
+/// The mariadbd options of every server here, live or on a crash image:
+/// a small buffer pool and redo log (the default log, 96 MiB, would not
+/// fit a small medium; the data is small too).
+const MARIA_SETTINGS: [&str; 2] = ["--innodb-buffer-pool-size=32M", "--innodb-log-file-size=16M"];
+
+fn maria_settings() -> Vec<String> {
+    MARIA_SETTINGS.iter().map(|s| s.to_string()).collect()
+}
+
+fn maria_err(e: crate::backup::BackupError) -> OpsError {
+    OpsError::Failed(e.to_string())
+}
+
+/// A mariadbd on `data` with its files in `run_dir` (made), recorded for
+/// the sweep while it runs; a `copy` (a crash image's) is recorded as made
+/// here, so a sweep after a killed storbench stops its server too.
+fn maria_start(
+    data: &Path,
+    run_dir: &Path,
+    copy: bool,
+) -> Result<(mariadbd::Mariadbd, Registration), OpsError> {
+    std::fs::create_dir_all(run_dir)
+        .map_err(|e| OpsError::Failed(format!("creating {}: {e}", run_dir.display())))?;
+    let mut reg = Registration::new("mariadbd", data, &[run_dir.to_path_buf()])?;
+    if copy {
+        reg.set_data_made()?;
+    }
+    let settings = maria_settings();
+    let bin = mariadbd::server_bin().map_err(maria_err)?;
+    let never = AtomicBool::new(false);
+    let m = mariadbd::Mariadbd::start(&bin, &settings, data, run_dir, &mut reg, &never).map_err(maria_err)?;
+    Ok((m, reg))
+}
+
+fn maria_url(socket: &Path, database: &str) -> Result<DbUrl, OpsError> {
+    crate::backup::physical::maria_db(socket, database, socket).map(|d| d.url).map_err(maria_err)
+}
+
+/// MariaDB on a crash image: a mariadbd on the copied data directory
+/// (InnoDB's crash recovery replays its redo log; the doublewrite buffer
+/// mends torn pages), the acknowledged rows looked for, and `CHECK TABLE
+/// … EXTENDED` on the table. Killed after: the image is thrown away.
+fn check_mariadb(data: &Path, run_dir: &Path, database: &str, acked: &[i64]) -> (Outcome, Duration) {
+    let mut out = Outcome { lost: 0, inconsistent: None, failed: None };
+    if !data.join("mysql").is_dir() {
+        out.failed = Some(format!("{} is not on the recovered filesystem", data.display()));
+        return (out, Duration::ZERO);
+    }
+    let _ = std::fs::remove_dir_all(run_dir);
+    let t0 = Instant::now();
+    let (mut server, _reg) = match maria_start(data, run_dir, true) {
+        Ok(s) => s,
+        Err(e) => {
+            out.error(&e.to_string(), true);
+            let _ = std::fs::remove_dir_all(run_dir);
+            return (out, t0.elapsed());
+        }
+    };
+    let recovered_in = t0.elapsed();
+    let checked = maria_url(server.socket(), database).map_err(|e| e.to_string()).and_then(|u| {
+        let mut c = connect(&u).map_err(|e| e.to_string())?;
+        let found = acked::look_for(c.as_mut(), TABLE, acked).map_err(|e| e.to_string())?;
+        out.lost = found.iter().map(|c| c.missing()).sum();
+        // CHECK TABLE's rows: its verdict is the last one's Msg_text ("OK").
+        let rows =
+            c.query(&Stmt::new(format!("CHECK TABLE {TABLE} EXTENDED")), &[]).map_err(|e| e.to_string())?;
+        let said: Vec<String> = rows.iter().filter_map(|r| r.text(3).ok()).collect();
+        if said.last().map(String::as_str) != Some("OK") {
+            out.inconsistent = Some(format!("CHECK TABLE: {}", said.join("; ")));
+        }
+        Ok(())
+    });
+    if let Err(e) = checked {
+        out.error(&e, false);
+    }
+    server.kill();
     let _ = std::fs::remove_dir_all(run_dir);
     (out, recovered_in)
 }
@@ -739,6 +956,33 @@ fn check_tpcc(
         });
     }
     Ok(())
+}
+
+/// Whether a server's error says it found a page damaged.
+fn damaged(e: &str) -> bool {
+    ["corrupt", "invalid page", "could not read block", "checksum"].iter().any(|w| e.contains(w))
+}
+
+/// `pg_amcheck` over every table and B-tree index of the `storbench`
+/// database, the catalogs included, each index's entries matched against
+/// its table's (`--heapallindexed`): every page is read, so a page that
+/// fails its checksum is found as well as a damaged tuple or index. Its
+/// first complaint, or `None` when it found nothing; an error when it did
+/// not run.
+fn amcheck(t: &Temporary, run_dir: &Path) -> Result<Option<String>, String> {
+    let mut c = Command::new(t.bindir().join("pg_amcheck"));
+    c.arg("-h").arg(run_dir).args(["-p", &t.port().to_string(), "-U", "root", "-d", "storbench"]);
+    c.args(["--install-missing", "--heapallindexed", "--no-password"]);
+    match c.output() {
+        Ok(o) if o.status.success() => Ok(None),
+        Ok(o) => {
+            let text =
+                format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+            let why = text.lines().map(str::trim).filter(|l| !l.is_empty()).take(2).collect::<Vec<_>>();
+            Ok(Some(format!("pg_amcheck ({}): {}", o.status, why.join(" "))))
+        }
+        Err(e) => Err(format!("pg_amcheck did not run (postgresql-client-15): {e}")),
+    }
 }
 
 fn first_line(s: &str) -> String {

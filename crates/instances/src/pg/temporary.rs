@@ -101,6 +101,11 @@ impl Temporary {
         self.inst.port
     }
 
+    /// The server's programs' directory (its `pg_amcheck`, `pg_ctl`).
+    pub fn bindir(&self) -> &Path {
+        &self.inst.bindir
+    }
+
     /// The Unix socket's directory.
     pub fn socket_dir(&self) -> &Path {
         &self.inst.socket_dir

@@ -186,9 +186,7 @@ impl Checked {
         let tools = match c.kind {
             Kind::MariaBackup => Tools::Maria {
                 backup: tool("mariadb-backup", "mariadb-backup")?,
-                server: tool("mariadbd", "mariadb-server").or_else(|e| {
-                    Some(PathBuf::from("/usr/sbin/mariadbd")).filter(|p| p.is_file()).ok_or(e)
-                })?,
+                server: super::mariadbd::server_bin()?,
                 cp: tool("cp", "coreutils")?,
             },
             _ => Tools::Pg {
@@ -351,7 +349,8 @@ impl Physical {
         make_run_dir(run_dir)?;
         let server = match &self.tools {
             Tools::Maria { server, .. } => {
-                Server::Maria(Mariadbd::start(server, from, to, run_dir, reg, interrupted)?)
+                let settings = super::mariadbd::backup_settings(from);
+                Server::Maria(Mariadbd::start(server, &settings, to, run_dir, reg, interrupted)?)
             }
             Tools::Pg { .. } => {
                 let t = Temporary::start(to, run_dir)?;
@@ -529,7 +528,7 @@ fn pg_role(t: &Temporary, compare: Option<&Database>) -> Result<String, BackupEr
 }
 
 /// A database of a restored MariaDB, by its Unix socket.
-pub(super) fn maria_db(socket: &Path, name: &str, to: &Path) -> Result<Database, BackupError> {
+pub(crate) fn maria_db(socket: &Path, name: &str, to: &Path) -> Result<Database, BackupError> {
     let raw = format!("mysql://root@localhost/{}?socket={}", pct(name), pct(&socket.to_string_lossy()));
     Ok(Database::new(
         DbUrl::parse(&raw).map_err(BackupError::Failed)?,

@@ -98,7 +98,25 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
         .mount_point
         .clone()
         .ok_or_else(|| usage(format!("--medium {}: it has no filesystem", a.medium)))?;
+    let maria = storbench_db::DbUrl::parse(&a.db).ok().filter(|u| u.engine() == storbench_db::Engine::Mysql);
     let target = match a.db.strip_prefix("sqlite:") {
+        // MariaDB: the URL names the engine and the database; the server is
+        // storbench's own, its data directory on the medium (the crash
+        // images must hold it), not the one at the URL's host.
+        None if maria.is_some() => {
+            if workload == Workload::Tpcc {
+                return Err(usage(format!(
+                    "--db {}: --workload tpcc runs on PostgreSQL only (give --db managed:NAME)",
+                    maria.as_ref().map(|u| u.redacted()).unwrap_or_default()
+                )));
+            }
+            let database =
+                maria.as_ref().and_then(|u| u.database()).filter(|d| !d.is_empty()).unwrap_or("test");
+            if !database.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(usage(format!("--db: database '{database}': use letters, digits and '_'")));
+            }
+            Target::Mariadb { data: mount.join("storbench-mariadb"), database: database.to_string(), mount }
+        }
         Some(p) => {
             let path = std::path::absolute(p).unwrap_or_else(|_| PathBuf::from(p));
             if !path.starts_with(&mount) {
@@ -144,6 +162,18 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
         return Err(usage(format!("--clients {}: give 1 to 64", a.clients)));
     }
     let run_for = parse_duration(&a.cut_after).map_err(|e| usage(format!("--cut-after {e}")))?;
+    let checkpoint_every = match (&a.checkpoint_every, &target) {
+        (None, _) => None,
+        (Some(d), Target::Postgres { .. }) => match parse_duration(d) {
+            Ok(d) if !d.is_zero() => Some(d),
+            _ => return Err(usage(format!("--checkpoint-every {d}: give a duration above 0, e.g. 500ms"))),
+        },
+        (Some(d), _) => {
+            return Err(usage(format!(
+                "--checkpoint-every {d}: PostgreSQL only (SQLite checkpoints on its own)"
+            )))
+        }
+    };
     let settings = settings_matrix(&a.settings)?;
     let modes = cache_modes(&a.cache, medium.model.as_ref())?;
     let scratch = a.scratch.clone().unwrap_or_else(|| {
@@ -160,6 +190,8 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
         modes,
         selection,
         last_run: a.last_run,
+        torn_pages: a.torn_pages,
+        checkpoint_every,
     };
     if !g.quiet {
         eprintln!("{}", estimate(&o));
@@ -192,6 +224,7 @@ fn estimate(o: &Options) -> String {
     // start and recovery are half), several seconds beside other work.
     let per_point = match (&o.target, o.workload) {
         (Target::Sqlite { .. }, _) => 0.4,
+        (Target::Mariadb { .. }, _) => 2.0,
         (Target::Postgres { .. }, Workload::Rows) => 1.0,
         // TPC-C's consistency conditions read every table: 1.2 s alone
         // on the machine at scale 1 (bench/crash-points.sh).
@@ -312,6 +345,7 @@ fn store(
         "db": a.db, "medium": a.medium, "engine": o.target.engine(), "workload": o.workload.name(),
         "clients": a.clients, "run_s": o.run_for.as_secs_f64(), "settings": a.settings, "cache": a.cache,
         "crash_points": a.crash_points, "crash_point": a.crash_point, "last_run": a.last_run,
+        "torn_pages": a.torn_pages, "checkpoint_every": a.checkpoint_every,
     });
     let label = g.record.label.clone().unwrap_or_else(|| {
         format!("crash points, {} {} on {}", o.target.engine(), o.workload.name(), a.medium)

@@ -25,7 +25,7 @@ use crate::error::usage;
 /// Options of `storbench durability`.
 #[derive(Debug, Args)]
 pub struct DurabilityArgs {
-    /// The managed PostgreSQL instance (`managed:NAME` or NAME), or with --crash-points `sqlite:PATH` (a file on the medium); its data and WAL should be on the medium.
+    /// The managed PostgreSQL instance (`managed:NAME` or NAME), or with --crash-points `sqlite:PATH` (a file on the medium) or `mysql://…/DB` (MariaDB: storbench runs its own mariadbd with its data directory on the medium, `MOUNT/storbench-mariadb`; the URL names the database); its data and WAL should be on the medium.
     #[arg(long)]
     pub db: String,
     /// The modelled medium whose power is cut (made with `media create --model`).
@@ -43,7 +43,7 @@ pub struct DurabilityArgs {
     /// Check only crash point K of each cell (the index a matrix names, to reproduce it).
     #[arg(long, value_name = "K")]
     pub crash_point: Option<usize>,
-    /// With crash points: a setting and its values, `KEY=V1,V2` (repeatable; the cells are every combination). SQLite: a PRAGMA (`synchronous=full,normal`); PostgreSQL: a server setting (`synchronous_commit=on,off`).
+    /// With crash points: a setting and its values, `KEY=V1,V2` (repeatable; the cells are every combination). SQLite: a PRAGMA (`synchronous=full,normal`); PostgreSQL: a server setting (`synchronous_commit=on,off`); MariaDB: a global variable (`innodb_flush_log_at_trx_commit=1,2,0`).
     #[arg(long = "settings", value_name = "KEY=V1,V2")]
     pub settings: Vec<String>,
     /// With crash points: the device cache modes to read the run under, `honest`, `lying`, `none` (comma-separated), or `medium` (what the medium's model has).
@@ -58,6 +58,12 @@ pub struct DurabilityArgs {
     /// With crash points: where crash images are made (host disk; default: beside the medium's backing file).
     #[arg(long)]
     pub scratch: Option<std::path::PathBuf>,
+    /// With crash points: only the points that tear one write of the database's data pages (PostgreSQL's relation files, not its WAL; SQLite's database file), one per flush interval holding one. With `full_page_writes=off` and `pg up --data-checksums`, a torn page must be found.
+    #[arg(long)]
+    pub torn_pages: bool,
+    /// With crash points on PostgreSQL: issue a CHECKPOINT this often during each run, so data pages are written within it (e.g. `500ms`).
+    #[arg(long, value_name = "DURATION")]
+    pub checkpoint_every: Option<String>,
     #[command(flatten)]
     pub record: crate::cli::RecordFlags,
 }
@@ -68,6 +74,12 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
         return crate::cmd::crashpoints::run(g, a);
     }
     // Validate everything first.
+    if a.torn_pages || a.checkpoint_every.is_some() {
+        let flag = if a.torn_pages { "--torn-pages" } else { "--checkpoint-every" };
+        return Err(usage(format!(
+            "{flag}: only with --crash-points (one power cut has no crash points to choose)"
+        )));
+    }
     if a.workload != "rows" {
         return Err(usage(format!(
             "--workload {}: only with --crash-points (one power cut runs numbered rows)",
