@@ -709,6 +709,8 @@ impl Array {
         plan
     }
 
+    /// A parity group's share of a request: its pieces grouped by stripe,
+    /// each stripe planned as its operation makes it cost.
     #[allow(clippy::too_many_arguments)]
     fn plan_parity(
         &self,
@@ -721,8 +723,7 @@ impl Array {
         status: &ArrayStatus,
         plan: &mut Plan,
     ) {
-        let m = members.len();
-        let d = m - p;
+        let d = members.len() - p;
         // Pieces by stripe: (stripe, data index, offset in chunk, len).
         let mut pieces: Vec<(u64, usize, u64, u64)> = Vec::new();
         let (mut at, end) = (loff, loff + len);
@@ -733,134 +734,23 @@ impl Array {
             pieces.push((c / d as u64, (c % d as u64) as usize, within, n));
             at += n;
         }
-        let pdisk = |s: u64| (m - 1) - (s % m as u64) as usize;
-        let data_member = |s: u64, j: usize| members[(pdisk(s) + p + j) % m];
-        let parity_members = |s: u64| (0..p).map(move |q| members[(pdisk(s) + q) % m]);
-        let mut i = 0;
-        while i < pieces.len() {
-            let s = pieces[i].0;
-            let mut k = i;
-            while k < pieces.len() && pieces[k].0 == s {
-                k += 1;
-            }
-            let group = &pieces[i..k];
-            i = k;
-            let row = s * chunk;
-            let down = |disk: usize, off: u64, n: u64| Self::down(status, disk, row + off, n);
-            if op == Op::Read {
-                for &(_, j, off, n) in group {
-                    let dm = data_member(s, j);
-                    if !down(dm, off, n) {
-                        plan.first.push(MemberIo { disk: dm, op, offset: row + off, len: n });
-                        continue;
-                    }
-                    // Reconstruct: the same range from d surviving others.
-                    let others = members.iter().copied().filter(|&o| o != dm && !down(o, off, n)).take(d);
-                    for o in others {
-                        plan.first.push(MemberIo { disk: o, op: Op::Read, offset: row + off, len: n });
-                    }
+        for group in pieces.chunk_by(|a, b| a.0 == b.0) {
+            let st = Stripe { members, p, chunk, s: group[0].0, status };
+            let pieces: Vec<(usize, u64, u64)> = group.iter().map(|&(_, j, off, n)| (j, off, n)).collect();
+            match op {
+                Op::Read => st.read(&pieces, plan),
+                Op::Write if pieces.iter().map(|g| g.2).sum::<u64>() == chunk * d as u64 => {
+                    st.full_write(plan)
                 }
-                continue;
-            }
-            if op != Op::Write {
-                for &(_, j, off, n) in group {
-                    let dm = data_member(s, j);
-                    if !down(dm, off, n) {
-                        plan.first.push(MemberIo { disk: dm, op, offset: row + off, len: n });
-                    }
-                }
-                continue;
-            }
-            let covered: u64 = group.iter().map(|g| g.3).sum();
-            if covered == chunk * d as u64 {
-                // Full stripe: data and parity, no reads.
-                for j in 0..d {
-                    let dm = data_member(s, j);
-                    if !down(dm, 0, chunk) {
-                        plan.first.push(MemberIo { disk: dm, op, offset: row, len: chunk });
-                    }
-                }
-                for pm in parity_members(s) {
-                    if !down(pm, 0, chunk) {
-                        plan.first.push(MemberIo { disk: pm, op, offset: row, len: chunk });
-                    }
-                }
-                continue;
-            }
-            // Partial stripe: R is the in-chunk range every touched piece lies in.
-            let lo = group.iter().map(|g| g.2).min().expect("a piece");
-            let hi = group.iter().map(|g| g.2 + g.3).max().expect("a piece");
-            let r = hi - lo;
-            let alive_parity: Vec<usize> = parity_members(s).filter(|&pm| !down(pm, lo, r)).collect();
-            let touched_down = group.iter().any(|&(_, j, off, n)| down(data_member(s, j), off, n));
-            // Read-modify-write: old data of each piece, old parity over R.
-            let rmw: Option<Vec<MemberIo>> = (!touched_down).then(|| {
-                if alive_parity.is_empty() {
-                    return Vec::new();
-                }
-                let mut v: Vec<MemberIo> = group
-                    .iter()
-                    .map(|&(_, j, off, n)| MemberIo {
-                        disk: data_member(s, j),
-                        op: Op::Read,
-                        offset: row + off,
-                        len: n,
-                    })
-                    .collect();
-                v.extend(alive_parity.iter().map(|&pm| MemberIo {
-                    disk: pm,
-                    op: Op::Read,
-                    offset: row + lo,
-                    len: r,
-                }));
-                v
-            });
-            // Reconstruct-write: R from every data member a piece does not cover.
-            let rcw: Option<Vec<MemberIo>> = {
-                let mut v = Vec::new();
-                let mut ok = true;
-                for j in 0..d {
-                    let dm = data_member(s, j);
-                    let covers = group.iter().any(|&(_, gj, off, n)| gj == j && off <= lo && off + n >= hi);
-                    if covers {
-                        continue;
-                    }
-                    if down(dm, lo, r) {
-                        if group.iter().any(|g| g.1 == j) {
-                            continue; // its new data is what we write
+                Op::Write => st.partial_write(&pieces, plan),
+                _ => {
+                    for &(j, off, n) in &pieces {
+                        let dm = st.data_member(j);
+                        if !st.down(dm, off, n) {
+                            plan.first.push(MemberIo { disk: dm, op, offset: st.row() + off, len: n });
                         }
-                        ok = false;
-                        break;
-                    }
-                    v.push(MemberIo { disk: dm, op: Op::Read, offset: row + lo, len: r });
-                }
-                ok.then_some(v)
-            };
-            let reads = match (rmw, rcw) {
-                (Some(a), Some(b)) => {
-                    if b.len() < a.len() {
-                        b
-                    } else {
-                        a
                     }
                 }
-                (Some(a), None) => a,
-                (None, Some(b)) => b,
-                (None, None) => members
-                    .iter()
-                    .filter(|&&o| !down(o, lo, r))
-                    .map(|&o| MemberIo { disk: o, op: Op::Read, offset: row + lo, len: r })
-                    .collect(),
-            };
-            plan.first.extend(reads);
-            for &(_, j, off, n) in group {
-                let dm = data_member(s, j);
-                if !down(dm, off, n) {
-                    plan.then.push(MemberIo { disk: dm, op, offset: row + off, len: n });
-                }
-            }
-            for pm in alive_parity {
-                plan.then.push(MemberIo { disk: pm, op, offset: row + lo, len: r });
             }
         }
     }
@@ -1151,6 +1041,151 @@ impl Array {
         g.status.applied = seq;
         g.status = std::mem::take(&mut g.status).named();
         Ok(g.status.clone())
+    }
+}
+
+/// One stripe of a parity group (RAID 5/6): which member holds data chunk
+/// `j` and which the parity (rotating left-symmetric), and what is down.
+/// Pieces are (data index, offset in the chunk, length).
+struct Stripe<'a> {
+    members: &'a [usize],
+    /// Parity chunks per stripe.
+    p: usize,
+    chunk: u64,
+    /// The stripe's number.
+    s: u64,
+    status: &'a ArrayStatus,
+}
+
+impl Stripe<'_> {
+    /// The stripe's offset on each member.
+    fn row(&self) -> u64 {
+        self.s * self.chunk
+    }
+
+    fn data_disks(&self) -> usize {
+        self.members.len() - self.p
+    }
+
+    /// The member of the stripe's first parity chunk.
+    fn parity_start(&self) -> usize {
+        let m = self.members.len();
+        (m - 1) - (self.s % m as u64) as usize
+    }
+
+    fn data_member(&self, j: usize) -> usize {
+        self.members[(self.parity_start() + self.p + j) % self.members.len()]
+    }
+
+    fn parity_members(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.p).map(move |q| self.members[(self.parity_start() + q) % self.members.len()])
+    }
+
+    /// Whether `disk` cannot serve this range of the stripe (failed, and
+    /// not yet rebuilt past it).
+    fn down(&self, disk: usize, off: u64, n: u64) -> bool {
+        Array::down(self.status, disk, self.row() + off, n)
+    }
+
+    fn io(&self, disk: usize, op: Op, off: u64, len: u64) -> MemberIo {
+        MemberIo { disk, op, offset: self.row() + off, len }
+    }
+
+    /// Each piece from its member, or, where that member is down,
+    /// reconstructed from the same range of `d` surviving others.
+    fn read(&self, pieces: &[(usize, u64, u64)], plan: &mut Plan) {
+        for &(j, off, n) in pieces {
+            let dm = self.data_member(j);
+            if !self.down(dm, off, n) {
+                plan.first.push(self.io(dm, Op::Read, off, n));
+                continue;
+            }
+            let others = self
+                .members
+                .iter()
+                .copied()
+                .filter(|&o| o != dm && !self.down(o, off, n))
+                .take(self.data_disks());
+            for o in others {
+                plan.first.push(self.io(o, Op::Read, off, n));
+            }
+        }
+    }
+
+    /// A full stripe: data and parity written, no reads.
+    fn full_write(&self, plan: &mut Plan) {
+        let disks: Vec<usize> =
+            (0..self.data_disks()).map(|j| self.data_member(j)).chain(self.parity_members()).collect();
+        for disk in disks {
+            if !self.down(disk, 0, self.chunk) {
+                plan.first.push(self.io(disk, Op::Write, 0, self.chunk));
+            }
+        }
+    }
+
+    /// A partial stripe: the reads first — read-modify-write (old data of
+    /// each piece, old parity over R, the in-chunk range every piece lies
+    /// in) or reconstruct-write (R from every data member no piece covers),
+    /// whichever reads less and is possible — then the new data and parity.
+    fn partial_write(&self, pieces: &[(usize, u64, u64)], plan: &mut Plan) {
+        let lo = pieces.iter().map(|g| g.1).min().expect("a piece");
+        let hi = pieces.iter().map(|g| g.1 + g.2).max().expect("a piece");
+        let r = hi - lo;
+        let alive_parity: Vec<usize> = self.parity_members().filter(|&pm| !self.down(pm, lo, r)).collect();
+        let touched_down = pieces.iter().any(|&(j, off, n)| self.down(self.data_member(j), off, n));
+        let rmw: Option<Vec<MemberIo>> = (!touched_down).then(|| {
+            if alive_parity.is_empty() {
+                return Vec::new();
+            }
+            let old = pieces.iter().map(|&(j, off, n)| self.io(self.data_member(j), Op::Read, off, n));
+            old.chain(alive_parity.iter().map(|&pm| self.io(pm, Op::Read, lo, r))).collect()
+        });
+        let rcw: Option<Vec<MemberIo>> = {
+            let mut v = Vec::new();
+            let mut ok = true;
+            for j in 0..self.data_disks() {
+                let dm = self.data_member(j);
+                if pieces.iter().any(|&(gj, off, n)| gj == j && off <= lo && off + n >= hi) {
+                    continue;
+                }
+                if self.down(dm, lo, r) {
+                    if pieces.iter().any(|g| g.0 == j) {
+                        continue; // its new data is what we write
+                    }
+                    ok = false;
+                    break;
+                }
+                v.push(self.io(dm, Op::Read, lo, r));
+            }
+            ok.then_some(v)
+        };
+        let reads = match (rmw, rcw) {
+            (Some(a), Some(b)) => {
+                if b.len() < a.len() {
+                    b
+                } else {
+                    a
+                }
+            }
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+            (None, None) => self
+                .members
+                .iter()
+                .filter(|&&o| !self.down(o, lo, r))
+                .map(|&o| self.io(o, Op::Read, lo, r))
+                .collect(),
+        };
+        plan.first.extend(reads);
+        for &(j, off, n) in pieces {
+            let dm = self.data_member(j);
+            if !self.down(dm, off, n) {
+                plan.then.push(self.io(dm, Op::Write, off, n));
+            }
+        }
+        for pm in alive_parity {
+            plan.then.push(self.io(pm, Op::Write, lo, r));
+        }
     }
 }
 
