@@ -98,8 +98,71 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
         .mount_point
         .clone()
         .ok_or_else(|| usage(format!("--medium {}: it has no filesystem", a.medium)))?;
+    let target = target(&a, workload, mount)?;
+    if a.clients == 0 || a.clients > 64 {
+        return Err(usage(format!("--clients {}: give 1 to 64", a.clients)));
+    }
+    let run_for = parse_duration(&a.cut_after).map_err(|e| usage(format!("--cut-after {e}")))?;
+    let checkpoint_every = match (&a.checkpoint_every, &target) {
+        (None, _) => None,
+        (Some(d), Target::Postgres { .. }) => match parse_duration(d) {
+            Ok(d) if !d.is_zero() => Some(d),
+            _ => return Err(usage(format!("--checkpoint-every {d}: give a duration above 0, e.g. 500ms"))),
+        },
+        (Some(d), _) => {
+            return Err(usage(format!(
+                "--checkpoint-every {d}: PostgreSQL only (SQLite checkpoints on its own)"
+            )))
+        }
+    };
+    let settings = settings_matrix(&a.settings)?;
+    let modes = cache_modes(&a.cache, medium.model.as_ref())?;
+    let scratch = a.scratch.clone().unwrap_or_else(|| {
+        medium.backing_file.parent().map(|p| p.to_path_buf()).unwrap_or_else(std::env::temp_dir)
+    });
+    let o = Options {
+        target,
+        journal,
+        scratch,
+        workload,
+        clients: a.clients,
+        run_for,
+        settings,
+        modes,
+        selection,
+        last_run: a.last_run,
+        torn_pages: a.torn_pages,
+        checkpoint_every,
+    };
+    if !g.quiet {
+        eprintln!("{}", estimate(&o));
+    }
+    let mut on = |e: Event| progress(g, e);
+    let started = storbench_results::now_rfc3339();
+    let cells = storbench_ops::crash::run(&o, crate::interrupt::flag(), &mut on).map_err(ops_err)?;
+    let interrupted = crate::interrupt::flag().load(std::sync::atomic::Ordering::Relaxed);
+    let run = store(g, &a, &o, &cells, &started, interrupted)?;
+    print_matrix(g, &a, &o, &cells, &run)?;
+    if !g.quiet {
+        eprintln!(
+            "storbench: run {} ({}) {}, saved in {}",
+            run.id,
+            run.short(),
+            if interrupted { "interrupted" } else { "complete" },
+            g.results.display()
+        );
+    }
+    let bad = cells.iter().any(|c| c.first_bad.is_some());
+    Ok(if bad { ExitCode::from(crate::error::EXIT_FAILED) } else { ExitCode::SUCCESS })
+}
+
+/// The database the crash points run on, from `--db`: a SQLite file on
+/// the medium, storbench's own mariadbd with its data on the medium (for a
+/// `mysql://` URL), or a managed PostgreSQL instance whose data and WAL are
+/// on it — each refused, naming the value, where it cannot work.
+fn target(a: &DurabilityArgs, workload: Workload, mount: PathBuf) -> Result<Target> {
     let maria = storbench_db::DbUrl::parse(&a.db).ok().filter(|u| u.engine() == storbench_db::Engine::Mysql);
-    let target = match a.db.strip_prefix("sqlite:") {
+    Ok(match a.db.strip_prefix("sqlite:") {
         // MariaDB: the URL names the engine and the database; the server is
         // storbench's own, its data directory on the medium (the crash
         // images must hold it), not the one at the URL's host.
@@ -157,62 +220,7 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
             }
             Target::Postgres { mount, inst: Box::new(inst) }
         }
-    };
-    if a.clients == 0 || a.clients > 64 {
-        return Err(usage(format!("--clients {}: give 1 to 64", a.clients)));
-    }
-    let run_for = parse_duration(&a.cut_after).map_err(|e| usage(format!("--cut-after {e}")))?;
-    let checkpoint_every = match (&a.checkpoint_every, &target) {
-        (None, _) => None,
-        (Some(d), Target::Postgres { .. }) => match parse_duration(d) {
-            Ok(d) if !d.is_zero() => Some(d),
-            _ => return Err(usage(format!("--checkpoint-every {d}: give a duration above 0, e.g. 500ms"))),
-        },
-        (Some(d), _) => {
-            return Err(usage(format!(
-                "--checkpoint-every {d}: PostgreSQL only (SQLite checkpoints on its own)"
-            )))
-        }
-    };
-    let settings = settings_matrix(&a.settings)?;
-    let modes = cache_modes(&a.cache, medium.model.as_ref())?;
-    let scratch = a.scratch.clone().unwrap_or_else(|| {
-        medium.backing_file.parent().map(|p| p.to_path_buf()).unwrap_or_else(std::env::temp_dir)
-    });
-    let o = Options {
-        target,
-        journal,
-        scratch,
-        workload,
-        clients: a.clients,
-        run_for,
-        settings,
-        modes,
-        selection,
-        last_run: a.last_run,
-        torn_pages: a.torn_pages,
-        checkpoint_every,
-    };
-    if !g.quiet {
-        eprintln!("{}", estimate(&o));
-    }
-    let mut on = |e: Event| progress(g, e);
-    let started = storbench_results::now_rfc3339();
-    let cells = storbench_ops::crash::run(&o, crate::interrupt::flag(), &mut on).map_err(ops_err)?;
-    let interrupted = crate::interrupt::flag().load(std::sync::atomic::Ordering::Relaxed);
-    let run = store(g, &a, &o, &cells, &started, interrupted)?;
-    print_matrix(g, &a, &o, &cells, &run)?;
-    if !g.quiet {
-        eprintln!(
-            "storbench: run {} ({}) {}, saved in {}",
-            run.id,
-            run.short(),
-            if interrupted { "interrupted" } else { "complete" },
-            g.results.display()
-        );
-    }
-    let bad = cells.iter().any(|c| c.first_bad.is_some());
-    Ok(if bad { ExitCode::from(crate::error::EXIT_FAILED) } else { ExitCode::SUCCESS })
+    })
 }
 
 /// What the run will take, said before it starts: the runs are known, the
