@@ -66,10 +66,20 @@ pub fn display_class(class: &str) -> String {
     class.replacen('.', ":", 1)
 }
 
-/// PostgreSQL: the active sessions of this database but the sampler's own.
-const PG_LOOK: &str = "SELECT COALESCE(wait_event_type, ''), COALESCE(wait_event, ''), COUNT(*) \
-     FROM pg_stat_activity WHERE state = 'active' AND datname = current_database() \
-     AND pid <> pg_backend_pid() GROUP BY 1, 2";
+/// PostgreSQL: the active sessions of this database (its client backends
+/// and their parallel workers) but the sampler's own, grouped in the
+/// server. It reads `pg_stat_get_activity` directly, not the
+/// `pg_stat_activity` view (which joins `pg_database` and `pg_authid` for
+/// names nobody here reads), with the database's oid and the sampler's pid
+/// filled in at [`WaitSource::open`]: one prepared statement on one
+/// persistent connection, looking at nothing but what it counts.
+fn pg_look(db_oid: i64, own_pid: i64) -> String {
+    format!(
+        "SELECT COALESCE(wait_event_type, ''), COALESCE(wait_event, ''), COUNT(*) \
+         FROM pg_stat_get_activity(NULL) WHERE datid = {db_oid} AND state = 'active' \
+         AND backend_type IN ('client backend', 'parallel worker') AND pid <> {own_pid} GROUP BY 1, 2"
+    )
+}
 
 /// MariaDB/MySQL: the threads running a command on this database (not
 /// sleeping) but the sampler's own, each with the wait it is in now (the
@@ -187,7 +197,18 @@ impl WaitSource {
                 .map_err(|e| e.to_string())
         };
         let look = match conn.dialect() {
-            Dialect::Postgres => PG_LOOK,
+            Dialect::Postgres => {
+                let me = conn
+                    .query_one(
+                        &Stmt::new(
+                            "SELECT oid::bigint, pg_backend_pid()::bigint FROM pg_database \
+                             WHERE datname = current_database()",
+                        ),
+                        &[],
+                    )
+                    .map_err(|e| e.to_string())?;
+                pg_look(me.int(0).map_err(|e| e.to_string())?, me.int(1).map_err(|e| e.to_string())?)
+            }
             Dialect::Mysql => {
                 let on = one(&mut conn, "SELECT @@performance_schema")?;
                 if on != "1" && !on.eq_ignore_ascii_case("on") {
@@ -205,7 +226,7 @@ impl WaitSource {
                          WHERE NAME = 'events_waits_current' turns it on)"
                         .into());
                 }
-                MY_LOOK
+                MY_LOOK.to_string()
             }
             Dialect::Sqlite => {
                 let timings = conn.vfs_timings().ok_or(
