@@ -22,10 +22,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 here=$(cd "$(dirname "$0")/.." && pwd)
-if [ -z "${SB:-}" ]; then
-  cargo build --release -q -p storbench --manifest-path "$here/Cargo.toml"
-  SB="$here/target/release/storbench"
-fi
+. "$here/bench/onoff.sh"
 work=$(mktemp -d)
 export STORBENCH_RESULTS="$work/results.db"
 dbname=${db##*/}; hp=${db#postgres://}; hp=${hp%%/*}; user=${hp%%@*}; hp=${hp#*@}; host=${hp%%:*}; port=${hp##*:}
@@ -34,7 +31,6 @@ trap 'adm "DROP DATABASE IF EXISTS $dbname WITH (FORCE)" || true; rm -rf "$work"
 adm "DROP DATABASE IF EXISTS $dbname WITH (FORCE)"
 adm "CREATE DATABASE $dbname"
 "$SB" -q tpcb init --db "$db" --scale "$scale" >/dev/null
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 # tps MODE: one run's client TPS (pgbench's), with the sampler on or off.
 tps() {
   local flag=; [ "$1" = off ] && flag=--no-wait-events
@@ -42,16 +38,4 @@ tps() {
     | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["steps"][0]["metrics"]["tps.client"]["value"])'
 }
 echo "TPC-B scale $scale, $clients clients, ${duration}s per run, $rounds rounds each, $(nproc) CPUs, $(date -u +%F)"
-printf "%5s %10s %10s %8s\n" round on off on/off
-: > "$work/on"; : > "$work/off"; : > "$work/ratio"
-for r in $(seq "$rounds"); do
-  if [ $((r % 2)) = 1 ]; then order="on off"; else order="off on"; fi
-  for m in $order; do eval "t_$m=$(tps "$m")"; done
-  echo "$t_on" >> "$work/on"; echo "$t_off" >> "$work/off"
-  ratio=$(awk -v a="$t_on" -v b="$t_off" 'BEGIN { printf "%.4f", a / b }')
-  echo "$ratio" >> "$work/ratio"
-  printf "%5s %10.1f %10.1f %8s\n" "$r" "$t_on" "$t_off" "$ratio"
-done
-ratio=$(median < "$work/ratio")
-printf "median %10.1f %10.1f %8s  (cost %.2f %%)\n" "$(median < "$work/on")" "$(median < "$work/off")" "$ratio" \
-  "$(awk -v r="$ratio" 'BEGIN { print (1 - r) * 100 }')"
+alternate "$rounds"

@@ -22,6 +22,7 @@ mod postgres;
 mod sqlite;
 mod url;
 mod value;
+mod vfs;
 pub mod waits;
 
 use std::collections::BTreeMap;
@@ -31,6 +32,7 @@ pub use notice::{set_notice_handler, Notice};
 pub use pgwire::TlsInfo;
 pub use url::{redact_text, DbUrl, Engine};
 pub use value::{Row, Stmt, Value};
+pub use vfs::{VfsTimings, VfsTotals};
 
 /// The SQL dialect a connection speaks: what a workload picks its DDL and
 /// procedure text by. The runner never looks at it.
@@ -161,6 +163,14 @@ pub trait Connection: Send {
     /// The TLS this connection runs over, for the run's record; `None` when
     /// it runs in the clear (or the engine has no network, or does not say).
     fn tls(&self) -> Option<TlsInfo> {
+        None
+    }
+
+    /// SQLite: the time this database's connections (every one in this
+    /// process) spend in SQLite and in its VFS's reads, writes, syncs and
+    /// busy waits — what the wait sampler reads. `None` for a server, or
+    /// for SQLite opened with `?timing=off`.
+    fn vfs_timings(&self) -> Option<std::sync::Arc<VfsTimings>> {
         None
     }
 

@@ -1,8 +1,11 @@
 //! Embedded SQLite (rusqlite, bundled): WAL mode, durable commits
 //! (`synchronous=FULL` unless the URL says `?synchronous=normal`), a busy
 //! timeout so writers queue, and `BEGIN IMMEDIATE` so a reader never fails
-//! on upgrading its lock.
+//! on upgrading its lock. Files are opened through the timing VFS
+//! (`vfs.rs`: the time in reads, writes, syncs and busy waits, which the
+//! wait sampler reads) unless the URL says `?timing=off`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::types::{ToSqlOutput, ValueRef};
@@ -12,6 +15,7 @@ use crate::error::{DbError, ErrorKind};
 use crate::placeholder::to_sqlite;
 use crate::url::DbUrl;
 use crate::value::{Row, Stmt, StmtCache, Value};
+use crate::vfs::{self, Active, VfsTimings};
 use crate::{Caps, Connection, Counters, Dialect, ServerInfo};
 
 pub(crate) struct SqliteConn {
@@ -20,6 +24,9 @@ pub(crate) struct SqliteConn {
     /// prepared handles.
     sql: StmtCache<String>,
     settings: Vec<(String, String)>,
+    /// The time this database's connections spend in SQLite and its VFS,
+    /// when opened through the timing VFS.
+    timings: Option<Arc<VfsTimings>>,
 }
 
 fn map_err(e: rusqlite::Error) -> DbError {
@@ -70,6 +77,7 @@ impl SqliteConn {
             None => (url.rest(), ""),
         };
         let mut synchronous = "FULL".to_string();
+        let mut timing = true;
         for kv in query.split('&').filter(|s| !s.is_empty()) {
             match kv.split_once('=') {
                 Some(("synchronous", v)) => {
@@ -82,11 +90,24 @@ impl SqliteConn {
                     }
                     synchronous = v;
                 }
+                Some(("timing", v)) => {
+                    timing = match v {
+                        "on" => true,
+                        "off" => false,
+                        _ => {
+                            return Err(DbError::new(
+                                ErrorKind::BadUrl,
+                                format!("sqlite: timing='{v}' is not one of on, off"),
+                            ))
+                        }
+                    };
+                }
                 _ => {
                     return Err(DbError::new(
                         ErrorKind::BadUrl,
                         format!(
-                            "sqlite: unknown URL option '{kv}' (allowed: synchronous=off|normal|full|extra)"
+                            "sqlite: unknown URL option '{kv}' (allowed: synchronous=off|normal|full|extra, \
+                             timing=on|off)"
                         ),
                     ))
                 }
@@ -102,17 +123,37 @@ impl SqliteConn {
                 })?;
             }
         }
-        let conn = rusqlite::Connection::open(path)
-            .map_err(|e| DbError::new(ErrorKind::Connect, format!("sqlite: cannot open {path}: {e}")))?;
+        // Untimed when the shim cannot be registered: the run goes on, and
+        // the wait sampler says the times are missing.
+        let timings =
+            (timing && vfs::register().is_ok()).then(|| vfs::timings_for(std::path::Path::new(path)));
+        let _active = timings.as_ref().map(Active::new);
+        let cannot = |e| DbError::new(ErrorKind::Connect, format!("sqlite: cannot open {path}: {e}"));
+        let conn = match &timings {
+            Some(_) => {
+                rusqlite::Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), vfs::NAME)
+            }
+            None => rusqlite::Connection::open(path),
+        }
+        .map_err(cannot)?;
         conn.busy_timeout(Duration::from_secs(60)).map_err(map_err)?;
         conn.set_prepared_statement_cache_capacity(256);
         conn.execute_batch(&format!(
             "PRAGMA journal_mode=WAL; PRAGMA synchronous={synchronous}; PRAGMA foreign_keys=OFF;"
         ))
         .map_err(map_err)?;
-        let settings =
-            vec![("journal_mode".into(), "wal".into()), ("synchronous".into(), synchronous.to_lowercase())];
-        Ok(SqliteConn { conn, sql: StmtCache::new(), settings })
+        let vfs_name = if timings.is_some() { vfs::NAME } else { "default" };
+        let settings = vec![
+            ("journal_mode".into(), "wal".into()),
+            ("synchronous".into(), synchronous.to_lowercase()),
+            ("vfs".into(), vfs_name.into()),
+        ];
+        Ok(SqliteConn { conn, sql: StmtCache::new(), settings, timings })
+    }
+
+    /// Times a call of this connection (see `vfs::Active`).
+    fn active(&self) -> Option<Active> {
+        self.timings.as_ref().map(Active::new)
     }
 
     fn translated(&mut self, stmt: &Stmt) -> String {
@@ -141,6 +182,7 @@ impl Connection for SqliteConn {
     }
 
     fn execute(&mut self, stmt: &Stmt, params: &[Value]) -> Result<u64, DbError> {
+        let _active = self.active();
         let sql = self.translated(stmt);
         let mut s = self.conn.prepare_cached(&sql).map_err(map_err)?;
         let n = s.execute(rusqlite::params_from_iter(params.iter())).map_err(map_err)?;
@@ -148,6 +190,7 @@ impl Connection for SqliteConn {
     }
 
     fn query(&mut self, stmt: &Stmt, params: &[Value]) -> Result<Vec<Row>, DbError> {
+        let _active = self.active();
         let sql = self.translated(stmt);
         let mut s = self.conn.prepare_cached(&sql).map_err(map_err)?;
         let ncol = s.column_count();
@@ -164,18 +207,22 @@ impl Connection for SqliteConn {
     }
 
     fn batch(&mut self, sql: &str) -> Result<(), DbError> {
+        let _active = self.active();
         self.conn.execute_batch(sql).map_err(map_err)
     }
 
     fn begin(&mut self) -> Result<(), DbError> {
+        let _active = self.active();
         self.conn.execute_batch("BEGIN IMMEDIATE").map_err(map_err)
     }
 
     fn commit(&mut self) -> Result<(), DbError> {
+        let _active = self.active();
         self.conn.execute_batch("COMMIT").map_err(map_err)
     }
 
     fn rollback(&mut self) -> Result<(), DbError> {
+        let _active = self.active();
         if self.conn.is_autocommit() {
             return Ok(());
         }
@@ -183,6 +230,7 @@ impl Connection for SqliteConn {
     }
 
     fn load(&mut self, table: &str, columns: &[&str], rows: &[Vec<Value>]) -> Result<(), DbError> {
+        let _active = self.active();
         let marks: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
         let sql = format!("INSERT INTO {table} ({}) VALUES ({})", columns.join(", "), marks.join(", "));
         // Inside the caller's transaction, or in one of its own.
@@ -220,6 +268,10 @@ impl Connection for SqliteConn {
 
     fn is_closed(&self) -> bool {
         false
+    }
+
+    fn vfs_timings(&self) -> Option<Arc<VfsTimings>> {
+        self.timings.clone()
     }
 }
 
@@ -261,6 +313,90 @@ mod tests {
         let mut c = open(&dir);
         let e = c.query(&Stmt::new("SELECT * FROM nope"), &[]).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::MissingObject);
+    }
+
+    fn open_with(dir: &tempfile::TempDir, options: &str) -> SqliteConn {
+        let url = DbUrl::parse(&format!("sqlite:{}{options}", dir.path().join("t.db").display())).unwrap();
+        SqliteConn::open(&url).unwrap()
+    }
+
+    /// Twenty one-row commits.
+    fn commits(c: &mut SqliteConn) {
+        c.batch("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, v TEXT)").unwrap();
+        let ins = Stmt::new("INSERT INTO t (v) VALUES ($1)");
+        for i in 0..20 {
+            c.begin().unwrap();
+            c.execute(&ins, &[format!("row {i}").into()]).unwrap();
+            c.commit().unwrap();
+        }
+    }
+
+    #[test]
+    fn the_timing_vfs_times_each_commit_s_sync_and_wal_works_through_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = open_with(&dir, "?synchronous=full");
+        assert!(c.server_info().unwrap().settings["vfs"] == vfs::NAME);
+        commits(&mut c);
+        let t = c.vfs_timings().expect("timed").totals();
+        assert!(t.sync_ns > 0 && t.write_ns > 0, "{t:?}");
+        assert!(t.active_ns >= t.sync_ns + t.write_ns + t.read_ns, "{t:?}");
+        // A second connection shares the timings and sees the rows through
+        // the WAL's shared memory; a checkpoint syncs the database file.
+        let mut d = open_with(&dir, "");
+        assert!(Arc::ptr_eq(&c.vfs_timings().unwrap(), &d.vfs_timings().unwrap()));
+        let n = d.query_one(&Stmt::new("SELECT COUNT(*) FROM t"), &[]).unwrap().int(0).unwrap();
+        assert_eq!(n, 20);
+        let before = d.vfs_timings().unwrap().totals().sync_ns;
+        d.batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
+        assert!(d.vfs_timings().unwrap().totals().sync_ns > before);
+        commits(&mut d);
+        drop((c, d));
+        let mut e = open_with(&dir, "");
+        let n = e.query_one(&Stmt::new("SELECT COUNT(*) FROM t"), &[]).unwrap().int(0).unwrap();
+        assert_eq!(n, 40);
+    }
+
+    #[test]
+    fn synchronous_off_never_syncs_and_timing_off_keeps_no_times() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = open_with(&dir, "?synchronous=off");
+        // Turning a new database to WAL flushed it (before the
+        // synchronous pragma); the commits after never do.
+        let before = c.vfs_timings().expect("timed").totals();
+        commits(&mut c);
+        let t = c.vfs_timings().unwrap().totals();
+        assert_eq!(t.sync_ns, before.sync_ns, "{t:?}");
+        assert!(t.write_ns > before.write_ns, "{t:?}");
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = open_with(&dir, "?timing=off");
+        commits(&mut c);
+        assert!(c.vfs_timings().is_none());
+        assert_eq!(c.server_info().unwrap().settings["vfs"], "default");
+        let e = SqliteConn::open(&DbUrl::parse("sqlite:/tmp/x.db?timing=maybe").unwrap()).err().unwrap();
+        assert!(e.to_string().contains("timing='maybe'"), "{e}");
+    }
+
+    #[test]
+    fn a_writer_waiting_for_the_lock_is_timed_as_busy() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = open(&dir);
+        commits(&mut c);
+        let timings = c.vfs_timings().unwrap();
+        c.begin().unwrap();
+        let mut d = open(&dir);
+        let waiter = std::thread::spawn(move || {
+            d.begin().unwrap();
+            d.commit().unwrap();
+        });
+        // The lock is held until the waiter has slept in the busy handler
+        // at least once (its first sleep is 1 ms).
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while timings.totals().busy_ns == 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        c.commit().unwrap();
+        waiter.join().unwrap();
+        assert!(timings.totals().busy_ns > 0, "{:?}", timings.totals());
     }
 
     #[test]

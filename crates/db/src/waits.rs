@@ -10,15 +10,28 @@
 //! shares sum to 1, and `wait.aas` (average active sessions) says how many
 //! sessions the shares are of.
 //!
+//! SQLite has no server and no sessions to look at: its waits are the time
+//! its connections spend in the VFS's calls, which storbench's connections
+//! time themselves (`vfs.rs`, a shim over the default VFS): at each look
+//! the nanoseconds since the last look in `xRead` (`IO.Read`), `xWrite`
+//! and `xTruncate` (`IO.Write`), `xSync` (`IO.Sync`) and the busy
+//! handler's `xSleep` (`Lock.Busy`, waiting for another connection's write
+//! lock), and as `CPU` the rest of the time the connections spent inside
+//! SQLite's calls at all (statements, begin, commit); each over the look's
+//! wall time, so a class counts average connections in it, as a server's
+//! counts sessions, and `wait.aas` is the average number of connections
+//! inside SQLite. Time is counted when a call ends, so a long call lands in
+//! the look after it; the `CPU` rest carries a shortfall over to the next
+//! look rather than going below zero, so over a second the shares are the
+//! time's.
+//!
 //! It never blocks the run: its queries run in its own thread on its own
 //! connection; a failed look is skipped (counted in `wait.missed`), a lost
 //! connection ends the sampling. It never prints, and never changes the
 //! server's settings: where the server does not keep waits
-//! (`performance_schema=OFF`, or its `events_waits_current` consumer off)
-//! [`WaitSource::open`] says why and nothing is sampled. SQLite has no
-//! server and no sessions to look at: its waits would be its VFS's time in
-//! `xSync` and `xRead`, which rusqlite gives no safe way to wrap (a VFS
-//! shim is `unsafe` C-ABI code over `sqlite3_vfs`); it is refused by name.
+//! (`performance_schema=OFF`, or its `events_waits_current` consumer off;
+//! SQLite opened with `?timing=off`) [`WaitSource::open`] says why and
+//! nothing is sampled.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -28,7 +41,7 @@ use std::time::{Duration, Instant};
 
 use storbench_metrics::{StepReport, Unit};
 
-use crate::{Connection, Dialect, Stmt};
+use crate::{Connection, Dialect, Stmt, VfsTimings, VfsTotals};
 
 /// Looks per second.
 pub const HZ: u32 = 10;
@@ -43,19 +56,30 @@ pub const LOOKS: &str = "wait.samples";
 /// Looks that failed in the measured window (figure).
 pub const MISSED: &str = "wait.missed";
 
-/// What the active sessions wait on at one instant: class → sessions.
+/// What the active sessions wait on at one instant: class → sessions (for
+/// SQLite: average connections in the class since the last look).
 /// A class is `Type.Event` (`IO.WALSync`, `Lock.transactionid`) or `CPU`.
-pub type Snapshot = Vec<(String, u32)>;
+pub type Snapshot = Vec<(String, f64)>;
 
 /// `IO.WALSync` as people read it: `IO:WALSync`.
 pub fn display_class(class: &str) -> String {
     class.replacen('.', ":", 1)
 }
 
-/// PostgreSQL: the active sessions of this database but the sampler's own.
-const PG_LOOK: &str = "SELECT COALESCE(wait_event_type, ''), COALESCE(wait_event, ''), COUNT(*) \
-     FROM pg_stat_activity WHERE state = 'active' AND datname = current_database() \
-     AND pid <> pg_backend_pid() GROUP BY 1, 2";
+/// PostgreSQL: the active sessions of this database (its client backends
+/// and their parallel workers) but the sampler's own, grouped in the
+/// server. It reads `pg_stat_get_activity` directly, not the
+/// `pg_stat_activity` view (which joins `pg_database` and `pg_authid` for
+/// names nobody here reads), with the database's oid and the sampler's pid
+/// filled in at [`WaitSource::open`]: one prepared statement on one
+/// persistent connection, looking at nothing but what it counts.
+fn pg_look(db_oid: i64, own_pid: i64) -> String {
+    format!(
+        "SELECT COALESCE(wait_event_type, ''), COALESCE(wait_event, ''), COUNT(*) \
+         FROM pg_stat_get_activity(NULL) WHERE datid = {db_oid} AND state = 'active' \
+         AND backend_type IN ('client backend', 'parallel worker') AND pid <> {own_pid} GROUP BY 1, 2"
+    )
+}
 
 /// MariaDB/MySQL: the threads running a command on this database (not
 /// sleeping) but the sampler's own, each with the wait it is in now (the
@@ -88,7 +112,51 @@ pub fn server_pid(conn: &mut dyn Connection) -> Option<u32> {
 /// A connection that can look at the database's waits.
 pub struct WaitSource {
     conn: Box<dyn Connection>,
-    look: Stmt,
+    how: How,
+}
+
+/// What a look reads.
+enum How {
+    /// A server's sessions, by this query.
+    Query(Stmt),
+    /// SQLite's times (`vfs.rs`), against the last look's.
+    Vfs(VfsLook),
+}
+
+/// SQLite's times at the last look.
+struct VfsLook {
+    timings: std::sync::Arc<VfsTimings>,
+    last: VfsTotals,
+    at: Instant,
+    /// Wait time counted before the calls it was part of ended (ns): taken
+    /// from the next looks' `CPU`.
+    ahead: u64,
+}
+
+impl VfsLook {
+    /// The classes' average connections since the last look.
+    fn look(&mut self) -> Snapshot {
+        let (now, at) = (self.timings.totals(), Instant::now());
+        let (a, b) = (now, std::mem::replace(&mut self.last, now));
+        let wall = at.duration_since(std::mem::replace(&mut self.at, at)).as_nanos().max(1) as f64;
+        let waits = [
+            ("IO.Read", a.read_ns.saturating_sub(b.read_ns)),
+            ("IO.Write", a.write_ns.saturating_sub(b.write_ns)),
+            ("IO.Sync", a.sync_ns.saturating_sub(b.sync_ns)),
+            ("Lock.Busy", a.busy_ns.saturating_sub(b.busy_ns)),
+        ];
+        let waited: u64 = waits.iter().map(|(_, ns)| ns).sum();
+        let active = a.active_ns.saturating_sub(b.active_ns);
+        let due = waited + self.ahead;
+        let cpu = active.saturating_sub(due);
+        self.ahead = due.saturating_sub(active);
+        waits
+            .into_iter()
+            .chain([(CPU, cpu)])
+            .filter(|(_, ns)| *ns > 0)
+            .map(|(c, ns)| (c.to_string(), ns as f64 / wall))
+            .collect()
+    }
 }
 
 /// PostgreSQL's type and event as a class: `IO.WALSync`; no type is `CPU`.
@@ -129,7 +197,18 @@ impl WaitSource {
                 .map_err(|e| e.to_string())
         };
         let look = match conn.dialect() {
-            Dialect::Postgres => PG_LOOK,
+            Dialect::Postgres => {
+                let me = conn
+                    .query_one(
+                        &Stmt::new(
+                            "SELECT oid::bigint, pg_backend_pid()::bigint FROM pg_database \
+                             WHERE datname = current_database()",
+                        ),
+                        &[],
+                    )
+                    .map_err(|e| e.to_string())?;
+                pg_look(me.int(0).map_err(|e| e.to_string())?, me.int(1).map_err(|e| e.to_string())?)
+            }
             Dialect::Mysql => {
                 let on = one(&mut conn, "SELECT @@performance_schema")?;
                 if on != "1" && !on.eq_ignore_ascii_case("on") {
@@ -147,22 +226,29 @@ impl WaitSource {
                          WHERE NAME = 'events_waits_current' turns it on)"
                         .into());
                 }
-                MY_LOOK
+                MY_LOOK.to_string()
             }
             Dialect::Sqlite => {
-                return Err("SQLite has no sessions to sample; timing its VFS's sync and read calls would \
-                     need an unsafe sqlite3_vfs shim, which storbench does not have"
-                    .into())
+                let timings = conn.vfs_timings().ok_or(
+                    "the SQLite database was opened with ?timing=off, so no time in its VFS's calls is kept",
+                )?;
+                let vfs = VfsLook { last: timings.totals(), timings, at: Instant::now(), ahead: 0 };
+                return Ok(WaitSource { conn, how: How::Vfs(vfs) });
             }
         };
-        let mut s = WaitSource { conn, look: Stmt::new(look) };
+        let mut s = WaitSource { conn, how: How::Query(Stmt::new(look)) };
         s.look().map_err(|e| e.to_string())?;
         Ok(s)
     }
 
-    /// One look: what each active session waits on now.
+    /// One look: what each active session waits on now (SQLite: what its
+    /// connections spent their time in since the last look).
     pub fn look(&mut self) -> Result<Snapshot, crate::DbError> {
-        let rows = self.conn.query(&self.look, &[])?;
+        let look = match &mut self.how {
+            How::Query(q) => q,
+            How::Vfs(v) => return Ok(v.look()),
+        };
+        let rows = self.conn.query(look, &[])?;
         let mut out: Snapshot = Vec::with_capacity(rows.len());
         let dialect = self.conn.dialect();
         for r in rows {
@@ -171,8 +257,8 @@ impl WaitSource {
                 _ => (my_class(&r.text(0)?), r.int(1)?),
             };
             match out.iter_mut().find(|(c, _)| *c == class) {
-                Some(e) => e.1 += n as u32,
-                None => out.push((class, n as u32)),
+                Some(e) => e.1 += n as f64,
+                None => out.push((class, n as f64)),
             }
         }
         Ok(out)
@@ -270,7 +356,7 @@ impl Tally {
         match snap {
             Some(s) => {
                 for (c, n) in s {
-                    *self.classes.entry(c.clone()).or_default() += *n as f64;
+                    *self.classes.entry(c.clone()).or_default() += *n;
                 }
             }
             None => self.missed += 1,
@@ -342,12 +428,39 @@ mod tests {
     }
 
     #[test]
+    fn sqlite_s_looks_are_its_connections_time_in_the_vfs() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = |o: &str| crate::DbUrl::parse(&format!("sqlite:{}/w.db{o}", dir.path().display())).unwrap();
+        let mut w = crate::connect(&url("")).unwrap();
+        w.batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)").unwrap();
+        let mut src = WaitSource::open(crate::connect(&url("")).unwrap()).unwrap();
+        let ins = Stmt::new("INSERT INTO t (v) VALUES ($1)");
+        for i in 0..30 {
+            w.begin().unwrap();
+            w.execute(&ins, &[i.into()]).unwrap();
+            w.commit().unwrap();
+        }
+        let snap = src.look().unwrap();
+        let get = |c: &str| snap.iter().find(|(k, _)| k == c).map(|(_, v)| *v);
+        assert!(get("IO.Sync").is_some_and(|v| v > 0.0), "{snap:?}");
+        assert!(get(CPU).is_some_and(|v| v > 0.0), "{snap:?}");
+        // One connection, every call inside the look's window: at most one
+        // connection active on average.
+        let sum: f64 = snap.iter().map(|(_, v)| v).sum();
+        assert!(sum > 0.0 && sum <= 1.0 + 1e-9, "{sum} in {snap:?}");
+        // Nothing ran since: nothing to share.
+        assert!(src.look().unwrap().is_empty());
+        let off = WaitSource::open(crate::connect(&url("?timing=off")).unwrap()).err().unwrap();
+        assert!(off.contains("timing=off"), "{off}");
+    }
+
+    #[test]
     fn each_second_s_shares_sum_to_one_and_aas_counts_sessions() {
         let t0 = Instant::now();
-        let snap = |v: &[(&str, u32)]| Some(v.iter().map(|(c, n)| (c.to_string(), *n)).collect::<Snapshot>());
+        let snap = |v: &[(&str, f64)]| Some(v.iter().map(|(c, n)| (c.to_string(), *n)).collect::<Snapshot>());
         let looks: Vec<Look> = vec![
-            (t0 + Duration::from_millis(100), snap(&[("CPU", 1), ("Lock.transactionid", 3)])),
-            (t0 + Duration::from_millis(600), snap(&[("IO.WALSync", 2)])),
+            (t0 + Duration::from_millis(100), snap(&[("CPU", 1.0), ("Lock.transactionid", 3.0)])),
+            (t0 + Duration::from_millis(600), snap(&[("IO.WALSync", 2.0)])),
             (t0 + Duration::from_millis(1100), None),
             (t0 + Duration::from_millis(1200), snap(&[])),
             (t0 + Duration::from_millis(2300), None),

@@ -27,8 +27,10 @@
 //!    workload's own CPU is known (storbench's where it is the whole
 //!    workload: SQLite runs inside it, `io` has no server; else storbench's
 //!    plus the measured server's), under half of the busy CPU is it, and
-//!    the device is ≥ [`UTIL_SATURATED`] % utilised: then other processes load the host
-//!    while the device limits the workload, and the rules below decide;
+//!    the device is ≥ [`UTIL_SATURATED`] % utilised or the database's own
+//!    sessions spent at least [`WAIT_IO_SHARE`] of their time waiting on
+//!    I/O: then other processes load the host while the device limits the
+//!    workload, and the rules below decide;
 //! 4. no figures for the database's device → `storage-latency` when the
 //!    database's own sessions spent at least [`WAIT_IO_SHARE`] of their
 //!    time waiting on I/O (`wait.share.IO.*`), else `not-clear`;
@@ -462,8 +464,11 @@ impl<'a> Context<'a> {
             (false, Some(sv)) => f.own.map(|o| o + sv),
             (false, None) => None,
         };
+        // Sessions that mostly wait on I/O are not waiting for a CPU: a
+        // runnable session counts as CPU.
+        let waits_on_io = f.waits.as_ref().is_some_and(|w| w.io >= WAIT_IO_SHARE);
         let others_busy = workload.is_some_and(|w| w < busy / 2.0)
-            && f.dev.as_ref().is_some_and(|(_, d)| d.util >= UTIL_SATURATED);
+            && (waits_on_io || f.dev.as_ref().is_some_and(|(_, d)| d.util >= UTIL_SATURATED));
         if busy >= CPU_BUSY && !others_busy {
             return (Kind::Cpu, self.cpu(&f, busy));
         }
@@ -942,6 +947,46 @@ mod tests {
         };
         assert_eq!(one("tpcb", env(), with_server(10.0)).kind, Kind::StorageLatency);
         assert_eq!(one("tpcb", env(), with_server(150.0)).kind, Kind::Cpu);
+    }
+
+    #[test]
+    fn sessions_waiting_on_io_on_a_host_busy_with_others_are_not_cpu_bound() {
+        // SQLite at one client on a modelled disk, the CPU filled by other
+        // work, the device 77 % utilised (under saturation): its own
+        // timing says the connection spent 99 % of its time in xSync, so
+        // it was not waiting for a CPU — storage latency.
+        let figures = |sync: f64| {
+            vec![step(
+                0,
+                "clients=1",
+                10,
+                &[
+                    ("cpu.user", 95.0),
+                    ("cpu.system", 5.0),
+                    ("driver.cpu.percent", 2.0),
+                    ("dev.vda.util", 77.0),
+                    ("dev.vda.queue", 0.8),
+                    ("dev.vda.w_await", 30.0),
+                    ("dev.vda.writes", 26.0),
+                    ("lat.mean", 38000.0),
+                    ("tps", 26.0),
+                    ("wait.share.IO.Sync", sync),
+                    ("wait.share.CPU", 1.0 - sync),
+                    ("wait.aas", 1.0),
+                ],
+            )]
+        };
+        let sqlite = json!({"cpus": 2, "db": {"engine": "sqlite", "data_fs": {"device": "/dev/vda"}}});
+        let v = one("tpcb", sqlite.clone(), figures(0.99));
+        assert_eq!(v.kind, Kind::StorageLatency, "{}", v.evidence);
+        assert!(
+            v.evidence.ends_with("sessions: IO:Sync 99 %, CPU 1 % of 1.0 active sessions"),
+            "{}",
+            v.evidence
+        );
+        // Sessions mostly running (or runnable): the busy CPU decides.
+        let v = one("tpcb", sqlite, figures(0.3));
+        assert_eq!(v.kind, Kind::Cpu, "{}", v.evidence);
     }
 
     #[test]

@@ -182,10 +182,6 @@ impl Recorder {
     /// where the server keeps none, says why once on stderr and samples
     /// nothing.
     pub fn sample_waits(&mut self, conn: Box<dyn storbench_db::Connection>) {
-        // An embedded database has no sessions to look at (docs/report.md).
-        if conn.dialect() == storbench_db::Dialect::Sqlite {
-            return;
-        }
         match storbench_db::waits::WaitSource::open(conn) {
             Ok(src) => self.waits = Some(storbench_db::waits::WaitSampler::start(src)),
             Err(why) => eprintln!("storbench: no wait events: {why}"),

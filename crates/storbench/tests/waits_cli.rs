@@ -4,7 +4,7 @@
 //! under 8 clients show lock waits; `--no-wait-events` stores none; a
 //! MariaDB with performance_schema OFF says so once and stores none; the
 //! server's own CPU is a figure the CPU verdict names; `tpch run` prints
-//! its verdicts.
+//! its verdicts; SQLite's commits show their flushes as `IO:Sync`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -96,6 +96,47 @@ fn tpcb_on_postgres_with_8_clients_at_scale_1_waits_on_locks_and_each_second_s_s
     });
     common::psql("postgres", &format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"));
     result.unwrap();
+}
+
+/// SQLite's waits are its connections' time in the VFS's calls (the
+/// timing shim): at `synchronous=full` each commit's WAL flush shows as
+/// `IO:Sync` in the run record and the store, each second's shares sum to
+/// one, and one client is at most one active connection; at
+/// `synchronous=off` SQLite never flushes, so the sync share is gone.
+#[test]
+fn tpcb_on_sqlite_records_the_time_its_commits_spend_in_the_vfs_s_sync() {
+    let d = tempfile::tempdir().unwrap();
+    let mut sync_share = Vec::new();
+    for sync in ["full", "off"] {
+        let db = format!("sqlite:{}/b_{sync}.db?synchronous={sync}", d.path().display());
+        let st = sb(d.path()).args(["tpcb", "init", "--db", &db, "--scale", "1"]).status().unwrap();
+        assert!(st.success());
+        let out = sb(d.path())
+            .args(["--json", "tpcb", "run", "--db", &db, "--clients", "1", "--duration", "3s"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{err}");
+        let rec: Value = serde_json::from_slice(&out.stdout).expect("the run record");
+        let metrics = &rec["steps"][0]["metrics"];
+        let share = metrics["wait.share.IO.Sync"]["value"].as_f64().unwrap_or(0.0);
+        let aas = metrics["wait.aas"]["value"].as_f64().unwrap_or_else(|| panic!("no wait.aas in {metrics}"));
+        assert!(aas > 0.0 && aas <= 1.05, "one client, {aas} active connections");
+        let id = rec["run"]["id"].as_i64().unwrap().to_string();
+        let (figures, secs) = waits(d.path(), &id);
+        assert_eq!(figures.get("wait.share.IO.Sync").copied().unwrap_or(0.0), share, "{figures:?}");
+        let busy: Vec<_> = secs.iter().filter(|(_, s)| s.get("wait.aas").is_some_and(|a| *a > 0.0)).collect();
+        assert!(busy.len() >= 3, "{secs:?}");
+        for (t, s) in &busy {
+            let sum: f64 = s.iter().filter(|(k, _)| k.starts_with("wait.share.")).map(|(_, v)| v).sum();
+            assert!((sum - 1.0).abs() < 1e-9, "second {t}: shares sum to {sum}: {s:?}");
+        }
+        assert!(err.contains("waits clients=1: "), "{err}");
+        sync_share.push(share);
+    }
+    let (full, off) = (sync_share[0], sync_share[1]);
+    assert!(full > 0.0, "no IO:Sync share at synchronous=full");
+    assert!(off < full / 5.0, "IO:Sync {off} at synchronous=off against {full} at full");
 }
 
 #[test]
