@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 
 use super::tests::Rng;
-use super::{Policy, PolicyKind};
+use super::PolicyKind;
 
 fn find(l: &VecDeque<u64>, k: u64) -> Option<usize> {
     l.iter().position(|&x| x == k)
