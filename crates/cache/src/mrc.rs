@@ -386,6 +386,13 @@ pub fn simulate(kind: PolicyKind, lines: usize, keys: &[u64]) -> SimResult {
     }
 }
 
+/// CPU time this thread has run, from Linux's scheduler statistics (the
+/// first field of /proc/thread-self/schedstat, in ns); None elsewhere.
+fn thread_cpu() -> Option<std::time::Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok().map(std::time::Duration::from_nanos)
+}
+
 /// Sizes from `lo` to `hi` bytes, doubling (`hi` itself is always included).
 pub fn doubling(lo: u64, hi: u64) -> Vec<u64> {
     let mut v = Vec::new();
@@ -453,7 +460,9 @@ pub struct Curve {
     /// `stack-distance` (all sizes in one pass) or `simulation`.
     pub method: &'static str,
     /// Simulated accesses per second of one thread, over all sizes (the
-    /// simulation only, not reading the trace); None for stack distance.
+    /// simulation only, not reading the trace), per second of the thread's
+    /// CPU time where Linux reports it (so a busy machine's other work does
+    /// not count), else of wall time; None for stack distance.
     pub sim_accesses_per_s: Option<f64>,
     /// Miss ratio per size of [`MrcResult::sizes`].
     pub miss_ratio: Vec<f64>,
@@ -563,7 +572,7 @@ where
                 let j = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(&(pi, si, kind, lines)) = jobs.get(j) else { break };
                 // A cache smaller than one sampled line holds nothing.
-                let t0 = std::time::Instant::now();
+                let (t0, c0) = (std::time::Instant::now(), thread_cpu());
                 let m = if lines == 0 {
                     1.0
                 } else {
@@ -576,7 +585,10 @@ where
                         r.miss_ratio()
                     }
                 };
-                let secs = t0.elapsed().as_secs_f64();
+                let secs = match (c0, thread_cpu()) {
+                    (Some(a), Some(b)) => b.saturating_sub(a).as_secs_f64(),
+                    _ => t0.elapsed().as_secs_f64(),
+                };
                 results.lock().expect("no panics hold the lock").push((pi, si, m, secs));
             });
         }

@@ -61,36 +61,12 @@ impl Arc {
     fn len_of(&self, list: u8) -> usize {
         self.l[list as usize].len
     }
-}
 
-impl Policy for Arc {
-    fn name(&self) -> &'static str {
-        "arc"
-    }
-    fn capacity(&self) -> usize {
-        self.c
-    }
-    fn len(&self) -> usize {
-        self.len_of(T1) + self.len_of(T2)
-    }
-    fn contains(&self, key: u64) -> bool {
-        self.slab.get(key).is_some_and(|i| self.slab.node(i).list <= T2)
-    }
+    /// Cases II-IV for a line that missed, with its node if it is a ghost.
     #[inline]
-    fn lookup(&mut self, key: u64) -> bool {
-        // Case I: a hit in T1 or T2 moves the line to T2's head.
-        match self.slab.get(key) {
-            Some(i) if self.slab.node(i).list <= T2 => {
-                self.unlink(i);
-                self.push(T2, i);
-                true
-            }
-            _ => false,
-        }
-    }
-    fn admit(&mut self, key: u64) -> Option<u64> {
+    fn admit_node(&mut self, key: u64, node: Option<u32>) -> Option<u64> {
         let c = self.c;
-        if let Some(i) = self.slab.get(key) {
+        if let Some(i) = node {
             let (b1, b2) = (self.len_of(B1), self.len_of(B2));
             let in_b2 = self.slab.node(i).list == B2;
             if in_b2 {
@@ -132,6 +108,49 @@ impl Policy for Arc {
         let i = self.slab.alloc(key, T1);
         self.slab.push_head(&mut self.l[T1 as usize], i);
         victim
+    }
+}
+
+impl Policy for Arc {
+    fn name(&self) -> &'static str {
+        "arc"
+    }
+    fn capacity(&self) -> usize {
+        self.c
+    }
+    fn len(&self) -> usize {
+        self.len_of(T1) + self.len_of(T2)
+    }
+    fn contains(&self, key: u64) -> bool {
+        self.slab.get(key).is_some_and(|i| self.slab.node(i).list <= T2)
+    }
+    #[inline]
+    fn lookup(&mut self, key: u64) -> bool {
+        // Case I: a hit in T1 or T2 moves the line to T2's head.
+        match self.slab.get(key) {
+            Some(i) if self.slab.node(i).list <= T2 => {
+                self.unlink(i);
+                self.push(T2, i);
+                true
+            }
+            _ => false,
+        }
+    }
+    fn admit(&mut self, key: u64) -> Option<u64> {
+        let node = self.slab.get(key);
+        self.admit_node(key, node)
+    }
+    /// One index lookup per access: a miss goes on with the node found.
+    #[inline]
+    fn access(&mut self, key: u64) -> (bool, Option<u64>) {
+        match self.slab.get(key) {
+            Some(i) if self.slab.node(i).list <= T2 => {
+                self.unlink(i);
+                self.push(T2, i);
+                (true, None)
+            }
+            node => (false, self.admit_node(key, node)),
+        }
     }
 }
 

@@ -9,6 +9,8 @@ mod arc;
 mod clock;
 mod list;
 mod lru;
+#[cfg(test)]
+mod reference;
 mod s3fifo;
 mod sieve;
 mod twoq;

@@ -40,8 +40,9 @@ impl TwoQ {
     }
 
     /// Frees one resident slot: from A1in (into A1out) when A1in is over its
-    /// share, else from Am.
-    fn reclaim(&mut self) -> u64 {
+    /// share, else from Am. `ghost` is the node of the line being admitted,
+    /// if A1out remembers it: None if A1out just forgot it.
+    fn reclaim(&mut self, ghost: &mut Option<u32>) -> u64 {
         if self.a1in.len > self.kin || self.am.len == 0 {
             let y = self.slab.pop_tail(&mut self.a1in).expect("A1in holds the lines");
             let key = self.slab.node(y).key;
@@ -49,6 +50,9 @@ impl TwoQ {
             self.slab.push_head(&mut self.a1out, y);
             if self.a1out.len > self.kout {
                 let z = self.slab.pop_tail(&mut self.a1out).expect("A1out is over its size");
+                if *ghost == Some(z) {
+                    *ghost = None;
+                }
                 self.slab.release(z);
             }
             key
@@ -58,6 +62,25 @@ impl TwoQ {
             self.slab.release(y);
             key
         }
+    }
+
+    /// A line that missed, with its node if A1out remembers it.
+    #[inline]
+    fn admit_node(&mut self, key: u64, mut node: Option<u32>) -> Option<u64> {
+        let victim = if self.len() >= self.cap { Some(self.reclaim(&mut node)) } else { None };
+        match node {
+            Some(i) => {
+                // Remembered in A1out: a real re-reference, into Am.
+                self.slab.unlink(&mut self.a1out, i);
+                self.slab.node_mut(i).list = AM;
+                self.slab.push_head(&mut self.am, i);
+            }
+            None => {
+                let i = self.slab.alloc(key, A1IN);
+                self.slab.push_head(&mut self.a1in, i);
+            }
+        }
+        victim
     }
 }
 
@@ -89,20 +112,24 @@ impl Policy for TwoQ {
         }
     }
     fn admit(&mut self, key: u64) -> Option<u64> {
-        let victim = if self.len() >= self.cap { Some(self.reclaim()) } else { None };
-        match self.slab.get(key) {
-            Some(i) => {
-                // Remembered in A1out: a real re-reference, into Am.
-                self.slab.unlink(&mut self.a1out, i);
-                self.slab.node_mut(i).list = AM;
-                self.slab.push_head(&mut self.am, i);
-            }
-            None => {
-                let i = self.slab.alloc(key, A1IN);
-                self.slab.push_head(&mut self.a1in, i);
+        let node = self.slab.get(key);
+        self.admit_node(key, node)
+    }
+    /// One index lookup per access: a miss goes on with the node found.
+    #[inline]
+    fn access(&mut self, key: u64) -> (bool, Option<u64>) {
+        let node = self.slab.get(key);
+        if let Some(i) = node {
+            match self.slab.node(i).list {
+                AM => {
+                    self.slab.move_to_head(&mut self.am, i);
+                    return (true, None);
+                }
+                A1IN => return (true, None),
+                _ => {}
             }
         }
-        victim
+        (false, self.admit_node(key, node))
     }
 }
 
