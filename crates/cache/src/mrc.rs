@@ -549,54 +549,7 @@ where
     };
     let lines_of = |bytes: u64| bytes / cfg.line;
 
-    // Simulations: one job per (policy, size), spread over the threads.
-    let jobs: Vec<(usize, usize, PolicyKind, usize)> = cfg
-        .policies
-        .iter()
-        .enumerate()
-        .filter(|(_, &p)| p != PolicyKind::Lru)
-        .flat_map(|(pi, &p)| {
-            cfg.sizes
-                .iter()
-                .enumerate()
-                .map(move |(si, &s)| (pi, si, p, ((s / cfg.line) as f64 * rate).round() as usize))
-        })
-        .collect();
-    let mut sim = vec![vec![f64::NAN; cfg.sizes.len()]; cfg.policies.len()];
-    let mut sim_secs = vec![0.0f64; cfg.policies.len()];
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results = std::sync::Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..threads.max(1).min(jobs.len().max(1)) {
-            s.spawn(|| loop {
-                let j = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(&(pi, si, kind, lines)) = jobs.get(j) else { break };
-                // A cache smaller than one sampled line holds nothing.
-                let (t0, c0) = (std::time::Instant::now(), thread_cpu());
-                let m = if lines == 0 {
-                    1.0
-                } else {
-                    let r = simulate(kind, lines, &keys);
-                    // SHARDS-adj for simulations too: the misses over the
-                    // accesses the sample stands for (N·R), as for LRU.
-                    if rate < 1.0 && expected > 0.0 {
-                        ((r.accesses - r.hits) as f64 / expected).min(1.0)
-                    } else {
-                        r.miss_ratio()
-                    }
-                };
-                let secs = match (c0, thread_cpu()) {
-                    (Some(a), Some(b)) => b.saturating_sub(a).as_secs_f64(),
-                    _ => t0.elapsed().as_secs_f64(),
-                };
-                results.lock().expect("no panics hold the lock").push((pi, si, m, secs));
-            });
-        }
-    });
-    for (pi, si, m, secs) in results.into_inner().expect("threads done") {
-        sim[pi][si] = m;
-        sim_secs[pi] += secs;
-    }
+    let (sim, sim_secs) = simulate_all(cfg, &keys, rate, expected, threads);
 
     let curves = cfg
         .policies
@@ -653,6 +606,67 @@ where
         curves,
         lru_fine,
     })
+}
+
+/// The simulations: one job per (policy other than LRU, size), spread over
+/// `threads` threads, on the sampled `keys` (a cache of `rate` × its lines).
+/// Per policy and size the miss ratio (SHARDS-adjusted against `expected`
+/// accesses when sampled), and per policy the CPU seconds its jobs took.
+fn simulate_all(
+    cfg: &MrcConfig,
+    keys: &[u64],
+    rate: f64,
+    expected: f64,
+    threads: usize,
+) -> (Vec<Vec<f64>>, Vec<f64>) {
+    let jobs: Vec<(usize, usize, PolicyKind, usize)> = cfg
+        .policies
+        .iter()
+        .enumerate()
+        .filter(|(_, &p)| p != PolicyKind::Lru)
+        .flat_map(|(pi, &p)| {
+            cfg.sizes
+                .iter()
+                .enumerate()
+                .map(move |(si, &s)| (pi, si, p, ((s / cfg.line) as f64 * rate).round() as usize))
+        })
+        .collect();
+    let mut sim = vec![vec![f64::NAN; cfg.sizes.len()]; cfg.policies.len()];
+    let mut sim_secs = vec![0.0f64; cfg.policies.len()];
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1).min(jobs.len().max(1)) {
+            s.spawn(|| loop {
+                let j = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&(pi, si, kind, lines)) = jobs.get(j) else { break };
+                // A cache smaller than one sampled line holds nothing.
+                let (t0, c0) = (std::time::Instant::now(), thread_cpu());
+                let m = if lines == 0 {
+                    1.0
+                } else {
+                    let r = simulate(kind, lines, keys);
+                    // SHARDS-adj for simulations too: the misses over the
+                    // accesses the sample stands for (N·R), as for LRU.
+                    if rate < 1.0 && expected > 0.0 {
+                        ((r.accesses - r.hits) as f64 / expected).min(1.0)
+                    } else {
+                        r.miss_ratio()
+                    }
+                };
+                let secs = match (c0, thread_cpu()) {
+                    (Some(a), Some(b)) => b.saturating_sub(a).as_secs_f64(),
+                    _ => t0.elapsed().as_secs_f64(),
+                };
+                results.lock().expect("no panics hold the lock").push((pi, si, m, secs));
+            });
+        }
+    });
+    for (pi, si, m, secs) in results.into_inner().expect("threads done") {
+        sim[pi][si] = m;
+        sim_secs[pi] += secs;
+    }
+    (sim, sim_secs)
 }
 
 /// Without `--sizes`: doubling up to the footprint rounded up to a power of
