@@ -720,22 +720,24 @@ impl Model {
     /// service time and its way back (what `media create` compares with
     /// the daemon's floor).
     pub fn idle_latency(&self, req: &Req) -> Duration {
-        if let Model::Tiered(t) = self {
+        match self {
             // A fresh tier is cold: a miss (without touching its state).
-            return t.backing.idle_latency(req);
+            Model::Tiered(t) => t.backing.idle_latency(req),
+            Model::Array(a) => a.idle_latency(req),
+            // The trip there, the array's own idle latency (on a fresh copy
+            // of it), the trip back.
+            Model::Net(n) if matches!(n.backing, Model::Array(_)) => {
+                let at = n.approach(req, &mut State::default(), 0);
+                Duration::from_nanos(at) + n.backing.idle_latency(req) + n.back()
+            }
+            // A device, or a network in front of one: its service starts when
+            // the trip there ends (a disk's rotation depends on that instant).
+            _ => {
+                let mut st = State::default();
+                let at = self.approach(req, &mut st, 0);
+                Duration::from_nanos(at) + self.service_time(req, &mut st, at) + self.back(req)
+            }
         }
-        if let Model::Array(a) = self {
-            return a.idle_latency(req);
-        }
-        if let Model::Net(n) = self {
-            // The trip there, the backing's own idle latency (an array's on
-            // a fresh copy of it), the trip back.
-            let at = n.approach(req, &mut State::default(), 0);
-            return Duration::from_nanos(at) + n.backing.idle_latency(req) + n.back();
-        }
-        let mut st = State::default();
-        let at = self.approach(req, &mut st, 0);
-        Duration::from_nanos(at) + self.service_time(req, &mut st, at) + self.back(req)
     }
 
     /// How long the request occupies one unit when it starts at `start_ns`
