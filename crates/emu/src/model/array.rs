@@ -735,16 +735,15 @@ impl Array {
             at += n;
         }
         for group in pieces.chunk_by(|a, b| a.0 == b.0) {
-            let st = Stripe { members, p, chunk, s: group[0].0, status };
-            let pieces: Vec<(usize, u64, u64)> = group.iter().map(|&(_, j, off, n)| (j, off, n)).collect();
+            let st = Stripe::new(members, p, chunk, group[0].0, status);
             match op {
-                Op::Read => st.read(&pieces, plan),
-                Op::Write if pieces.iter().map(|g| g.2).sum::<u64>() == chunk * d as u64 => {
+                Op::Read => st.read(group, plan),
+                Op::Write if group.iter().map(|g| g.3).sum::<u64>() == chunk * d as u64 => {
                     st.full_write(plan)
                 }
-                Op::Write => st.partial_write(&pieces, plan),
+                Op::Write => st.partial_write(group, plan),
                 _ => {
-                    for &(j, off, n) in &pieces {
+                    for &(_, j, off, n) in group {
                         let dm = st.data_member(j);
                         if !st.down(dm, off, n) {
                             plan.first.push(MemberIo { disk: dm, op, offset: st.row() + off, len: n });
@@ -1046,7 +1045,8 @@ impl Array {
 
 /// One stripe of a parity group (RAID 5/6): which member holds data chunk
 /// `j` and which the parity (rotating left-symmetric), and what is down.
-/// Pieces are (data index, offset in the chunk, length).
+/// Pieces are (stripe, data index, offset in the chunk, length), as
+/// `plan_parity` cuts them.
 struct Stripe<'a> {
     members: &'a [usize],
     /// Parity chunks per stripe.
@@ -1054,10 +1054,17 @@ struct Stripe<'a> {
     chunk: u64,
     /// The stripe's number.
     s: u64,
+    /// The member index of the stripe's first parity chunk.
+    parity_start: usize,
     status: &'a ArrayStatus,
 }
 
-impl Stripe<'_> {
+impl<'a> Stripe<'a> {
+    fn new(members: &'a [usize], p: usize, chunk: u64, s: u64, status: &'a ArrayStatus) -> Stripe<'a> {
+        let m = members.len();
+        Stripe { members, p, chunk, s, parity_start: (m - 1) - (s % m as u64) as usize, status }
+    }
+
     /// The stripe's offset on each member.
     fn row(&self) -> u64 {
         self.s * self.chunk
@@ -1067,18 +1074,12 @@ impl Stripe<'_> {
         self.members.len() - self.p
     }
 
-    /// The member of the stripe's first parity chunk.
-    fn parity_start(&self) -> usize {
-        let m = self.members.len();
-        (m - 1) - (self.s % m as u64) as usize
-    }
-
     fn data_member(&self, j: usize) -> usize {
-        self.members[(self.parity_start() + self.p + j) % self.members.len()]
+        self.members[(self.parity_start + self.p + j) % self.members.len()]
     }
 
     fn parity_members(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.p).map(move |q| self.members[(self.parity_start() + q) % self.members.len()])
+        (0..self.p).map(move |q| self.members[(self.parity_start + q) % self.members.len()])
     }
 
     /// Whether `disk` cannot serve this range of the stripe (failed, and
@@ -1093,8 +1094,8 @@ impl Stripe<'_> {
 
     /// Each piece from its member, or, where that member is down,
     /// reconstructed from the same range of `d` surviving others.
-    fn read(&self, pieces: &[(usize, u64, u64)], plan: &mut Plan) {
-        for &(j, off, n) in pieces {
+    fn read(&self, pieces: &[(u64, usize, u64, u64)], plan: &mut Plan) {
+        for &(_, j, off, n) in pieces {
             let dm = self.data_member(j);
             if !self.down(dm, off, n) {
                 plan.first.push(self.io(dm, Op::Read, off, n));
@@ -1114,9 +1115,7 @@ impl Stripe<'_> {
 
     /// A full stripe: data and parity written, no reads.
     fn full_write(&self, plan: &mut Plan) {
-        let disks: Vec<usize> =
-            (0..self.data_disks()).map(|j| self.data_member(j)).chain(self.parity_members()).collect();
-        for disk in disks {
+        for disk in (0..self.data_disks()).map(|j| self.data_member(j)).chain(self.parity_members()) {
             if !self.down(disk, 0, self.chunk) {
                 plan.first.push(self.io(disk, Op::Write, 0, self.chunk));
             }
@@ -1127,17 +1126,17 @@ impl Stripe<'_> {
     /// each piece, old parity over R, the in-chunk range every piece lies
     /// in) or reconstruct-write (R from every data member no piece covers),
     /// whichever reads less and is possible — then the new data and parity.
-    fn partial_write(&self, pieces: &[(usize, u64, u64)], plan: &mut Plan) {
-        let lo = pieces.iter().map(|g| g.1).min().expect("a piece");
-        let hi = pieces.iter().map(|g| g.1 + g.2).max().expect("a piece");
+    fn partial_write(&self, pieces: &[(u64, usize, u64, u64)], plan: &mut Plan) {
+        let lo = pieces.iter().map(|g| g.2).min().expect("a piece");
+        let hi = pieces.iter().map(|g| g.2 + g.3).max().expect("a piece");
         let r = hi - lo;
         let alive_parity: Vec<usize> = self.parity_members().filter(|&pm| !self.down(pm, lo, r)).collect();
-        let touched_down = pieces.iter().any(|&(j, off, n)| self.down(self.data_member(j), off, n));
+        let touched_down = pieces.iter().any(|&(_, j, off, n)| self.down(self.data_member(j), off, n));
         let rmw: Option<Vec<MemberIo>> = (!touched_down).then(|| {
             if alive_parity.is_empty() {
                 return Vec::new();
             }
-            let old = pieces.iter().map(|&(j, off, n)| self.io(self.data_member(j), Op::Read, off, n));
+            let old = pieces.iter().map(|&(_, j, off, n)| self.io(self.data_member(j), Op::Read, off, n));
             old.chain(alive_parity.iter().map(|&pm| self.io(pm, Op::Read, lo, r))).collect()
         });
         let rcw: Option<Vec<MemberIo>> = {
@@ -1145,11 +1144,11 @@ impl Stripe<'_> {
             let mut ok = true;
             for j in 0..self.data_disks() {
                 let dm = self.data_member(j);
-                if pieces.iter().any(|&(gj, off, n)| gj == j && off <= lo && off + n >= hi) {
+                if pieces.iter().any(|&(_, gj, off, n)| gj == j && off <= lo && off + n >= hi) {
                     continue;
                 }
                 if self.down(dm, lo, r) {
-                    if pieces.iter().any(|g| g.0 == j) {
+                    if pieces.iter().any(|g| g.1 == j) {
                         continue; // its new data is what we write
                     }
                     ok = false;
@@ -1177,7 +1176,7 @@ impl Stripe<'_> {
                 .collect(),
         };
         plan.first.extend(reads);
-        for &(j, off, n) in pieces {
+        for &(_, j, off, n) in pieces {
             let dm = self.data_member(j);
             if !self.down(dm, off, n) {
                 plan.then.push(self.io(dm, Op::Write, off, n));
