@@ -621,21 +621,30 @@ pub(crate) fn emulation_note<'a>(runs: impl Iterator<Item = &'a RunData>) -> Opt
     })
 }
 
-/// The runs one selector names: a run id (digits alone), a plan (by name),
-/// or a run by uuid prefix — in that order, so a plan named like a hex
-/// prefix (`a`, `cafe`) is never read as the one run whose uuid happens to
-/// begin so; a longer prefix still finds such a run.
+/// The runs one selector names: a plan (by name) before a run (id or uuid
+/// prefix), so a plan named like a hex prefix (`a`, `cafe`) is never read
+/// as the one run whose uuid happens to begin so; a longer prefix still
+/// finds such a run. Digits alone are a run id first (a script asking for
+/// run 12 gets run 12), and a plan named so when no run has that id.
 pub(crate) fn select(store: &Store, s: &str) -> Result<Vec<RunRow>, ReportError> {
+    let plan = || store.runs(&RunFilter { plan: Some(s.to_string()), ..Default::default() });
     let id = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     if !id {
-        let plan = store.runs(&RunFilter { plan: Some(s.to_string()), ..Default::default() })?;
-        if !plan.is_empty() {
-            return Ok(plan);
+        let runs = plan()?;
+        if !runs.is_empty() {
+            return Ok(runs);
         }
     }
     match store.run(s) {
         Ok(r) => Ok(vec![r]),
-        Err(StoreError::NoSuchRun(_)) => Err(ReportError::NoSuchSelection(s.to_string())),
+        Err(StoreError::NoSuchRun(_)) => {
+            let runs = if id { plan()? } else { Vec::new() };
+            if runs.is_empty() {
+                Err(ReportError::NoSuchSelection(s.to_string()))
+            } else {
+                Ok(runs)
+            }
+        }
         Err(e) => Err(e.into()),
     }
 }
@@ -692,6 +701,12 @@ mod tests {
         assert_eq!(select(&store, &lone.id.to_string()).unwrap()[0].id, lone.id);
         assert_eq!(select(&store, "plan-x").unwrap().len(), 2);
         assert!(matches!(select(&store, "nothing-so-named"), Err(ReportError::NoSuchSelection(_))));
+        // A plan named in digits: a run id first, the plan when no run has it.
+        for _ in 0..2 {
+            store.begin_run(&new(Some("2024"))).unwrap();
+        }
+        assert_eq!(select(&store, "2024").unwrap().len(), 2);
+        assert_eq!(select(&store, "1").unwrap().len(), 1, "run 1, not a plan");
         drop(store);
         let _ = std::fs::remove_file(&path);
     }
