@@ -900,7 +900,7 @@ fn check_mariadb(data: &Path, run_dir: &Path, database: &str, acked: &[i64]) -> 
             return (out, t0.elapsed());
         }
     };
-    let recovered_in = t0.elapsed();
+    let recovered_in = server.started_in();
     let checked = maria_url(server.socket(), database).map_err(|e| e.to_string()).and_then(|u| {
         let mut c = connect(&u).map_err(|e| e.to_string())?;
         let found = acked::look_for(c.as_mut(), TABLE, acked).map_err(|e| e.to_string())?;

@@ -115,7 +115,6 @@ impl Mariadbd {
     }
 
     /// From the launch to the first accepted connection.
-    #[allow(dead_code)] // the restore's figure; crash points time the start themselves
     pub(crate) fn started_in(&self) -> Duration {
         self.started_in
     }
@@ -172,7 +171,9 @@ pub(crate) fn install(data: &Path, settings: &[String]) -> Result<(), BackupErro
     let bin = super::tools::tool("mariadb-install-db", "mariadb-server")?;
     std::fs::create_dir_all(data)
         .map_err(|e| BackupError::Failed(format!("creating {}: {e}", data.display())))?;
-    let user = server_user(data, data.parent().unwrap_or(data))?;
+    // Only the new data directory changes owner: its parent is the
+    // medium's mount point, which may hold other databases.
+    let user = server_user(data, data)?;
     let mut c = Command::new(bin);
     c.args(["--no-defaults", "--auth-root-authentication-method=normal", "--skip-test-db"])
         .arg(format!("--datadir={}", data.display()))
@@ -182,6 +183,8 @@ pub(crate) fn install(data: &Path, settings: &[String]) -> Result<(), BackupErro
     }
     let out = c.output().map_err(|e| BackupError::Failed(format!("running mariadb-install-db: {e}")))?;
     if !out.status.success() {
+        // A half-made directory would be taken for a made one next time.
+        let _ = std::fs::remove_dir_all(data);
         let err = String::from_utf8_lossy(&out.stderr);
         return Err(BackupError::Target(format!(
             "mariadb-install-db --datadir={}: {}",
