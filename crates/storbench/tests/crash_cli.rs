@@ -54,10 +54,12 @@ fn clean(c: &serde_json::Value, tried: u64, why: &str) {
 }
 
 /// No crash image, and no temporary server on one (their data directories
-/// are under the scratch directory, `storbench-crash-PID`).
+/// are under the scratch directory, `storbench-crash-PID`, in this test's
+/// own directory: other tests' servers, running beside it, do not count).
 fn nothing_left(s: &State) {
     no_scratch_left(s);
-    let temp = std::process::Command::new("pgrep").args(["-f", "storbench-crash"]).output().unwrap();
+    let mine = format!("{}.*storbench-crash-", s.path("").display());
+    let temp = std::process::Command::new("pgrep").args(["-f", &mine]).output().unwrap();
     assert!(temp.stdout.is_empty(), "a temporary server is left: {}", String::from_utf8_lossy(&temp.stdout));
 }
 
@@ -520,6 +522,10 @@ fn mariadb_crash_points_lose_nothing_with_a_log_flush_per_commit_and_lose_withou
     );
     assert_eq!(code, 1, "bad points exit 1");
     assert!(std::path::Path::new(&mnt).join("storbench-mariadb/mysql").is_dir(), "its data is on the medium");
+    // Only the server's own directory changed owner, not the medium's root
+    // (which may hold other databases).
+    let owner = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&mnt).unwrap());
+    assert_eq!(owner, 0, "{mnt} was given to uid {owner}");
     let safe = cell(&cells, "innodb_flush_log_at_trx_commit=1", "honest");
     assert!(safe["acknowledged"].as_i64().unwrap() > 0, "{safe}");
     clean(safe, 4, "a redo log flushed at each commit on an honest device");
