@@ -458,7 +458,8 @@ impl<'a> Context<'a> {
         }
         // A host busy with other processes while the workload's own share
         // (storbench's, plus the server's where there is one and it was
-        // measured) is small and its device saturated: the device limits it.
+        // measured) is small and its device saturated, or its sessions
+        // mostly waiting on I/O: the device limits it.
         let workload = match (self.whole, f.server) {
             (true, _) => f.own,
             (false, Some(sv)) => f.own.map(|o| o + sv),
@@ -473,7 +474,7 @@ impl<'a> Context<'a> {
             return (Kind::Cpu, self.cpu(&f, busy));
         }
         let Some((name, dev)) = f.dev.clone() else {
-            if let Some(w) = f.waits.as_ref().filter(|w| w.io >= WAIT_IO_SHARE) {
+            if let Some(w) = f.waits.as_ref().filter(|_| waits_on_io) {
                 return (
                     Kind::StorageLatency,
                     format!(
