@@ -7,7 +7,7 @@
 # instead of building the release one.
 if [ -z "${SB:-}" ]; then
   cargo build --release -q -p storbench --manifest-path "$here/Cargo.toml"
-  SB="$here/target/release/storbench"
+  SB="${CARGO_TARGET_DIR:-$here/target}/release/storbench"
 fi
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 alternate() {
