@@ -429,20 +429,14 @@ fn workload(o: &Options, s: &[(String, String)]) -> Result<RunLog, OpsError> {
                 || connect(&url).map_err(|e| OpsError::Unreachable(format!("managed:{}: {e}", inst.name)));
             let mut admin = open()?;
             // The server's own setting (the crash image's copy starts with it too).
-            for (k, v) in s {
-                admin.batch(&format!("ALTER SYSTEM SET {k} = '{v}'"))?;
-            }
-            admin.batch("SELECT pg_reload_conf()")?;
+            let settings = Altered::apply(open()?, s)?;
             admin.batch(&acked::create_table(TABLE))?;
             admin.batch("CHECKPOINT")?;
             let conns = (0..o.clients).map(|_| open()).collect::<Result<Vec<_>, _>>()?;
             let every = o.checkpoint_every.map(|d| checkpoints(open(), d)).transpose()?;
             let out = commit_for(o.run_for, conns);
             drop(every);
-            for (k, _) in s {
-                admin.batch(&format!("ALTER SYSTEM RESET {k}"))?;
-            }
-            admin.batch("SELECT pg_reload_conf()")?;
+            settings.reset()?;
             Ok(out)
         }
     }
@@ -536,10 +530,7 @@ fn tpcc_workload(o: &Options, inst: &Instance, s: &[(String, String)]) -> Result
             inst.name
         ))
     })?;
-    for (k, v) in s {
-        admin.batch(&format!("ALTER SYSTEM SET {k} = '{v}'"))?;
-    }
-    admin.batch("SELECT pg_reload_conf()")?;
+    let settings = Altered::apply(open()?, s)?;
     let districts: Vec<[i64; 3]> = admin
         .query(&Stmt::new("SELECT d_w_id, d_id, d_next_o_id FROM district ORDER BY d_w_id, d_id"), &[])?
         .iter()
@@ -595,11 +586,50 @@ fn tpcc_workload(o: &Options, inst: &Instance, s: &[(String, String)]) -> Result
     for t in &mut times {
         t.sort_unstable();
     }
-    for (k, _) in s {
-        admin.batch(&format!("ALTER SYSTEM RESET {k}"))?;
-    }
-    admin.batch("SELECT pg_reload_conf()")?;
+    settings.reset()?;
     Ok(RunLog { acks: AckLog { times }, start, end, districts, pages: Vec::new() })
+}
+
+/// Server settings a cell runs with (`ALTER SYSTEM SET` and a reload: the
+/// crash image's copy of the configuration starts with them too), reset
+/// when the cell's run ends — by [`Altered::reset`], or on drop when the
+/// run failed partway, so the user's instance never keeps a cell's
+/// `full_page_writes=off`.
+struct Altered {
+    conn: Box<dyn storbench_db::Connection>,
+    keys: Vec<String>,
+}
+
+impl Altered {
+    fn apply(conn: Box<dyn storbench_db::Connection>, s: &[(String, String)]) -> Result<Altered, OpsError> {
+        let mut a = Altered { conn, keys: Vec::new() };
+        for (k, v) in s {
+            a.conn.batch(&format!("ALTER SYSTEM SET {k} = '{v}'"))?;
+            a.keys.push(k.clone());
+        }
+        a.conn.batch("SELECT pg_reload_conf()")?;
+        Ok(a)
+    }
+
+    fn reset(mut self) -> Result<(), OpsError> {
+        Ok(self.undo()?)
+    }
+
+    fn undo(&mut self) -> Result<(), storbench_db::DbError> {
+        if self.keys.is_empty() {
+            return Ok(());
+        }
+        for k in std::mem::take(&mut self.keys) {
+            self.conn.batch(&format!("ALTER SYSTEM RESET {k}"))?;
+        }
+        self.conn.batch("SELECT pg_reload_conf()")
+    }
+}
+
+impl Drop for Altered {
+    fn drop(&mut self) {
+        let _ = self.undo();
+    }
 }
 
 fn check_cell(
