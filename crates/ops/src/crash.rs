@@ -644,6 +644,14 @@ fn check_cell(
         .map_err(|e| OpsError::Failed(format!("reading the write journal {}: {e}", o.journal.display())))?;
     let pages = o.torn_pages.then_some(run.pages.as_slice());
     let (acks, all) = (&run.acks, crash::points_tearing(&journal, mode, run.start, run.end, pages));
+    if o.torn_pages && all.is_empty() {
+        // No point to try is not a clean result: say so rather than a 0.
+        return Err(OpsError::Failed(format!(
+            "{label} / {}: no write of the run tore a data page (--torn-pages); write pages within it: \
+             --checkpoint-every on PostgreSQL, or a longer --cut-after",
+            mode.name()
+        )));
+    }
     let chosen = match o.selection {
         Selection::All => all.clone(),
         Selection::Sample(n) => crash::sample(&all, n),
