@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use storbench_metrics::LatencyHistogram;
 use storbench_results::{NewRun, Status, Store};
 
-mod common;
+use crate::common;
 use common::psql;
 
 fn sb(results: &Path) -> Command {

@@ -4,7 +4,7 @@
 //! SQLite. The known-safe case must lose nothing; the known-unsafe ones must
 //! lose acknowledged rows, or the check is not working.
 
-mod common;
+use crate::common;
 use common::State;
 
 /// A recording medium named `name` with a volatile write cache, its mount point.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::State;
 
 fn majmin(dev: &str) -> String {

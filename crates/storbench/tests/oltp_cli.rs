@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::psql as psql_val;
 
 fn sb(dir: &Path) -> Command {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{managed_psql as psql, State};
 
 /// What these tests ask of their place beyond the shared one.

@@ -10,7 +10,7 @@ use storbench_report::sensitivity::{device_share, expected_ratio, measure, NOTE}
 use storbench_report::RunData;
 use storbench_results::Store;
 
-mod common;
+use crate::common;
 use common::State;
 
 fn tps(step: &Value) -> f64 {

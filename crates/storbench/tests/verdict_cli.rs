@@ -12,7 +12,7 @@ use storbench_report::verdict::{judge, Kind};
 use storbench_report::RunData;
 use storbench_results::Store;
 
-mod common;
+use crate::common;
 
 /// One test at a time: a verdict reads the host's CPU, which a test
 /// running beside it would fill.

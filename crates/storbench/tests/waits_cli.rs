@@ -14,7 +14,7 @@ use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 use storbench_results::Store;
 
-mod common;
+use crate::common;
 
 fn sb(dir: &Path) -> Command {
     let mut c = Command::cargo_bin("storbench").unwrap();

@@ -1,5 +1,5 @@
-//! Helpers the binary's integration tests share (each test file is its own
-//! crate and includes this module).
+//! Helpers the binary's integration tests share (every test file is a module
+//! of the one test binary, tests/cli.rs).
 
 #![allow(dead_code)]
 use std::process::Command;
