@@ -31,7 +31,7 @@ fn main() -> ExitCode {
     };
     (cli.global.run, cli.global.record) = cli.command.take_flags();
     // Read once: `--start-in 30s` is one instant for the whole command.
-    match shard::Sharding::of(&cli.global.run) {
+    match shard::of(&cli.global.run) {
         Ok(s) => cli.global.sharding = Some(s),
         Err(e) => return error::report(&e),
     }
