@@ -3,8 +3,8 @@
 //! run record on stdout with `--json`; notes and errors on stderr).
 
 use serde_json::Value;
-pub use storbench_run::record::{system_columns, Outcome, Recorder, StepClock};
 use storbench_run::record::{Build, RecordOptions, Voice};
+pub use storbench_run::record::{Outcome, Recorder};
 
 use crate::cli::Global;
 
