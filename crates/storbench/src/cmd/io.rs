@@ -216,7 +216,7 @@ fn parse_profiles(a: &IoArgs, imp: Option<&Import>) -> Result<Vec<Profile>> {
 /// Runs `storbench io`.
 pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
     let sharding = g.sharding();
-    let imp = storbench_io::fio_job::import(a.fio.as_deref(), a.diskspd.as_deref()).map_err(usage)?;
+    let imp = storbench_io::import(a.fio.as_deref(), a.diskspd.as_deref()).map_err(usage)?;
     let mut profiles = parse_profiles(&a, imp.as_ref())?;
     let sens = a.sens.parse(sharding.split())?;
     let target = a.target.clone().or(a.target_arg.clone()).or(imp.as_ref().and_then(|i| i.target.clone()));
