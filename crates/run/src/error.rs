@@ -120,6 +120,14 @@ pub fn one_line(e: &anyhow::Error) -> String {
     msg
 }
 
+/// A media error in these classes: bad input 2 or a failed target 4.
+pub fn media_err(e: storbench_media::MediaError) -> anyhow::Error {
+    match e {
+        storbench_media::MediaError::Usage(m) => usage(m),
+        storbench_media::MediaError::Failed(m) => target_failed(m),
+    }
+}
+
 /// An operation's error (`storbench_ops`) in these classes: bad input 2,
 /// unreachable 3, else 1.
 pub fn ops_err(e: OpsError) -> anyhow::Error {
