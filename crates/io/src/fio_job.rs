@@ -93,16 +93,6 @@ struct Section {
     opts: Vec<Opt>,
 }
 
-/// The profiles of `--fio JOB.fio` or `--diskspd ARGS`, if either is
-/// given; the error is the one-line refusal.
-pub fn import(fio: Option<&Path>, diskspd: Option<&str>) -> Result<Option<Import>, String> {
-    match (fio, diskspd) {
-        (Some(f), _) => import_file(f).map(Some),
-        (None, Some(d)) => crate::diskspd::parse(d).map(Some),
-        (None, None) => Ok(None),
-    }
-}
-
 /// Reads and maps a job file; the origin records its path and text.
 pub fn import_file(path: &Path) -> Result<Import, String> {
     let text = std::fs::read_to_string(path)

@@ -7,6 +7,7 @@
 
 #![deny(missing_docs)]
 
+pub mod buf;
 pub mod diskspd;
 pub mod dist;
 pub mod engine;
@@ -24,3 +25,16 @@ pub use error::IoError;
 pub use profile::{Distribution, Pattern, Profile};
 pub use session::{prepare, Overrides, PrepareError, Prepared, Verdict};
 pub use target::{Target, TargetError};
+
+/// The profiles of `--fio JOB.fio` or `--diskspd ARGS`, if either is
+/// given; the error is the one-line refusal.
+pub fn import(
+    fio: Option<&std::path::Path>,
+    diskspd: Option<&str>,
+) -> Result<Option<fio_job::Import>, String> {
+    match (fio, diskspd) {
+        (Some(f), _) => fio_job::import_file(f).map(Some),
+        (None, Some(d)) => diskspd::parse(d).map(Some),
+        (None, None) => Ok(None),
+    }
+}

@@ -242,7 +242,7 @@ fn write_random(
     progress: &mut dyn FnMut(u64),
 ) -> Result<(), TargetError> {
     const CHUNK: usize = 1 << 20;
-    let mut buf = crate::engines::AlignedBuf::new(CHUNK, 4096);
+    let mut buf = crate::buf::AlignedBuf::new(CHUNK, 4096);
     let mut x = 0x243F_6A88_85A3_08D3u64;
     let mut done = 0u64;
     while done < size {

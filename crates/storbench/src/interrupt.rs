@@ -1,27 +1,15 @@
-//! Ctrl-C (and SIGTERM): the first one sets a flag that every running
-//! workload polls, so the step in progress ends cleanly and is kept; a second
-//! one exits at once with 130.
+//! Ctrl-C (and SIGTERM): the first one sets the flag every running
+//! workload polls (`storbench_run::interrupt`), so the step in progress
+//! ends cleanly and is kept; a second one exits at once with 130.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
-static STOP: AtomicBool = AtomicBool::new(false);
+pub use storbench_run::interrupt::{flag, requested};
 
 /// Installs the handler; call once at start.
 pub fn install() {
     let _ = ctrlc::set_handler(|| {
-        if STOP.swap(true, Ordering::SeqCst) {
+        if storbench_run::interrupt::request() {
             std::process::exit(130);
         }
         eprintln!("\nstorbench: interrupted: finishing the current step (Ctrl-C again to quit at once)");
     });
-}
-
-/// The flag workloads poll: true once the user asked to stop.
-pub fn flag() -> &'static AtomicBool {
-    &STOP
-}
-
-/// True once the user asked to stop.
-pub fn requested() -> bool {
-    STOP.load(Ordering::Relaxed)
 }

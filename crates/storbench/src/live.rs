@@ -47,17 +47,9 @@ impl Live {
         }
     }
 
-    /// Shows an io step's second: `what` (which step), then ramp-up or
-    /// not, its time, IOPS, MB/s and p99 latency.
+    /// Shows an io step's second (`storbench_run::io::tick_line`).
     pub fn io_tick(&self, what: &str, t: &Tick) {
-        self.set(format!(
-            "{what}  {}{}s  {:.0} IOPS  {:.1} MB/s  p99 {:.0} µs",
-            if t.rampup { "ramp-up " } else { "" },
-            t.elapsed.as_secs(),
-            t.iops,
-            t.mbps,
-            t.p99_us
-        ));
+        self.set(storbench_run::io::tick_line(what, t));
     }
 
     /// Sets the bar's position.

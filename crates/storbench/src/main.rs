@@ -5,6 +5,7 @@
 
 mod cli;
 mod cmd;
+mod command;
 mod dbarg;
 mod error;
 mod interrupt;
@@ -25,13 +26,13 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let mut cli = match cli::Cli::try_parse() {
+    let mut cli = match command::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => return error::clap_error(e),
     };
     (cli.global.run, cli.global.record) = cli.command.take_flags();
     // Read once: `--start-in 30s` is one instant for the whole command.
-    match shard::Sharding::of(&cli.global.run) {
+    match shard::of(&cli.global.run) {
         Ok(s) => cli.global.sharding = Some(s),
         Err(e) => return error::report(&e),
     }
@@ -49,7 +50,7 @@ fn main() -> ExitCode {
     // Not in a medium's daemon: it takes its signals (stop, power cut,
     // cache reset) on one thread of its own, and a Ctrl-C handler's thread,
     // which would not block them, would take them instead and die of them.
-    if !matches!(&cli.command, cli::Command::Media(m) if matches!(m.verb, cmd::media::MediaVerb::Serve { .. }))
+    if !matches!(&cli.command, command::Command::Media(m) if matches!(m.verb, cmd::media::MediaVerb::Serve { .. }))
     {
         interrupt::install();
     }
@@ -60,7 +61,7 @@ fn main() -> ExitCode {
             eprintln!("storbench: {n}");
         }
     });
-    match cmd::dispatch(&cli.global, cli.command) {
+    match command::dispatch(&cli.global, cli.command) {
         Ok(code) => code,
         Err(e) => error::report(&e),
     }

@@ -11,11 +11,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use storbench_db::Stmt;
+use storbench_db::{DbUrl, Stmt};
 use storbench_instances::tempserver::{self, Registration};
 
-use super::physical::maria_db;
-use super::BackupError;
+use super::tools::pct;
+use super::{BackupError, Database};
 
 /// How long a temporary mariadbd may take to stop (its start's bound is
 /// [`tempserver::START_TIMEOUT`], PostgreSQL's too).
@@ -240,6 +240,15 @@ pub(super) fn backup_settings(from: &Path) -> Vec<String> {
         }
     }
     out
+}
+
+/// A database of a restored MariaDB, by its Unix socket.
+pub(crate) fn maria_db(socket: &Path, name: &str, to: &Path) -> Result<Database, BackupError> {
+    let raw = format!("mysql://root@localhost/{}?socket={}", pct(name), pct(&socket.to_string_lossy()));
+    Ok(Database::new(
+        DbUrl::parse(&raw).map_err(BackupError::Failed)?,
+        format!("{} (database {name})", to.display()),
+    ))
 }
 
 #[cfg(test)]

@@ -28,7 +28,6 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use storbench_db::{DbUrl, Engine, Stmt};
 use storbench_instances::pg::Temporary;
 use storbench_instances::tempserver::{self, Record, Registration};
@@ -36,7 +35,7 @@ use storbench_metrics::{StepReport, Unit};
 
 use super::mariadbd::Mariadbd;
 use super::restore::Kind;
-use super::tools::{remove, run_tool, server_parts, size_of, tool, Usage};
+use super::tools::{pct, remove, run_tool, server_parts, size_of, tool, Usage};
 use super::verify::{analyze, verify_all, Copy};
 use super::{resolve_target, BackupError, Database, Restored};
 
@@ -527,14 +526,8 @@ fn pg_role(t: &Temporary, compare: Option<&Database>) -> Result<String, BackupEr
     })
 }
 
-/// A database of a restored MariaDB, by its Unix socket.
-pub(crate) fn maria_db(socket: &Path, name: &str, to: &Path) -> Result<Database, BackupError> {
-    let raw = format!("mysql://root@localhost/{}?socket={}", pct(name), pct(&socket.to_string_lossy()));
-    Ok(Database::new(
-        DbUrl::parse(&raw).map_err(BackupError::Failed)?,
-        format!("{} (database {name})", to.display()),
-    ))
-}
+/// A database of a restored MariaDB (crash points reach it by this path).
+pub(crate) use super::mariadbd::maria_db;
 
 /// A database of a restored PostgreSQL, by its Unix socket (the socket's
 /// file is named for the port).
@@ -577,14 +570,6 @@ fn make_run_dir(p: &Path) -> Result<(), BackupError> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700))
         .map_err(|e| BackupError::Target(format!("chmod 700 {}: {e}", p.display())))
-}
-
-/// What a URL component keeps as it is: letters, digits and `-._~`.
-const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
-
-/// A URL component with every other byte escaped (`%2F`).
-fn pct(s: &str) -> String {
-    utf8_percent_encode(s, UNRESERVED).to_string()
 }
 
 fn first_line(c: &mut Command) -> Option<String> {

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use storbench_metrics::{StepReport, Unit};
 
 use super::{BackupError, Database};
@@ -233,6 +234,14 @@ pub(crate) fn remove(p: &Path) {
         s.push(side);
         let _ = std::fs::remove_file(PathBuf::from(s));
     }
+}
+
+/// What a URL component keeps as it is: letters, digits and `-._~`.
+const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
+/// A URL component with every other byte escaped (`%2F`).
+pub(crate) fn pct(s: &str) -> String {
+    utf8_percent_encode(s, UNRESERVED).to_string()
 }
 
 #[cfg(test)]

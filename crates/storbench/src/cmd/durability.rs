@@ -70,9 +70,6 @@ pub struct DurabilityArgs {
 
 /// Runs the check.
 pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
-    if a.crash_points.is_some() || a.crash_point.is_some() {
-        return crate::cmd::crashpoints::run(g, a);
-    }
     // Validate everything first.
     if a.torn_pages || a.checkpoint_every.is_some() {
         let flag = if a.torn_pages { "--torn-pages" } else { "--checkpoint-every" };

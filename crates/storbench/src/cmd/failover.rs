@@ -15,19 +15,11 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 use serde_json::json;
-use storbench_ops::error::OpsError;
 
 use crate::cli::Global;
-use crate::error::{unreachable, usage};
 
-/// An operation's error as the binary's: bad input 2, unreachable 3, else 1.
-pub(crate) fn ops_err(e: OpsError) -> anyhow::Error {
-    match e {
-        OpsError::Usage(m) => usage(m),
-        OpsError::Unreachable(m) => unreachable(m),
-        OpsError::Failed(m) => anyhow!(m),
-    }
-}
+/// An operation's error as the binary's (crash points use it by this path).
+pub(crate) use crate::error::ops_err;
 
 /// Runs the check on primary `name` with `clients` writers, killing the
 /// primary after `kill_after`, and says what it found.

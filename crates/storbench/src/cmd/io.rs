@@ -11,22 +11,19 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use clap::Args;
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use serde_json::{json, Value};
+use serde_json::json;
 use storbench_io::fio_job::Import;
 use storbench_io::profile::{self, parse_dist, parse_rw, Distribution, Pattern};
-use storbench_io::{run_profile, Overrides, PrepareError, Prepared, Profile, RunOptions, Verdict};
-use storbench_metrics::units::{format_size, parse_duration, parse_size};
-use storbench_metrics::StepReport;
+use storbench_io::{Overrides, PrepareError, Profile};
+use storbench_metrics::units::{parse_duration, parse_size};
 
 use crate::cli::Global;
 use crate::error::{target_failed, usage};
-use crate::live::Live;
-use crate::oltp::fmt_num;
+use crate::oltp::Term;
 use crate::record::{Outcome, Recorder};
-use storbench_cluster::LiveValues;
+use storbench_run::io::{env, results_text, run_profiles, sensitivity_reruns};
 
 /// Options of `storbench io`.
 #[derive(Debug, Args)]
@@ -219,7 +216,7 @@ fn parse_profiles(a: &IoArgs, imp: Option<&Import>) -> Result<Vec<Profile>> {
 /// Runs `storbench io`.
 pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
     let sharding = g.sharding();
-    let imp = storbench_io::fio_job::import(a.fio.as_deref(), a.diskspd.as_deref()).map_err(usage)?;
+    let imp = storbench_io::import(a.fio.as_deref(), a.diskspd.as_deref()).map_err(usage)?;
     let mut profiles = parse_profiles(&a, imp.as_ref())?;
     let sens = a.sens.parse(sharding.split())?;
     let target = a.target.clone().or(a.target_arg.clone()).or(imp.as_ref().and_then(|i| i.target.clone()));
@@ -265,19 +262,19 @@ pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
         env(&prep, &profiles),
         std::slice::from_ref(&prep.target.path),
     )?;
-    let (rows, mut outcome) = run_profiles(g, &mut rec, &prep, &profiles, a.verify)?;
+    let (rows, mut outcome) = run_profiles(&Term(g), &mut rec, &prep, &profiles, a.verify)?;
     let mut sens_lines = Vec::new();
     if let (Some(plan), Outcome::Complete, Some(base)) =
         (&sensitivity, &outcome, rec.last_idx().filter(|_| rows.len() == profiles.len()))
     {
         let last = profiles.last().expect("a profile");
-        match sensitivity_reruns(g, &mut rec, &prep, last, a.verify, plan, base) {
+        match sensitivity_reruns(&Term(g), &mut rec, &prep, last, a.verify, plan, base) {
             Ok(lines) => sens_lines = lines,
             Err(o) => outcome = o,
         }
     }
     if !g.json && !rows.is_empty() {
-        print_results(rows, &prep, &profiles);
+        println!("{}", results_text(rows, &prep, &profiles));
         for line in crate::oltp::verdict_lines(rec.verdicts()) {
             println!("{line}");
         }
@@ -286,216 +283,6 @@ pub fn run(g: &Global, a: IoArgs) -> Result<ExitCode> {
         }
     }
     rec.finish(outcome)
-}
-
-/// Re-runs the last profile (step `base`) once per factor on its modelled
-/// medium at that time scale (back at 1 after each), each recorded as a
-/// step tagged `params.sensitivity`; then writes the base step's
-/// sensitivity note. The lines to print, or the run's outcome on failure.
-fn sensitivity_reruns(
-    g: &Global,
-    rec: &mut Recorder,
-    prep: &Prepared,
-    p: &Profile,
-    verify: bool,
-    plan: &storbench_ops::sensitivity::Plan,
-    base: i64,
-) -> Result<Vec<String>, Outcome> {
-    let opts = RunOptions { engine: prep.engine.clone(), verify };
-    let mut p = p.clone();
-    p.duration = plan.duration.unwrap_or(p.duration);
-    let live = Live::line(g.quiet);
-    let mut stopped = false;
-    let ran = plan.each(&crate::interrupt::requested, |f| -> Result<(), Outcome> {
-        let label = format!("{} ×{f}", p.name);
-        let mut clock = rec.clock();
-        let what = format!("sensitivity {label}");
-        let r =
-            run_profile(&p, &prep.target, &opts, crate::interrupt::flag(), &mut |t| live.io_tick(&what, t))
-                .map_err(|e| Outcome::Failed(target_failed(format!("sensitivity {label}: {e}"))))?;
-        match r.verdict(&p) {
-            Verdict::Complete => {}
-            Verdict::Stopped => {
-                stopped = true;
-                return Ok(());
-            }
-            Verdict::Failed(why) => return Err(Outcome::Failed(target_failed(why))),
-        }
-        clock.start = r.started;
-        clock.measure_from = r.measure_from;
-        let mut params = r.params(&p, prep.engine.as_ref());
-        params[storbench_report::sensitivity::PARAM] =
-            json!({ "scale": f, "of": base, "medium": plan.medium });
-        rec.write_step(clock, &label, params, r.report).map_err(Outcome::Failed)?;
-        Ok(())
-    });
-    live.finish();
-    match ran {
-        Err(o) => return Err(o),
-        Ok(_) if stopped || crate::interrupt::requested() => return Err(Outcome::Interrupted),
-        Ok(_) => {}
-    }
-    let s = rec.write_sensitivity(base).map_err(Outcome::Failed)?;
-    Ok(s.map(|s| format!("sensitivity {}: {}", s.label, s.sentence())).into_iter().collect())
-}
-
-/// What makes the run's numbers comparable: the target, its medium, the
-/// engine and its capabilities.
-fn env(prep: &Prepared, profiles: &[Profile]) -> Value {
-    let tgt = &prep.target;
-    let info = storbench_sysmon::path_env(&tgt.path);
-    json!({
-        "target": {
-            "path": tgt.path, "size": tgt.size, "block_device": tgt.is_block,
-            "logical_block_size": tgt.logical_block, "fs_type": info.fs_type,
-            "fs_block_size": info.block_size, "mount_point": info.mount_point,
-            "device": info.device, "loop_backing_file": info.loop_backing_file,
-        },
-        "medium": storbench_media::describe_path(&tgt.path),
-        "direct_io": profiles.iter().all(|p| p.direct),
-        "engine": prep.engine.name(),
-        "engine_caps": prep.engine.caps(),
-        "notes": prep.notes,
-    })
-}
-
-/// Runs each profile as a step and records it; stops at the first that
-/// fails or is interrupted. Returns the result rows and the run's outcome.
-fn run_profiles(
-    g: &Global,
-    rec: &mut Recorder,
-    prep: &Prepared,
-    profiles: &[Profile],
-    verify: bool,
-) -> Result<(Vec<Vec<String>>, Outcome)> {
-    let opts = RunOptions { engine: prep.engine.clone(), verify };
-    let live = Live::line(g.quiet);
-    let n = profiles.len();
-    let mut rows = Vec::new();
-    let mut outcome = Outcome::Complete;
-    for (i, p) in profiles.iter().enumerate() {
-        let mut clock = rec.clock();
-        rec.live_step(&p.name);
-        let what = format!("profile {}/{n} {}", i + 1, p.name);
-        let res = run_profile(p, &prep.target, &opts, crate::interrupt::flag(), &mut |t| {
-            rec.publish(|| LiveValues {
-                iops: Some(t.iops),
-                mbps: Some(t.mbps),
-                latency: Some(t.latency.clone()),
-                ..LiveValues::default()
-            });
-            live.io_tick(&what, t);
-        });
-        let r = match res {
-            Ok(r) => r,
-            // The target refused (opening it): a failed target, exit 4;
-            // a run that could not be set up otherwise: a failed run.
-            Err(e) if e.is_target() => {
-                outcome = Outcome::Failed(target_failed(format!("profile {}: {e}", p.name)));
-                break;
-            }
-            Err(e) => {
-                outcome = Outcome::Failed(anyhow!("profile {}: {e}", p.name));
-                break;
-            }
-        };
-        clock.start = r.started;
-        clock.measure_from = r.measure_from;
-        let mut row = row(&p.name, &r.report);
-        let verdict = r.verdict(p);
-        if r.worth_keeping() {
-            let params = r.params(p, prep.engine.as_ref());
-            let figures = rec.write_step(clock, &p.name, params, r.report)?;
-            row.extend(crate::record::system_columns(&figures));
-        }
-        rows.push(row);
-        for f in &r.failures {
-            live.println(format!("storbench: I/O error: {} (errno {})", f.what, f.errno));
-        }
-        match verdict {
-            Verdict::Complete => {}
-            Verdict::Stopped => {
-                outcome = Outcome::Interrupted;
-                break;
-            }
-            // An I/O error or a block that failed verification: the
-            // target failed (exit 4), what was measured is kept.
-            Verdict::Failed(why) => {
-                outcome = Outcome::Failed(target_failed(why));
-                break;
-            }
-        }
-    }
-    live.finish();
-    Ok((rows, outcome))
-}
-
-/// One row of the results table.
-fn row(name: &str, r: &StepReport) -> Vec<String> {
-    let get = |k: &str| r.get(k).unwrap_or(0.0);
-    vec![
-        name.to_string(),
-        fmt_num(get("io.read.iops")),
-        fmt_num(get("io.write.iops")),
-        format!("{:.1}", get("io.mbps")),
-        fmt_num(get("io.lat.mean")),
-        fmt_num(get("io.lat.p50")),
-        fmt_num(get("io.lat.p99")),
-        fmt_num(get("io.lat.p99.9")),
-        fmt_num(get("io.lat.max")),
-        format!("{:.2}", get("io.cpu.user_per_io") + get("io.cpu.sys_per_io")),
-        fmt_num(get("io.errors")),
-    ]
-}
-
-/// The results, on stdout: one row per profile, then the target line. A
-/// column with nothing to say in any row (no I/O errors, no device figures
-/// for a file on tmpfs) is left out and, for errors, said once below, so
-/// the table fits a terminal.
-fn print_results(rows: Vec<Vec<String>>, prep: &Prepared, profiles: &[Profile]) {
-    let header = [
-        "profile",
-        "read IOPS",
-        "write IOPS",
-        "MB/s",
-        "mean µs",
-        "p50 µs",
-        "p99 µs",
-        "p99.9 µs",
-        "max µs",
-        "CPU µs/IO",
-        "errors",
-        "iowait %",
-        "dev r ms",
-        "dev w ms",
-    ];
-    let empty = |i: usize| {
-        rows.iter().all(|r| r.get(i).is_none_or(|v| v == "-" || (header[i] == "errors" && v == "0")))
-    };
-    let keep: Vec<usize> = (0..header.len()).filter(|&i| i == 0 || !empty(i)).collect();
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(keep.iter().map(|&i| header[i]).collect::<Vec<_>>());
-    for r in &rows {
-        t.add_row(keep.iter().map(|&i| r.get(i).cloned().unwrap_or_default()).collect::<Vec<_>>());
-    }
-    println!("{t}");
-    if !keep.contains(&10) {
-        println!("no I/O errors");
-    }
-    let access: Vec<String> = {
-        let mut v: Vec<String> = profiles.iter().map(storbench_io::session::access).collect();
-        v.dedup();
-        v
-    };
-    println!(
-        "target {} ({}), {} I/O, engine {}, access {}",
-        prep.target.path.display(),
-        format_size(prep.target.size),
-        if profiles.iter().all(|p| p.direct) { "direct" } else { "buffered" },
-        prep.engine.name(),
-        access.join(", ")
-    );
 }
 
 #[cfg(test)]

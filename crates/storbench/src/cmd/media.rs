@@ -12,11 +12,11 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use storbench_media::{class, CreateOptions, MediaError};
+use storbench_media::{class, CreateOptions};
 use storbench_metrics::units::{format_size, parse_size};
 
 use crate::cli::Global;
-use crate::error::{target_failed, usage};
+use crate::error::usage;
 
 /// Options of `storbench media`.
 #[derive(Debug, Args)]
@@ -263,13 +263,8 @@ fn idle_read_latency(spec: &storbench_emu::Spec, size: u64) -> Option<std::time:
     Some(model.idle_latency(&req))
 }
 
-/// A media error as the binary's: bad input (exit 2) or a failed target (exit 4).
-pub(crate) fn media_err(e: MediaError) -> anyhow::Error {
-    match e {
-        MediaError::Usage(m) => usage(m),
-        MediaError::Failed(m) => target_failed(m),
-    }
-}
+/// A media error in the error classes (calibrate reaches it by this path).
+pub(crate) use crate::error::media_err;
 
 /// Runs `storbench media`.
 pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {

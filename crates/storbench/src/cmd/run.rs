@@ -17,16 +17,16 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Context, Result};
-use clap::{Args, Parser};
-use serde_json::json;
+use anyhow::{Context, Result};
+use clap::Args;
 use storbench_metrics::units::format_duration;
-use storbench_ops::plan::{self as plan_ops, PlanError};
-use storbench_plan::{db_placeholder, exec, target_placeholder, Cell, Plan};
-use storbench_results::{NewRun, Status, Store};
+use storbench_ops::plan::{self as plan_ops};
+use storbench_plan::{db_placeholder, exec, target_placeholder, Plan};
+use storbench_results::Store;
 
-use crate::cli::{Cli, Global};
+use crate::cli::Global;
 use crate::error::{usage, EXIT_INTERRUPTED};
+use storbench_run::plan::{complete_cells, matrix_text, plan_err, Cells};
 
 /// Options of `storbench run`.
 #[derive(Debug, Args)]
@@ -55,12 +55,13 @@ pub struct RunArgs {
     pub run: crate::cli::RunFlags,
 }
 
-/// Runs `storbench run`.
-pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
+/// Runs `storbench run`; `parses` is the command line's own parser (Ok
+/// when an argv parses as the commands would parse it).
+pub fn run(g: &Global, a: RunArgs, parses: &dyn Fn(&[String]) -> Result<(), String>) -> Result<ExitCode> {
     let sharding = g.sharding();
     let plan = storbench_plan::load(&a.plan, a.quick).map_err(|e| usage(e.to_string()))?;
     let name = plan.def.name.clone();
-    validate_cells(&plan)?;
+    validate_cells(&plan, parses)?;
     plan_ops::validate_targets(&plan).map_err(plan_err)?;
     // What would measure something other than storage: said before a
     // dry run too, so a plan is fixed before it takes an afternoon.
@@ -75,7 +76,7 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
         } else {
             Default::default()
         };
-        print_matrix(&plan, &done);
+        println!("{}", matrix_text(&plan, &done));
         return Ok(ExitCode::SUCCESS);
     }
     let store = Store::open(&g.results)?;
@@ -94,8 +95,12 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
     // Progress is a line per cell, not a bar: each cell is a child
     // storbench whose own lines would run into a bar drawn over them.
     let complete = if a.fresh { Default::default() } else { complete_cells(&plan, &store)? };
+    let say = |l: &str| eprintln!("{l}");
     let mut cells = Cells {
-        g,
+        quiet: g.quiet,
+        results: &g.results,
+        build: crate::record::BUILD,
+        say: &say,
         store: &store,
         env: &mut env,
         start_at,
@@ -129,125 +134,7 @@ pub fn run(g: &Global, a: RunArgs) -> Result<ExitCode> {
     }))
 }
 
-/// The binary's side of a plan's execution: targets and databases
-/// prepared, each cell a child `storbench`, failures recorded, a progress
-/// line per cell with the plan's time left.
-struct Cells<'a, 'p> {
-    g: &'a Global,
-    store: &'a Store,
-    env: &'a mut plan_ops::Setup<'p>,
-    /// When the cell in hand started, for its time and the plan's ETA.
-    cell_t0: Instant,
-    eta: exec::Eta,
-    /// Cells complete before this run started (skipped unless --fresh).
-    complete: std::collections::BTreeSet<String>,
-    /// The common start instant: it gates the first measured command only;
-    /// the cells after it begin when this shard is done with the one before.
-    start_at: Option<String>,
-    /// When the cell in hand started (a failed cell's run begins then).
-    cell_started: String,
-}
-
-impl exec::CellRunner for Cells<'_, '_> {
-    type Error = anyhow::Error;
-
-    fn completed(&mut self, cell: &Cell) -> Result<bool> {
-        Ok(self.store.completed_cell(&self.env.plan().def.name, &cell.id)?.is_some())
-    }
-
-    fn run(&mut self, cell: &Cell) -> std::result::Result<i32, String> {
-        self.cell_started = storbench_results::now_rfc3339();
-        self.env.run_cell(cell, self.start_at.take()).map_err(|e| e.to_string())
-    }
-
-    fn record_failure(&mut self, cell: &Cell, why: &str) -> Result<()> {
-        record_failure(self.g, &self.env.plan().def.name, cell, why, &self.cell_started)
-    }
-
-    fn release(&mut self, later: &[Cell]) {
-        self.env.release(later);
-    }
-
-    fn interrupted(&self) -> bool {
-        crate::interrupt::requested()
-    }
-
-    fn event(&mut self, e: exec::Event<'_>) {
-        let (n, of, id) = (e.index + 1, e.of, &e.cell.id);
-        let took = || format_duration(Duration::from_secs(self.cell_t0.elapsed().as_secs()));
-        match e.what {
-            exec::What::Next if self.complete.contains(id) => {}
-            exec::What::Next => {
-                self.cell_t0 = Instant::now();
-                let rest = self.env.plan().cells[e.index..].iter().filter(|c| !self.complete.contains(&c.id));
-                let left = self.eta.left(rest);
-                if !self.g.quiet {
-                    eprintln!(
-                        "cell {n}/{of} {id}: running (about {}; the plan about {} more)",
-                        format_duration(e.cell.estimate),
-                        format_duration(Duration::from_secs(left.as_secs()))
-                    );
-                }
-            }
-            exec::What::Skipped if !self.g.quiet => {
-                eprintln!("cell {n}/{of} {id}: complete already, skipped")
-            }
-            exec::What::Skipped => {}
-            exec::What::Complete => {
-                self.eta.ran(e.cell.estimate, self.cell_t0.elapsed());
-                if !self.g.quiet {
-                    eprintln!("cell {n}/{of} {id}: complete in {}", took());
-                }
-            }
-            exec::What::Failed(why) => {
-                self.eta.ran(e.cell.estimate, self.cell_t0.elapsed());
-                match why {
-                    exec::Failure::Exit(code) => {
-                        eprintln!("cell {n}/{of} {id}: FAILED (exit code {code}) after {}", took())
-                    }
-                    exec::Failure::Error(why) => eprintln!("cell {n}/{of} {id}: FAILED: {why}"),
-                }
-            }
-        }
-    }
-}
-
 /// `--dry-run`: the expanded matrix and its estimated duration.
-/// The ids of the plan's cells the store holds a complete run of.
-fn complete_cells(plan: &Plan, store: &Store) -> Result<std::collections::BTreeSet<String>> {
-    let mut done = std::collections::BTreeSet::new();
-    for c in &plan.cells {
-        if store.completed_cell(&plan.def.name, &c.id)?.is_some() {
-            done.insert(c.id.clone());
-        }
-    }
-    Ok(done)
-}
-
-fn print_matrix(plan: &storbench_plan::Plan, done: &std::collections::BTreeSet<String>) {
-    let total: Duration = plan.cells.iter().filter(|c| !done.contains(&c.id)).map(|c| c.estimate).sum();
-    let left = if done.len() == plan.cells.len() && !done.is_empty() {
-        "all complete: nothing to run (--fresh redoes them)".to_string()
-    } else if done.is_empty() {
-        format!("about {} (plus setup)", format_duration(total))
-    } else {
-        format!(
-            "{} already complete (a run skips them; --fresh redoes them), about {} (plus setup)",
-            done.len(),
-            format_duration(total)
-        )
-    };
-    println!("plan {} ({}): {} cells, {left}", plan.def.name, plan.file.display(), plan.cells.len());
-    for (i, c) in plan.cells.iter().enumerate() {
-        let time = if done.contains(&c.id) {
-            format!("{:>7}", "done")
-        } else {
-            format!("~{:>6}", format_duration(c.estimate))
-        };
-        println!("{:>4}  {:<40} {time}  storbench {}", i + 1, c.id, shown(plan, c));
-    }
-}
-
 /// Writes the plan's report and prints its summary (a warning if it fails:
 /// the cells' runs are recorded either way).
 fn print_report(store: &Store, name: &str, html: &std::path::Path) {
@@ -270,30 +157,9 @@ fn end_report(store: &Store, name: &str, html: &Path) -> Result<String> {
     Ok(report.to_summary())
 }
 
-/// The cell's command as a user would type it (placeholders shown by name).
-fn shown(plan: &Plan, c: &Cell) -> String {
-    let mut out = c
-        .parts()
-        .into_iter()
-        .map(|(_, before, command)| {
-            let mut s: Vec<String> = before.iter().map(|b| b.join(" ") + " && storbench").collect();
-            s.push(command.join(" "));
-            s.join(" ")
-        })
-        .collect::<Vec<_>>()
-        .join("  &  storbench ");
-    for t in plan.def.targets.keys() {
-        out = out.replace(&target_placeholder(t), &format!("<{t}>"));
-    }
-    for d in plan.def.dbs.keys() {
-        out = out.replace(&db_placeholder(d), &format!("<db {d}>"));
-    }
-    out
-}
-
 /// Every cell's command lines parse as the commands themselves would parse
 /// them: unknown flags and bad flag values fail before anything runs.
-fn validate_cells(plan: &Plan) -> Result<()> {
+fn validate_cells(plan: &Plan, parses: &dyn Fn(&[String]) -> Result<(), String>) -> Result<()> {
     for c in &plan.cells {
         let parts = c.parts();
         let argvs = parts.iter().flat_map(|(_, before, command)| {
@@ -315,8 +181,7 @@ fn validate_cells(plan: &Plan) -> Result<()> {
                 .collect();
             let mut full = vec!["storbench".to_string()];
             full.extend(filled);
-            if let Err(e) = Cli::try_parse_from(&full) {
-                let msg = e.to_string();
+            if let Err(msg) = parses(&full) {
                 let first = msg.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid").trim();
                 let first = first.trim_start_matches("error: ");
                 return Err(usage(format!(
@@ -328,38 +193,5 @@ fn validate_cells(plan: &Plan) -> Result<()> {
             }
         }
     }
-    Ok(())
-}
-
-/// A plan error as the binary reports it: bad input exits 2.
-fn plan_err(e: PlanError) -> anyhow::Error {
-    match e {
-        PlanError::Usage(m) => usage(m),
-        e => anyhow!(e),
-    }
-}
-
-/// A cell that failed before its command could record a run still leaves a
-/// trace: a `failed` run tagged with the plan and cell, saying why.
-fn record_failure(g: &Global, plan: &str, cell: &Cell, why: &str, since: &str) -> Result<()> {
-    let mut store = Store::open(&g.results)?;
-    // The command recorded its own run when it got that far.
-    let recorded = store
-        .runs(&storbench_results::RunFilter { plan: Some(plan.to_string()), ..Default::default() })?
-        .into_iter()
-        .any(|r| r.cell.as_deref() == Some(&cell.id) && r.started_at.as_str() >= since);
-    if recorded {
-        return Ok(());
-    }
-    let kind = cell.command.first().cloned().unwrap_or_default();
-    let run = store.begin_run(&NewRun {
-        kind,
-        label: cell.label.clone(),
-        config: json!({ "command": cell.command, "axes": cell.axes, "error": why }),
-        env: crate::record::base_env(json!({})),
-        plan: Some(plan.to_string()),
-        cell: Some(cell.id.clone()),
-    })?;
-    store.finish_run(run.id, Status::Failed)?;
     Ok(())
 }

@@ -5,9 +5,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::{Args, CommandFactory};
-
-use crate::cli::Cli;
+use clap::Args;
 
 /// Options of `storbench completions`.
 #[derive(Debug, Args)]
@@ -18,17 +16,16 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
-/// Prints the completions for a shell.
-pub fn completions(a: CompletionsArgs) -> Result<ExitCode> {
-    let mut cmd = Cli::command();
+/// Prints the completions for a shell of the command line `cmd`.
+pub fn completions(a: CompletionsArgs, mut cmd: clap::Command) -> Result<ExitCode> {
     clap_complete::generate(a.shell, &mut cmd, "storbench", &mut std::io::stdout());
     Ok(ExitCode::SUCCESS)
 }
 
-/// Prints the man page.
-pub fn man() -> Result<ExitCode> {
+/// Prints the man page of the command line `cmd`.
+pub fn man(cmd: clap::Command) -> Result<ExitCode> {
     let mut page = Vec::new();
-    clap_mangen::Man::new(Cli::command()).render(&mut page)?;
+    clap_mangen::Man::new(cmd).render(&mut page)?;
     std::io::stdout().write_all(&page)?;
     Ok(ExitCode::SUCCESS)
 }
