@@ -9,7 +9,10 @@
 # runs TPC-C on that build and checks `tpcc check` on every point; rows the
 # numbered-row workload) run for --run.
 #
-#   bench/crash-points.sh [--points 12] [--run 5s] [--warehouses 1] [--clients 2] [--workload tpcc|rows]
+#   bench/crash-points.sh [--points 12|all] [--run 5s] [--warehouses 1] [--clients 2] [--workload tpcc|rows]
+#
+# --points all on TPC-C: every point, through the WAL-extent reduction
+# (docs/durability.md): the points it covers, the ones it recovers.
 #
 # Takes the measurement lock exclusively; $SB picks the binary (default: a
 # release build).
@@ -51,7 +54,10 @@ import json, sys
 d = json.load(open(sys.argv[1])); wall = float(sys.argv[2])
 for c in d["cells"]:
     s = c["seconds_per_point"]
-    print(f"{c['setting'] or 'default'} / {c['cache']}: {c['tried']} of {c['points']} points, "
+    if c.get("predicted"):
+        print(f"{c['setting'] or 'default'} / {c['cache']}: {c['points']} points: {c['predicted']} checked by WAL extent, "
+              f"{c['tried']} recovered, {c['disagreed']} disagreed; points losing {c['points_losing']}")
+    print(f"{c['setting'] or 'default'} / {c['cache']}: {c['tried']} of {c['points']} points recovered, "
           f"{c['acknowledged']} {'New-Orders' if d.get('workload') == 'tpcc' else 'rows'} acknowledged, lost max {c['lost_max']}, inconsistent {c['inconsistent']}, failed {c['failed']}")
     print(f"  per point {s['total']:.2f} s -> {60 / s['total']:.1f} points/min "
           f"(image {s['image']:.2f}, mount {s['mount']:.2f}, recovery {s['recover']:.2f}, "
