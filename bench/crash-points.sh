@@ -46,7 +46,7 @@ fi
 echo "data directory: $(du -sh "$STORBENCH_STATE/mnt/crashbench" | cut -f1), journal: $(du -sh "$STORBENCH_STATE/emu/crashbench.journal" | cut -f1)"
 sleep 3   # past the model's destage window
 t0=$(date +%s.%N)
-"$SB" -q --json durability --db managed:crashbench-pg --medium crashbench --clients "$clients" --workload "$workload" \
+"$SB" --json durability --db managed:crashbench-pg --medium crashbench --clients "$clients" --workload "$workload" \
   --cut-after "$run" --crash-points "$points" --cache honest > "$work/out.json" || true
 wall=$(python3 -c "print($(date +%s.%N) - $t0)")
 python3 - "$work/out.json" "$wall" "$run" <<'PY'
@@ -56,7 +56,8 @@ for c in d["cells"]:
     s = c["seconds_per_point"]
     if c.get("predicted"):
         print(f"{c['setting'] or 'default'} / {c['cache']}: {c['points']} points: {c['predicted']} checked by WAL extent, "
-              f"{c['tried']} recovered, {c['disagreed']} disagreed; points losing {c['points_losing']}")
+              f"{c['tried']} recovered (of {c['to_recover']} chosen: {c['states']} non-WAL states, the rest a spread), "
+              f"{c['disagreed']} disagreed; points losing {c['points_losing']}")
     print(f"{c['setting'] or 'default'} / {c['cache']}: {c['tried']} of {c['points']} points recovered, "
           f"{c['acknowledged']} {'New-Orders' if d.get('workload') == 'tpcc' else 'rows'} acknowledged, lost max {c['lost_max']}, inconsistent {c['inconsistent']}, failed {c['failed']}")
     print(f"  per point {s['total']:.2f} s -> {60 / s['total']:.1f} points/min "

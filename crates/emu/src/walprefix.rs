@@ -332,7 +332,10 @@ mod tests {
             let base = pre.read(drop).unwrap().intact_to;
             // Never below what the flush promised, and a sector bound or the log's end past it.
             assert!(r.intact_to >= base, "{p:?} {r:?}");
-            assert!(r.intact_to == base || (r.intact_to - 1000) % 512 == 0 || r.intact_to == 2536, "{r:?}");
+            assert!(
+                r.intact_to == base || (r.intact_to - 1000).is_multiple_of(512) || r.intact_to == 2536,
+                "{r:?}"
+            );
         }
     }
 

@@ -327,6 +327,10 @@ pub struct Cell {
     /// Recovered points whose recovery found other orders than the WAL
     /// extent predicted (each also in `bad`): the reduction is wrong there.
     pub disagreed: usize,
+    /// With the reduction: the points it chose to recover (reached or not).
+    pub to_recover: usize,
+    /// With the reduction: the distinct non-WAL states among the points.
+    pub states: usize,
 }
 
 impl Cell {
@@ -775,7 +779,7 @@ fn commit_ends(text: &str, seg: u64) -> std::collections::HashMap<u64, u64> {
             if left == 0 {
                 break;
             }
-            at += if at % seg == 0 { 40 } else { 24 };
+            at += if at.is_multiple_of(seg) { 40 } else { 24 };
         }
         out.insert(xid, at);
     }
@@ -868,6 +872,8 @@ fn check_cell(
         mode: mode.name().to_string(),
         acknowledged: acks.total(),
         points: all.len(),
+        to_recover: reduced.as_ref().map_or(0, |r| r.recover.len()),
+        states: reduced.as_ref().map_or(0, |r| r.states),
         ..Cell::default()
     };
     let scratch = Scratch::new(&o.scratch)?;

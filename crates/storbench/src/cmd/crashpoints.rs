@@ -420,6 +420,7 @@ fn print_matrix(
                 serde_json::json!({
                     "setting": c.setting, "cache": c.mode, "acknowledged": c.acknowledged,
                     "points": c.points, "tried": c.tried, "predicted": c.predicted, "disagreed": c.disagreed,
+                    "to_recover": c.to_recover, "states": c.states,
                     "lost_max": c.lost_max,
                     "lost_p50": c.lost_quantile(0.5), "lost_p90": c.lost_quantile(0.9), "lost_mean": c.lost_mean(),
                     "bad_points": bad_points(c),
