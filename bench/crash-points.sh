@@ -9,7 +9,10 @@
 # runs TPC-C on that build and checks `tpcc check` on every point; rows the
 # numbered-row workload) run for --run.
 #
-#   bench/crash-points.sh [--points 12] [--run 5s] [--warehouses 1] [--clients 2] [--workload tpcc|rows]
+#   bench/crash-points.sh [--points 12|all] [--run 5s] [--warehouses 1] [--clients 2] [--workload tpcc|rows]
+#
+# --points all on TPC-C: every point, through the WAL-extent reduction
+# (docs/durability.md): the points it covers, the ones it recovers.
 #
 # Takes the measurement lock exclusively; $SB picks the binary (default: a
 # release build).
@@ -43,7 +46,7 @@ fi
 echo "data directory: $(du -sh "$STORBENCH_STATE/mnt/crashbench" | cut -f1), journal: $(du -sh "$STORBENCH_STATE/emu/crashbench.journal" | cut -f1)"
 sleep 3   # past the model's destage window
 t0=$(date +%s.%N)
-"$SB" -q --json durability --db managed:crashbench-pg --medium crashbench --clients "$clients" --workload "$workload" \
+"$SB" --json durability --db managed:crashbench-pg --medium crashbench --clients "$clients" --workload "$workload" \
   --cut-after "$run" --crash-points "$points" --cache honest > "$work/out.json" || true
 wall=$(python3 -c "print($(date +%s.%N) - $t0)")
 python3 - "$work/out.json" "$wall" "$run" <<'PY'
@@ -51,7 +54,11 @@ import json, sys
 d = json.load(open(sys.argv[1])); wall = float(sys.argv[2])
 for c in d["cells"]:
     s = c["seconds_per_point"]
-    print(f"{c['setting'] or 'default'} / {c['cache']}: {c['tried']} of {c['points']} points, "
+    if c.get("predicted"):
+        print(f"{c['setting'] or 'default'} / {c['cache']}: {c['points']} points: {c['predicted']} checked by WAL extent, "
+              f"{c['tried']} recovered (of {c['to_recover']} chosen: {c['states']} non-WAL states, the rest a spread), "
+              f"{c['disagreed']} disagreed; points losing {c['points_losing']}")
+    print(f"{c['setting'] or 'default'} / {c['cache']}: {c['tried']} of {c['points']} points recovered, "
           f"{c['acknowledged']} {'New-Orders' if d.get('workload') == 'tpcc' else 'rows'} acknowledged, lost max {c['lost_max']}, inconsistent {c['inconsistent']}, failed {c['failed']}")
     print(f"  per point {s['total']:.2f} s -> {60 / s['total']:.1f} points/min "
           f"(image {s['image']:.2f}, mount {s['mount']:.2f}, recovery {s['recover']:.2f}, "

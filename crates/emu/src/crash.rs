@@ -248,6 +248,12 @@ pub fn points_tearing(
 /// the image's offsets too (its filesystem spans the whole device).
 /// Extents with no known place (inline, delayed) are left out.
 pub fn file_extents(path: &Path) -> std::io::Result<Vec<(u64, u64)>> {
+    Ok(file_map(path)?.into_iter().map(|(_, physical, len)| (physical, len)).collect())
+}
+
+/// As [`file_extents`], each with its offset in the file too:
+/// `(file offset, image offset, length)`.
+pub fn file_map(path: &Path) -> std::io::Result<Vec<(u64, u64, u64)>> {
     // struct fiemap and struct fiemap_extent (linux/fiemap.h).
     #[repr(C)]
     #[derive(Clone, Copy, Default)]
@@ -292,7 +298,7 @@ pub fn file_extents(path: &Path) -> std::io::Result<Vec<(u64, u64)>> {
             return Err(io("mapping", path, std::io::Error::last_os_error()));
         }
         let got = &m.extents[..m.mapped as usize];
-        out.extend(got.iter().filter(|x| x.flags & UNKNOWN == 0).map(|x| (x.physical, x.length)));
+        out.extend(got.iter().filter(|x| x.flags & UNKNOWN == 0).map(|x| (x.logical, x.physical, x.length)));
         match got.last() {
             Some(x) if x.flags & LAST == 0 => start = x.logical + x.length,
             _ => return Ok(out),
@@ -406,40 +412,84 @@ impl Replayer {
             )));
         }
         let f = std::fs::OpenOptions::new().write(true).open(out).map_err(|e| io("opening", out, e))?;
-        let seed = mix(p.index as u64, 0x5eed);
-        if let Some((from, to)) = p.subset {
-            for i in from..to {
-                let e = self.journal.entries[i];
-                if e.kind == Kind::Write {
-                    self.apply(&f, &e, |page| mix(seed, page) & 1 == 1, PAGE)?;
-                }
-            }
-        }
-        if let Some(w) = p.torn {
-            let e = self.journal.entries[w];
-            let (first, last) = (e.offset / SECTOR, (e.offset + e.len - 1) / SECTOR);
-            let kept = |s: u64| mix(seed ^ 0x70e4, s) & 1 == 1;
-            // Torn means some sectors and not all: the first is kept if none
-            // would be, the last lost if all would be.
-            let none = (first..=last).all(|s| !kept(s));
-            let all = (first..=last).all(kept);
-            self.apply(
-                &f,
-                &e,
-                |s| {
-                    if none {
-                        s == first
-                    } else if all {
-                        s != last
-                    } else {
-                        kept(s)
-                    }
-                },
-                SECTOR,
-            )?;
+        for piece in kept(&self.journal, p) {
+            let e = &self.journal.entries[piece.entry];
+            let data = self.journal.data(e)?;
+            f.write_all_at(&data[(piece.at - e.offset) as usize..(piece.end - e.offset) as usize], piece.at)?;
         }
         f.sync_data()?;
         Ok(())
+    }
+}
+
+/// A piece of a journal write that a point's image holds on top of
+/// `entries[..base]`: bytes `at..end` of the image, from `entries[entry]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Piece {
+    /// The write it comes from.
+    pub entry: usize,
+    /// Its first byte on the image.
+    pub at: u64,
+    /// Past its last byte.
+    pub end: u64,
+}
+
+/// What point `p` keeps of the volatile writes, in the order laid on its
+/// image: a random half of the pages of its subset (each page its latest
+/// data), then the torn write's kept sectors. One function for the image
+/// ([`Replayer::materialise`]) and for what reasons about it without one
+/// ([`crate::walprefix`]), so both see the same bytes.
+pub fn kept(j: &Journal, p: &Point) -> Vec<Piece> {
+    let mut out = Vec::new();
+    let seed = mix(p.index as u64, 0x5eed);
+    let mut cut = |entry: usize, keep: &dyn Fn(u64) -> bool, unit: u64| {
+        let e = &j.entries[entry];
+        let end = e.offset + e.len;
+        let mut at = e.offset;
+        while at < end {
+            let piece_end = ((at / unit + 1) * unit).min(end);
+            if keep(at / unit) {
+                out.push(Piece { entry, at, end: piece_end });
+            }
+            at = piece_end;
+        }
+    };
+    if let Some((from, to)) = p.subset {
+        for i in from..to {
+            if j.entries[i].kind == Kind::Write {
+                cut(i, &|page| mix(seed, page) & 1 == 1, PAGE);
+            }
+        }
+    }
+    if let Some(w) = p.torn {
+        let e = j.entries[w];
+        let (first, last) = (e.offset / SECTOR, (e.offset + e.len - 1) / SECTOR);
+        let kept = |s: u64| mix(seed ^ 0x70e4, s) & 1 == 1;
+        // Torn means some sectors and not all: the first is kept if none
+        // would be, the last lost if all would be.
+        let none = (first..=last).all(|s| !kept(s));
+        let all = (first..=last).all(kept);
+        cut(
+            w,
+            &|s| {
+                if none {
+                    s == first
+                } else if all {
+                    s != last
+                } else {
+                    kept(s)
+                }
+            },
+            SECTOR,
+        );
+    }
+    out
+}
+
+impl Point {
+    /// Journal entries its image holds whole: `entries[..base()]`.
+    pub fn base(&self) -> usize {
+        self.base
     }
 }
 

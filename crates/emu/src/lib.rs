@@ -19,6 +19,7 @@ pub mod model;
 mod ring;
 pub mod sched;
 pub mod table;
+pub mod walprefix;
 
 pub use model::{
     ArrayCommand, ArrayOptions, ArraySpec, ArrayStatus, Model, ModelError, Op, Req, Spec, TierOptions,

@@ -537,3 +537,67 @@ fn mariadb_crash_points_lose_nothing_with_a_log_flush_per_commit_and_lose_withou
     assert_eq!((lazy["inconsistent"].as_i64(), lazy["failed"].as_i64()), (Some(0), Some(0)), "{lazy}");
     nothing_left(&s);
 }
+
+/// Every crash point of a TPC-C run through the WAL-extent reduction: the
+/// points it covers without recovery, the ones it recovers (each non-WAL
+/// state, and a spread) and, on every recovered one, the prediction equal
+/// to what recovery found. With `synchronous_commit=off` the WAL-extent pass
+/// itself must find lost orders: at more points than were recovered.
+#[test]
+fn every_tpcc_crash_point_is_covered_by_its_wal_extent_and_recovery_agrees() {
+    let s = State::new();
+    s.ok(&[
+        "media",
+        "create",
+        "crash-wal",
+        "--size",
+        "1G",
+        "--fs",
+        "ext4",
+        "--model",
+        "sata-ssd",
+        "--record",
+    ]);
+    s.ok(&["pg", "up", "crash-wal1", "--data", "crash-wal", "-c", "shared_buffers=64MB"]);
+    s.ok(&["tpcc", "build", "--db", "managed:crash-wal1", "--warehouses", "1"]);
+    let (code, cells) = matrix(
+        &s,
+        &[
+            "--db",
+            "managed:crash-wal1",
+            "--medium",
+            "crash-wal",
+            "--workload",
+            "tpcc",
+            "--clients",
+            "2",
+            "--cut-after",
+            "500ms",
+            "--crash-points",
+            "all",
+            "--settings",
+            "synchronous_commit=off",
+            "--cache",
+            "honest",
+        ],
+    );
+    assert_eq!(code, 1, "asynchronous commits lose acknowledged orders: exit 1");
+    let c = cell(&cells, "synchronous_commit=off", "honest");
+    let (points, tried, predicted) =
+        (c["points"].as_u64().unwrap(), c["tried"].as_u64().unwrap(), c["predicted"].as_u64().unwrap());
+    assert!(c["acknowledged"].as_i64().unwrap() > 0, "{c}");
+    assert_eq!(tried + predicted, points, "every point covered: {c}");
+    assert!(
+        predicted > 0 && tried >= 16.min(points),
+        "points covered by their WAL extent, a spread recovered: {c}"
+    );
+    assert_eq!(c["disagreed"], 0, "recovery found what the WAL extent predicted: {c}");
+    assert!(
+        c["points_losing"].as_u64().unwrap() > tried,
+        "the WAL-extent pass finds the lost orders of asynchronous commits: {c}"
+    );
+    for k in ["inconsistent", "failed"] {
+        assert_eq!(c[k], 0, "asynchronous commits stay consistent: {c}");
+    }
+    nothing_left(&s);
+}

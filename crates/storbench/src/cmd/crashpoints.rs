@@ -288,6 +288,22 @@ fn progress(g: &Global, e: Event) {
                 timing.cleanup.as_secs_f64(),
             );
         }
+        Event::Reduced { predicted, recover, states } => eprintln!(
+            "  WAL extent: {predicted} point(s) covered by the WAL each holds; {recover} to recover \
+             ({states} non-WAL state(s), points whose volatile writes leave the WAL, and a spread of the others)"
+        ),
+        Event::CellDone(c) if c.predicted > 0 || c.disagreed > 0 => eprintln!(
+            "  [{}] {} points: {} checked by WAL extent, {} recovered; {} lost at most, {} inconsistent, {} failed, \
+             {} where recovery disagreed with the WAL extent",
+            c.mode,
+            c.points,
+            c.predicted,
+            c.tried,
+            c.lost_max,
+            c.inconsistent,
+            c.failed,
+            c.disagreed
+        ),
         Event::CellDone(_) => {}
     }
 }
@@ -317,6 +333,8 @@ fn cell_report(c: &Cell) -> storbench_metrics::StepReport {
         ("crash.points.losing", c.points_losing as f64),
         ("crash.inconsistent", c.inconsistent as f64),
         ("crash.failed", c.failed as f64),
+        ("crash.points.predicted", c.predicted as f64),
+        ("crash.points.disagreed", c.disagreed as f64),
     ] {
         r.figure(name, v, Unit::Count);
     }
@@ -401,7 +419,9 @@ fn print_matrix(
             .map(|c| {
                 serde_json::json!({
                     "setting": c.setting, "cache": c.mode, "acknowledged": c.acknowledged,
-                    "points": c.points, "tried": c.tried, "lost_max": c.lost_max,
+                    "points": c.points, "tried": c.tried, "predicted": c.predicted, "disagreed": c.disagreed,
+                    "to_recover": c.to_recover, "states": c.states,
+                    "lost_max": c.lost_max,
                     "lost_p50": c.lost_quantile(0.5), "lost_p90": c.lost_quantile(0.9), "lost_mean": c.lost_mean(),
                     "bad_points": bad_points(c),
                     "points_losing": c.points_losing, "inconsistent": c.inconsistent, "failed": c.failed,
@@ -424,7 +444,11 @@ fn print_matrix(
             if c.setting.is_empty() { "default" } else { &c.setting },
             c.mode,
             c.acknowledged,
-            format!("{}/{}", c.tried, c.points),
+            if c.predicted > 0 {
+                format!("{}+{}/{}", c.tried, c.predicted, c.points)
+            } else {
+                format!("{}/{}", c.tried, c.points)
+            },
             format!("{}/{}/{}", c.lost_quantile(0.5), c.lost_quantile(0.9), c.lost_max),
             c.points_losing,
             c.inconsistent,
@@ -434,6 +458,11 @@ fn print_matrix(
                 .map(|(i, _)| format!("#{i} (--crash-point {i})"))
                 .unwrap_or_else(|| "-".into())
         ));
+    }
+    if cells.iter().any(|c| c.predicted > 0) {
+        t.push(
+            "tried/of R+P/N: R recovered, P checked by the WAL extent each holds (docs/durability.md)".into(),
+        );
     }
     crate::oltp::result(g, t.join("\n"));
     Ok(())
