@@ -5,9 +5,9 @@
 //! to a request (the QD1 median) and the most they serve (IOPS at QD16);
 //! a second probe whose model takes 200 µs times how much later a reply
 //! sent at a deadline arrives (the timer thread's wake-up and hand-over).
-//! The medium's daemon then absorbs both (it replies at the arrival plus
-//! the model time less the round trip and the lateness, never before the
-//! arrival: `storbench_emu::sched`), and the figures are kept with the medium, so
+//! The medium's daemon then absorbs that round trip (it replies at the
+//! arrival plus the model time less the floor, never before the arrival:
+//! `storbench_emu::sched`), and the figures are kept with the medium, so
 //! every run on it records them and `media validate` can tell cells outside
 //! the emulator's envelope. `STORBENCH_EMU_FLOOR=off` skips the probe
 //! (nothing absorbed); a number (µs) sets the floor without measuring.
@@ -34,25 +34,19 @@ pub struct Floor {
     pub qd16_iops: f64,
     /// How it was obtained: `measured`, or `set by STORBENCH_EMU_FLOOR`.
     pub how: String,
-    /// How much later than its model time and the round trip above a
-    /// reply sent at a deadline arrives, µs (a probe with a model that
-    /// takes [`TIMED_PROBE_US`]: the wake-ups a reply that waits meets,
-    /// the daemon's timer thread's and the loop device's, which a model
-    /// that takes no time never meets). Absorbed with the round trip.
+    /// How much later than its model time a reply sent at a deadline
+    /// arrives, once the round trip above is absorbed, µs (a probe with
+    /// a model that takes [`TIMED_PROBE_US`]: the timer thread's wake-up
+    /// and hand-over, which a model that takes no time never meets).
     /// 0: not measured (media made before it was).
     #[serde(default)]
     pub timed_extra_us: f64,
 }
 
 impl Floor {
-    /// What the daemon absorbs: what a reply at a deadline costs beyond
-    /// its model time, end to end (the round trip and the timed reply's
-    /// lateness after it). A real device's completion wakes the
-    /// application as the daemon's reply does, so a model fitted to the
-    /// device already holds that wake-up; the emulator's own path on top
-    /// of it is what it takes back.
+    /// The round trip the daemon absorbs.
     pub fn absorbed(&self) -> Duration {
-        Duration::from_nanos(((self.qd1_p50_us + self.timed_extra_us) * 1e3) as u64)
+        Duration::from_nanos((self.qd1_p50_us * 1e3) as u64)
     }
 }
 
@@ -205,7 +199,7 @@ pub(crate) fn measure(name: &str, dir: &Path) -> Result<Option<Floor>, MediaErro
         let (p50, mean, iops) = with_probe(&probe, &image, &zero, time_reads)?;
         let mut timed = Spec { base: "constant".into(), ..Spec::default() };
         timed.set.insert("read".into(), format!("{TIMED_PROBE_US}us"));
-        let (t50, _) = with_probe(&probe, &image, &timed, |dev| time_qd1(dev, 1500))?;
+        let (t50, _) = with_probe(&probe, &image, &timed, |dev| time_qd1(dev, 800))?;
         Ok::<_, MediaError>((p50, mean, iops, (t50 - TIMED_PROBE_US - p50).max(0.0)))
     })();
     undo.run();

@@ -223,15 +223,15 @@ pub struct Envelope {
     /// The daemon's round trip at QD1, µs (absorbed by the daemon).
     pub floor_us: f64,
     /// How much later than its model time a reply at a deadline arrives
-    /// after that, µs (absorbed too; 0: not measured).
+    /// after that, µs (0: not measured).
     pub timed_extra_us: f64,
     /// 4 KiB reads per second at QD16 with a model that takes no time
     /// (0: unknown).
     pub ceiling_iops: f64,
 }
 
-/// A model's time must be at least this many times what the emulator
-/// absorbs for a cell to be inside the envelope.
+/// A model's time must be at least this many floors for a cell to be
+/// inside the envelope.
 pub const FLOOR_TIMES: f64 = 3.0;
 /// A cell's IOPS must be under this share of the ceiling.
 pub const CEILING_SHARE: f64 = 0.8;
@@ -241,15 +241,15 @@ impl Envelope {
     /// or None when inside.
     pub fn outside(&self, model: &Figures) -> Option<String> {
         if let Some(l) = model.lat_mean_us {
-            // What the daemon absorbs: its round trip and how late a reply
-            // at a deadline comes after it. A model time near it is served
-            // at the absorbed figure's median, and its spread is the
-            // host's, not the model's.
-            let cost = self.floor_us + self.timed_extra_us;
+            // The larger of what a request costs the daemon: its round
+            // trip, or how late a reply at a deadline comes.
+            let (cost, what) = if self.timed_extra_us > self.floor_us {
+                (self.timed_extra_us, "a timed reply's lateness")
+            } else {
+                (self.floor_us, "the daemon's round trip")
+            };
             if l < FLOOR_TIMES * cost {
-                return Some(format!(
-                    "model time {l:.0} µs under {FLOOR_TIMES}× what the emulator absorbs ({cost:.0} µs: its round trip and a timed reply's lateness)"
-                ));
+                return Some(format!("model time {l:.0} µs under {FLOOR_TIMES}× {what} ({cost:.0} µs)"));
             }
         }
         if let Some(i) = model.iops {
@@ -295,14 +295,13 @@ mod tests {
         let e = Envelope { floor_us: 20.0, timed_extra_us: 0.0, ceiling_iops: 50_000.0 };
         let f =
             |lat: f64, iops: f64| Figures { lat_mean_us: Some(lat), iops: Some(iops), ..Figures::default() };
-        assert!(e.outside(&f(FLOOR_TIMES * 20.0 + 1.0, 10_000.0)).is_none());
-        let why = e.outside(&f(FLOOR_TIMES * 20.0 - 1.0, 10_000.0)).unwrap();
-        assert!(why.contains(&format!("under {FLOOR_TIMES}× what the emulator absorbs (20 µs")), "{why}");
-        assert!(e.outside(&f(5_000.0, 45_000.0)).unwrap().contains("ceiling"));
-        // A reply at a deadline 30 µs late after a 7 µs round trip: both
-        // are absorbed, so a model time is held against 37 µs.
+        assert!(e.outside(&f(100.0, 10_000.0)).is_none());
+        assert!(e.outside(&f(50.0, 10_000.0)).unwrap().contains("under 3× the daemon's round trip"));
+        assert!(e.outside(&f(500.0, 45_000.0)).unwrap().contains("ceiling"));
+        // A reply at a deadline 30 µs late: a 66 µs model time is outside
+        // although the round trip (7 µs) is far under it.
         let late = Envelope { floor_us: 7.0, timed_extra_us: 30.0, ceiling_iops: 0.0 };
-        assert!(late.outside(&f(FLOOR_TIMES * 37.0 - 1.0, 10_000.0)).unwrap().contains("absorbs (37 µs"));
-        assert!(late.outside(&f(FLOOR_TIMES * 37.0 + 1.0, 10_000.0)).is_none());
+        assert!(late.outside(&f(66.0, 10_000.0)).unwrap().contains("a timed reply's lateness (30 µs)"));
+        assert!(late.outside(&f(100.0, 10_000.0)).is_none());
     }
 }
