@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The emulator's timed-reply lateness (issue 25): raw media with the constant
+# model at each read time given (µs), each made afresh (its floor probe run),
+# QD1 4 KiB random reads: storbench io (io_uring) 3 s, then 1,300 O_DIRECT
+# preads; prints p50 beyond the model's time and the medium's floor figures.
+#   SB=target/release/storbench flock -x /tmp/storbench-measure.lock bench/emu-timed-sweep.sh "0 30 60 100 200 400" [qd]
+set -euo pipefail
+SB=${SB:?}; times=${1:-"0 30 60 100 200 400"}; qd=${2:-1}
+work=$(mktemp -d); export STORBENCH_STATE="$work/state" STORBENCH_RESULTS="$work/r.db"
+trap '"$SB" -q media destroy --all >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+for t in $times; do
+  "$SB" -q media destroy --all >/dev/null 2>&1 || true
+  "$SB" -q media create sw --size 256M --fs none --model constant --set read=${t}us >/dev/null
+  read -r dev fl < <("$SB" --json media list | python3 -c 'import json,sys; m=json.load(sys.stdin)[0]; f=m["daemon"]["floor"]; print(m["device"], "%.1f/%.1f"%(f["qd1_p50_us"],f["timed_extra_us"]))')
+  out=$("$SB" --json -q io "$dev" --bs 4k --rw randread --qd $qd --duration 3s --rampup 1s 2>/dev/null)
+  DEV=$dev T=$t FL=$fl OUT="$out" QD=$qd python3 - <<'PY'
+import json,os,time,mmap,random
+out=os.environ["OUT"]; t=float(os.environ["T"])
+rec=next(json.JSONDecoder().raw_decode(out[out.index("{"):]) for _ in [0])[0]
+m=rec["steps"][0]["metrics"]; g=lambda k: m.get(k,{}).get("value",float("nan"))
+s=""
+if os.environ["QD"]=="1":
+  fd=os.open(os.environ["DEV"],os.O_RDONLY|os.O_DIRECT); buf=mmap.mmap(-1,4096); n=(256<<20)//4096; lat=[]
+  for i in range(1500):
+    o=random.randrange(n)*4096; a=time.perf_counter_ns(); os.preadv(fd,[buf],o); b=time.perf_counter_ns()
+    if i>=200: lat.append((b-a)/1e3)
+  lat.sort(); s=f" pread p50 {lat[len(lat)//2]:.1f} (+{lat[len(lat)//2]-t:.1f})"
+print(f"model {t:5.0f} us floor(p50/timed) {os.environ['FL']}: io_uring mean {g('io.lat.mean'):.1f} p50 {g('io.lat.p50'):.1f} (+{g('io.lat.p50')-t:.1f}) p99 {g('io.lat.p99'):.1f} iops {g('io.iops'):.0f}{s}")
+PY
+done
