@@ -2,13 +2,13 @@
 //! ratio at every size comes from one pass of Mattson's stack algorithm
 //! (`mrc::exact`), and the simulation here must agree with it exactly.
 
-use super::list::{List, Slab};
+use super::list::{Hashed, List, Slab};
 use super::Policy;
 
 /// Least recently used.
 pub struct Lru {
     cap: usize,
-    slab: Slab,
+    slab: Slab<Hashed>,
     list: List,
 }
 
@@ -16,7 +16,7 @@ impl Lru {
     /// An empty LRU of `cap` lines (at least 1).
     pub fn new(cap: usize) -> Lru {
         let cap = cap.max(1);
-        Lru { cap, slab: Slab::with_capacity(cap), list: List::new() }
+        Lru { cap, slab: Slab::with_capacity(cap, 0), list: List::new() }
     }
 }
 
@@ -48,7 +48,7 @@ impl Policy for Lru {
         let mut victim = None;
         if self.list.len >= self.cap {
             let t = self.slab.pop_tail(&mut self.list).expect("a full list has a tail");
-            victim = Some(self.slab.node(t).key);
+            victim = Some(self.slab.key(t));
             self.slab.release(t);
         }
         let i = self.slab.alloc(key, 0);

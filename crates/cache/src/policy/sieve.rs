@@ -5,13 +5,13 @@
 //! keep their place instead of moving to the head (what sets it apart from
 //! CLOCK). New lines enter at the head.
 
-use super::list::{List, Slab, NIL};
+use super::list::{Hashed, List, Slab, NIL};
 use super::Policy;
 
 /// SIEVE.
 pub struct Sieve {
     cap: usize,
-    slab: Slab,
+    slab: Slab<Hashed>,
     q: List,
     hand: u32,
 }
@@ -20,13 +20,13 @@ impl Sieve {
     /// An empty SIEVE of `cap` lines (at least 1).
     pub fn new(cap: usize) -> Sieve {
         let cap = cap.max(1);
-        Sieve { cap, slab: Slab::with_capacity(cap), q: List::new(), hand: NIL }
+        Sieve { cap, slab: Slab::with_capacity(cap, 0), q: List::new(), hand: NIL }
     }
 
     fn evict(&mut self) -> u64 {
         let mut o = if self.hand == NIL { self.q.tail } else { self.hand };
-        while self.slab.node(o).flag {
-            self.slab.node_mut(o).flag = false;
+        while self.slab.node(o).flag != 0 {
+            self.slab.node_mut(o).flag = 0;
             o = self.slab.prev(o);
             if o == NIL {
                 o = self.q.tail;
@@ -34,7 +34,7 @@ impl Sieve {
         }
         self.hand = self.slab.prev(o);
         self.slab.unlink(&mut self.q, o);
-        let key = self.slab.node(o).key;
+        let key = self.slab.key(o);
         self.slab.release(o);
         key
     }
@@ -57,7 +57,7 @@ impl Policy for Sieve {
     fn lookup(&mut self, key: u64) -> bool {
         match self.slab.get(key) {
             Some(i) => {
-                self.slab.node_mut(i).flag = true;
+                self.slab.node_mut(i).flag = 1;
                 true
             }
             None => false,
