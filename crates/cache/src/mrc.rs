@@ -445,12 +445,12 @@ pub fn simulate_dense(kind: PolicyKind, lines: usize, keys: &DenseKeys) -> SimRe
     }
     let (ids, n) = (&keys.ids[..], keys.distinct);
     match kind {
-        PolicyKind::Lru => run(Lru::new(lines), ids),
-        PolicyKind::Clock => run(Clock::new(lines), ids),
+        PolicyKind::Lru => run(Lru::dense(lines, n), ids),
+        PolicyKind::Clock => run(Clock::dense(lines, n), ids),
         PolicyKind::Arc => run(Arc::dense(lines, n), ids),
         PolicyKind::TwoQ => run(TwoQ::dense(lines, n), ids),
         PolicyKind::S3Fifo => run(S3Fifo::dense(lines, n), ids),
-        PolicyKind::Sieve => run(Sieve::new(lines), ids),
+        PolicyKind::Sieve => run(Sieve::dense(lines, n), ids),
     }
 }
 

@@ -5,13 +5,13 @@
 //! keep their place instead of moving to the head (what sets it apart from
 //! CLOCK). New lines enter at the head.
 
-use super::list::{Hashed, List, Slab, NIL};
+use super::list::{Direct, Hashed, Keys, List, Slab, NIL};
 use super::Policy;
 
-/// SIEVE.
-pub struct Sieve {
+/// SIEVE, over any keys or (`Sieve<Direct>`) dense ids.
+pub struct Sieve<K = Hashed> {
     cap: usize,
-    slab: Slab<Hashed>,
+    slab: Slab<K>,
     q: List,
     hand: u32,
 }
@@ -19,8 +19,21 @@ pub struct Sieve {
 impl Sieve {
     /// An empty SIEVE of `cap` lines (at least 1).
     pub fn new(cap: usize) -> Sieve {
+        Sieve::with_keys(cap, 0)
+    }
+}
+
+impl Sieve<Direct> {
+    /// An empty SIEVE of `cap` lines (at least 1) over keys `0..universe`.
+    pub fn dense(cap: usize, universe: usize) -> Sieve<Direct> {
+        Sieve::with_keys(cap, universe)
+    }
+}
+
+impl<K: Keys> Sieve<K> {
+    fn with_keys(cap: usize, universe: usize) -> Sieve<K> {
         let cap = cap.max(1);
-        Sieve { cap, slab: Slab::with_capacity(cap, 0), q: List::new(), hand: NIL }
+        Sieve { cap, slab: Slab::with_capacity(cap, universe), q: List::new(), hand: NIL }
     }
 
     fn evict(&mut self) -> u64 {
@@ -40,7 +53,7 @@ impl Sieve {
     }
 }
 
-impl Policy for Sieve {
+impl<K: Keys> Policy for Sieve<K> {
     fn name(&self) -> &'static str {
         "sieve"
     }
