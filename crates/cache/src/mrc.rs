@@ -234,6 +234,9 @@ pub struct LruCurve {
     fixed: Option<(usize, BinaryHeap<(u64, u64)>)>,
     heap_keys: std::collections::HashSet<u64, FixedState>,
     adjust: bool,
+    /// Stack distances are counted (off when no LRU curve is asked for:
+    /// the pass then only samples).
+    distances: bool,
 }
 
 impl LruCurve {
@@ -256,6 +259,7 @@ impl LruCurve {
             fixed,
             heap_keys: Default::default(),
             adjust,
+            distances: true,
         }
     }
 
@@ -308,6 +312,9 @@ impl LruCurve {
     #[inline]
     fn record(&mut self, key: u64) {
         self.sampled += 1;
+        if !self.distances {
+            return;
+        }
         match self.sd.access(key) {
             Some(d) => {
                 let lines = d as f64 * P as f64 / self.threshold as f64;
@@ -565,7 +572,7 @@ pub struct MrcResult {
     /// One per policy asked for.
     pub curves: Vec<Curve>,
     /// LRU's miss ratio on a fine grid (8 points per doubling) for charts:
-    /// (bytes, miss ratio).
+    /// (bytes, miss ratio); empty when LRU was not asked for.
     pub lru_fine: Vec<(u64, f64)>,
 }
 
@@ -585,6 +592,10 @@ where
 {
     let mut lru = LruCurve::new(cfg.sampling);
     let need_keys = cfg.policies.iter().any(|&p| p != PolicyKind::Lru);
+    // Without LRU the stack distances are not needed: the footprint comes
+    // from the simulations' renumbering instead.
+    let want_lru = cfg.policies.contains(&PolicyKind::Lru) || !need_keys;
+    lru.distances = want_lru;
     let mut keys: Vec<u64> = Vec::new();
     let mut n = 0u64;
     let mut interrupted = false;
@@ -607,7 +618,19 @@ where
         // lines: keep only those still in the sample.
         keys.retain(|&k| lru.sampled(k));
     }
-    let footprint = lru.footprint();
+    // Once for every simulation, outside their timing (libCacheSim too maps
+    // a trace's ids before it simulates).
+    let dense = if need_keys { DenseKeys::new(&keys) } else { None };
+    let footprint = if want_lru {
+        lru.footprint()
+    } else {
+        // The distinct sampled lines, as the stack would have counted them.
+        let distinct = dense
+            .as_ref()
+            .map(|d| d.distinct)
+            .unwrap_or_else(|| keys.iter().collect::<std::collections::HashSet<_, FixedState>>().len());
+        (distinct as f64 / rate).round() as u64
+    };
     let sampled = lru.sampled;
     let expected = lru.seen as f64 * rate;
     let hist = lru.finish();
@@ -617,7 +640,7 @@ where
     };
     let lines_of = |bytes: u64| bytes / cfg.line;
 
-    let (sim, sim_secs) = simulate_all(cfg, &keys, rate, expected, threads);
+    let (sim, sim_secs) = simulate_all(cfg, &keys, dense.as_ref(), rate, expected, threads);
 
     let curves = cfg
         .policies
@@ -656,7 +679,8 @@ where
         })
         .collect();
     let fine = fine_sizes(&cfg.sizes, cfg.line);
-    let lru_fine = fine.iter().map(|&s| (s, hist.miss_ratio(lines_of(s)))).collect();
+    let lru_fine =
+        if want_lru { fine.iter().map(|&s| (s, hist.miss_ratio(lines_of(s)))).collect() } else { Vec::new() };
     Ok(MrcResult {
         line: cfg.line,
         accesses: n,
@@ -677,12 +701,14 @@ where
 }
 
 /// The simulations: one job per (policy other than LRU, size), spread over
-/// `threads` threads, on the sampled `keys` (a cache of `rate` × its lines).
+/// `threads` threads, on the sampled `keys` (a cache of `rate` × its lines),
+/// renumbered as `dense` when they could be.
 /// Per policy and size the miss ratio (SHARDS-adjusted against `expected`
 /// accesses when sampled), and per policy the CPU seconds its jobs took.
 fn simulate_all(
     cfg: &MrcConfig,
     keys: &[u64],
+    dense: Option<&DenseKeys>,
     rate: f64,
     expected: f64,
     threads: usize,
@@ -699,9 +725,6 @@ fn simulate_all(
                 .map(move |(si, &s)| (pi, si, p, ((s / cfg.line) as f64 * rate).round() as usize))
         })
         .collect();
-    // Once for every job, outside their timing (libCacheSim too maps a
-    // trace's ids before it simulates).
-    let dense = if jobs.is_empty() { None } else { DenseKeys::new(keys) };
     let mut sim = vec![vec![f64::NAN; cfg.sizes.len()]; cfg.policies.len()];
     let mut sim_secs = vec![0.0f64; cfg.policies.len()];
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -716,7 +739,7 @@ fn simulate_all(
                 let m = if lines == 0 {
                     1.0
                 } else {
-                    let r = match &dense {
+                    let r = match dense {
                         Some(d) => simulate_dense(kind, lines, d),
                         None => simulate(kind, lines, keys),
                     };
@@ -924,6 +947,32 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// Without LRU the stack distances are skipped: the footprint, the
+    /// sample and the other curves are what they are with LRU, exact and
+    /// sampled, and there is no LRU grid.
+    #[test]
+    fn without_lru_the_same_footprint_and_curves() {
+        let keys = zipf(50_000, 300_000, 5);
+        for sampling in
+            [Sampling::Exact, Sampling::Rate(0.1), Sampling::FixedSize { rate: 0.5, max_lines: 2000 }]
+        {
+            let run = |policies: Vec<PolicyKind>| {
+                let cfg = MrcConfig { line: 4096, sizes: Vec::new(), policies, sampling, target: None };
+                let it = keys.iter().map(|&k| Ok(LineAccess { line: k, write: false }));
+                analyze(it, &cfg, 1, &mut |_| true).unwrap()
+            };
+            let with = run(vec![PolicyKind::Lru, PolicyKind::Arc, PolicyKind::S3Fifo]);
+            let without = run(vec![PolicyKind::Arc, PolicyKind::S3Fifo]);
+            let key = |r: &MrcResult| {
+                (r.footprint_lines, r.sampled_accesses, r.sample_rate, r.sizes.clone(), r.accesses)
+            };
+            assert_eq!(key(&with), key(&without), "{sampling:?}");
+            assert_eq!(with.curves[1].miss_ratio, without.curves[0].miss_ratio, "{sampling:?}");
+            assert_eq!(with.curves[2].miss_ratio, without.curves[1].miss_ratio, "{sampling:?}");
+            assert!(!with.lru_fine.is_empty() && without.lru_fine.is_empty());
         }
     }
 
