@@ -234,6 +234,9 @@ pub struct LruCurve {
     fixed: Option<(usize, BinaryHeap<(u64, u64)>)>,
     heap_keys: std::collections::HashSet<u64, FixedState>,
     adjust: bool,
+    /// Stack distances are counted (off when no LRU curve is asked for:
+    /// the pass then only samples).
+    distances: bool,
 }
 
 impl LruCurve {
@@ -256,6 +259,7 @@ impl LruCurve {
             fixed,
             heap_keys: Default::default(),
             adjust,
+            distances: true,
         }
     }
 
@@ -308,6 +312,9 @@ impl LruCurve {
     #[inline]
     fn record(&mut self, key: u64) {
         self.sampled += 1;
+        if !self.distances {
+            return;
+        }
         match self.sd.access(key) {
             Some(d) => {
                 let lines = d as f64 * P as f64 / self.threshold as f64;
@@ -383,6 +390,74 @@ pub fn simulate(kind: PolicyKind, lines: usize, keys: &[u64]) -> SimResult {
         PolicyKind::TwoQ => run(TwoQ::new(lines), keys),
         PolicyKind::S3Fifo => run(S3Fifo::new(lines), keys),
         PolicyKind::Sieve => run(Sieve::new(lines), keys),
+    }
+}
+
+/// A trace's lines renumbered 0.. in order of first access: a policy over
+/// dense ids ([`crate::policy::Direct`]) finds a line's node by indexing,
+/// not hashing. Renumbering is one-to-one, so every policy makes the same
+/// choices on the ids as on the lines.
+#[derive(Debug, Clone)]
+pub struct DenseKeys {
+    /// One id per access.
+    pub ids: Vec<u32>,
+    /// Distinct lines: the ids are `0..distinct`.
+    pub distinct: usize,
+}
+
+impl DenseKeys {
+    /// Renumbers `keys`; None when there are too many distinct lines for a
+    /// u32 id.
+    pub fn new(keys: &[u64]) -> Option<DenseKeys> {
+        const NONE: u32 = u32::MAX;
+        let mut ids = Vec::with_capacity(keys.len());
+        let mut next = 0u32;
+        let max = keys.iter().copied().max().unwrap_or(0);
+        // Lines of a device or a synthetic trace are small numbers: a table
+        // indexed by line is quicker than a hash map when it is not much
+        // larger than the trace.
+        if max < (keys.len() as u64).saturating_mul(4).max(1 << 20) {
+            let mut table = vec![NONE; max as usize + 1];
+            for &k in keys {
+                let t = &mut table[k as usize];
+                if *t == NONE {
+                    *t = next;
+                    next += 1;
+                }
+                ids.push(*t);
+            }
+        } else {
+            let mut map: Map<u32> = Map::default();
+            for &k in keys {
+                let id = *map.entry(k).or_insert(next);
+                if id == next {
+                    next = next.checked_add(1).filter(|&n| n < NONE - 1)?;
+                }
+                ids.push(id);
+            }
+        }
+        Some(DenseKeys { ids, distinct: next as usize })
+    }
+}
+
+/// [`simulate`] over renumbered lines: the same hits, faster.
+pub fn simulate_dense(kind: PolicyKind, lines: usize, keys: &DenseKeys) -> SimResult {
+    use crate::policy::{Arc, Clock, Lru, S3Fifo, Sieve, TwoQ};
+    fn run<P: Policy>(mut p: P, ids: &[u32]) -> SimResult {
+        let mut hits = 0u64;
+        for &k in ids {
+            hits += p.access(k as u64).0 as u64;
+        }
+        SimResult { accesses: ids.len() as u64, hits }
+    }
+    let (ids, n) = (&keys.ids[..], keys.distinct);
+    match kind {
+        PolicyKind::Lru => run(Lru::dense(lines, n), ids),
+        PolicyKind::Clock => run(Clock::dense(lines, n), ids),
+        PolicyKind::Arc => run(Arc::dense(lines, n), ids),
+        PolicyKind::TwoQ => run(TwoQ::dense(lines, n), ids),
+        PolicyKind::S3Fifo => run(S3Fifo::dense(lines, n), ids),
+        PolicyKind::Sieve => run(Sieve::dense(lines, n), ids),
     }
 }
 
@@ -497,7 +572,7 @@ pub struct MrcResult {
     /// One per policy asked for.
     pub curves: Vec<Curve>,
     /// LRU's miss ratio on a fine grid (8 points per doubling) for charts:
-    /// (bytes, miss ratio).
+    /// (bytes, miss ratio); empty when LRU was not asked for.
     pub lru_fine: Vec<(u64, f64)>,
 }
 
@@ -517,6 +592,10 @@ where
 {
     let mut lru = LruCurve::new(cfg.sampling);
     let need_keys = cfg.policies.iter().any(|&p| p != PolicyKind::Lru);
+    // Without LRU the stack distances are not needed: the footprint comes
+    // from the simulations' renumbering instead.
+    let want_lru = cfg.policies.contains(&PolicyKind::Lru) || !need_keys;
+    lru.distances = want_lru;
     let mut keys: Vec<u64> = Vec::new();
     let mut n = 0u64;
     let mut interrupted = false;
@@ -539,7 +618,19 @@ where
         // lines: keep only those still in the sample.
         keys.retain(|&k| lru.sampled(k));
     }
-    let footprint = lru.footprint();
+    // Once for every simulation, outside their timing (libCacheSim too maps
+    // a trace's ids before it simulates).
+    let dense = if need_keys { DenseKeys::new(&keys) } else { None };
+    let footprint = if want_lru {
+        lru.footprint()
+    } else {
+        // The distinct sampled lines, as the stack would have counted them.
+        let distinct = dense
+            .as_ref()
+            .map(|d| d.distinct)
+            .unwrap_or_else(|| keys.iter().collect::<std::collections::HashSet<_, FixedState>>().len());
+        (distinct as f64 / rate).round() as u64
+    };
     let sampled = lru.sampled;
     let expected = lru.seen as f64 * rate;
     let hist = lru.finish();
@@ -549,7 +640,7 @@ where
     };
     let lines_of = |bytes: u64| bytes / cfg.line;
 
-    let (sim, sim_secs) = simulate_all(cfg, &keys, rate, expected, threads);
+    let (sim, sim_secs) = simulate_all(cfg, &keys, dense.as_ref(), rate, expected, threads);
 
     let curves = cfg
         .policies
@@ -588,7 +679,8 @@ where
         })
         .collect();
     let fine = fine_sizes(&cfg.sizes, cfg.line);
-    let lru_fine = fine.iter().map(|&s| (s, hist.miss_ratio(lines_of(s)))).collect();
+    let lru_fine =
+        if want_lru { fine.iter().map(|&s| (s, hist.miss_ratio(lines_of(s)))).collect() } else { Vec::new() };
     Ok(MrcResult {
         line: cfg.line,
         accesses: n,
@@ -609,12 +701,14 @@ where
 }
 
 /// The simulations: one job per (policy other than LRU, size), spread over
-/// `threads` threads, on the sampled `keys` (a cache of `rate` × its lines).
+/// `threads` threads, on the sampled `keys` (a cache of `rate` × its lines),
+/// renumbered as `dense` when they could be.
 /// Per policy and size the miss ratio (SHARDS-adjusted against `expected`
 /// accesses when sampled), and per policy the CPU seconds its jobs took.
 fn simulate_all(
     cfg: &MrcConfig,
     keys: &[u64],
+    dense: Option<&DenseKeys>,
     rate: f64,
     expected: f64,
     threads: usize,
@@ -645,7 +739,10 @@ fn simulate_all(
                 let m = if lines == 0 {
                     1.0
                 } else {
-                    let r = simulate(kind, lines, keys);
+                    let r = match dense {
+                        Some(d) => simulate_dense(kind, lines, d),
+                        None => simulate(kind, lines, keys),
+                    };
                     // SHARDS-adj for simulations too: the misses over the
                     // accesses the sample stands for (N·R), as for LRU.
                     if rate < 1.0 && expected > 0.0 {
@@ -828,6 +925,55 @@ mod tests {
 
     fn e_footprint(keys: &[u64]) -> f64 {
         keys.iter().collect::<std::collections::HashSet<_>>().len() as f64
+    }
+
+    /// Renumbering changes no choice: every policy hits the same on the
+    /// dense ids as on the lines, on a Zipf trace (the one whose hits
+    /// policy::reference pins) and on sparse lines (the hash-map renumbering).
+    #[test]
+    fn dense_simulation_hits_exactly_as_the_simulation_over_lines() {
+        let zipf: Vec<u64> =
+            crate::synth::Zipf::new(100_000, 0.8, 1, 0.0, 7).take(400_000).map(|r| r.offset).collect();
+        let sparse: Vec<u64> = zipf.iter().map(|&k| hash_line(k) | 1 << 63).collect();
+        for keys in [&zipf, &sparse] {
+            let d = DenseKeys::new(keys).unwrap();
+            assert_eq!(d.distinct, e_footprint(keys) as usize);
+            for kind in PolicyKind::ALL {
+                for lines in [1_000, 10_000, 40_000] {
+                    assert_eq!(
+                        simulate_dense(kind, lines, &d),
+                        simulate(kind, lines, keys),
+                        "{kind} {lines}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Without LRU the stack distances are skipped: the footprint, the
+    /// sample and the other curves are what they are with LRU, exact and
+    /// sampled, and there is no LRU grid.
+    #[test]
+    fn without_lru_the_same_footprint_and_curves() {
+        let keys = zipf(50_000, 300_000, 5);
+        for sampling in
+            [Sampling::Exact, Sampling::Rate(0.1), Sampling::FixedSize { rate: 0.5, max_lines: 2000 }]
+        {
+            let run = |policies: Vec<PolicyKind>| {
+                let cfg = MrcConfig { line: 4096, sizes: Vec::new(), policies, sampling, target: None };
+                let it = keys.iter().map(|&k| Ok(LineAccess { line: k, write: false }));
+                analyze(it, &cfg, 1, &mut |_| true).unwrap()
+            };
+            let with = run(vec![PolicyKind::Lru, PolicyKind::Arc, PolicyKind::S3Fifo]);
+            let without = run(vec![PolicyKind::Arc, PolicyKind::S3Fifo]);
+            let key = |r: &MrcResult| {
+                (r.footprint_lines, r.sampled_accesses, r.sample_rate, r.sizes.clone(), r.accesses)
+            };
+            assert_eq!(key(&with), key(&without), "{sampling:?}");
+            assert_eq!(with.curves[1].miss_ratio, without.curves[0].miss_ratio, "{sampling:?}");
+            assert_eq!(with.curves[2].miss_ratio, without.curves[1].miss_ratio, "{sampling:?}");
+            assert!(!with.lru_fine.is_empty() && without.lru_fine.is_empty());
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! target size p of T1 towards the list that would have hit. Follows the
 //! paper's Figure 4 case by case, with its integer adaptation steps.
 
-use super::list::{List, Slab};
+use super::list::{Direct, Hashed, Keys, List, Slab};
 use super::Policy;
 
 const T1: u8 = 0;
@@ -13,19 +13,32 @@ const T2: u8 = 1;
 const B1: u8 = 2;
 const B2: u8 = 3;
 
-/// Adaptive Replacement Cache.
-pub struct Arc {
+/// Adaptive Replacement Cache, over any keys or (`Arc<Direct>`) dense ids.
+pub struct Arc<K = Hashed> {
     c: usize,
     p: usize,
-    slab: Slab,
+    slab: Slab<K>,
     l: [List; 4],
 }
 
 impl Arc {
     /// An empty ARC of `cap` lines (at least 1).
     pub fn new(cap: usize) -> Arc {
+        Arc::with_keys(cap, 0)
+    }
+}
+
+impl Arc<Direct> {
+    /// An empty ARC of `cap` lines (at least 1) over keys `0..universe`.
+    pub fn dense(cap: usize, universe: usize) -> Arc<Direct> {
+        Arc::with_keys(cap, universe)
+    }
+}
+
+impl<K: Keys> Arc<K> {
+    fn with_keys(cap: usize, universe: usize) -> Arc<K> {
         let c = cap.max(1);
-        Arc { c, p: 0, slab: Slab::with_capacity(2 * c), l: [List::new(); 4] }
+        Arc { c, p: 0, slab: Slab::with_capacity(2 * c, universe), l: [List::new(); 4] }
     }
 
     fn push(&mut self, list: u8, i: u32) {
@@ -49,7 +62,7 @@ impl Arc {
             };
         let i = self.slab.pop_tail(&mut self.l[from as usize])?;
         self.push(to, i);
-        Some(self.slab.node(i).key)
+        Some(self.slab.key(i))
     }
 
     fn drop_tail(&mut self, list: u8) {
@@ -94,7 +107,7 @@ impl Arc {
             } else {
                 // B1 is empty and T1 holds everything: evict T1's LRU outright.
                 let t = self.slab.pop_tail(&mut self.l[T1 as usize]).expect("T1 is full");
-                victim = Some(self.slab.node(t).key);
+                victim = Some(self.slab.key(t));
                 self.slab.release(t);
             }
         } else if total >= c {
@@ -111,7 +124,7 @@ impl Arc {
     }
 }
 
-impl Policy for Arc {
+impl<K: Keys> Policy for Arc<K> {
     fn name(&self) -> &'static str {
         "arc"
     }

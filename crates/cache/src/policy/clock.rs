@@ -3,16 +3,18 @@
 //! first line whose bit is clear. An approximation of LRU that needs no list
 //! update on a hit, which is why operating systems and arrays use it.
 
-use foldhash::fast::FixedState;
-
-use super::list::Map;
+use super::list::{Direct, Hashed, Keys, Slab};
 use super::Policy;
 
-/// CLOCK with one reference bit; a new line enters with its bit clear.
-pub struct Clock {
-    keys: Vec<u64>,
-    refd: Vec<bool>,
-    map: Map<u32>,
+/// The list of a resident line's node.
+const RING: u8 = 0;
+
+/// CLOCK with one reference bit (its node's flag); a new line enters with
+/// its bit clear. Over any keys or (`Clock<Direct>`) dense ids.
+pub struct Clock<K = Hashed> {
+    /// The nodes in ring order.
+    ring: Vec<u32>,
+    slab: Slab<K>,
     cap: usize,
     hand: usize,
 }
@@ -20,18 +22,25 @@ pub struct Clock {
 impl Clock {
     /// An empty CLOCK of `cap` lines (at least 1).
     pub fn new(cap: usize) -> Clock {
-        let cap = cap.max(1);
-        Clock {
-            keys: Vec::with_capacity(cap),
-            refd: Vec::with_capacity(cap),
-            map: Map::with_capacity_and_hasher(cap, FixedState::default()),
-            cap,
-            hand: 0,
-        }
+        Clock::with_keys(cap, 0)
     }
 }
 
-impl Policy for Clock {
+impl Clock<Direct> {
+    /// An empty CLOCK of `cap` lines (at least 1) over keys `0..universe`.
+    pub fn dense(cap: usize, universe: usize) -> Clock<Direct> {
+        Clock::with_keys(cap, universe)
+    }
+}
+
+impl<K: Keys> Clock<K> {
+    fn with_keys(cap: usize, universe: usize) -> Clock<K> {
+        let cap = cap.max(1);
+        Clock { ring: Vec::with_capacity(cap), slab: Slab::with_capacity(cap, universe), cap, hand: 0 }
+    }
+}
+
+impl<K: Keys> Policy for Clock<K> {
     fn name(&self) -> &'static str {
         "clock"
     }
@@ -39,16 +48,16 @@ impl Policy for Clock {
         self.cap
     }
     fn len(&self) -> usize {
-        self.keys.len()
+        self.ring.len()
     }
     fn contains(&self, key: u64) -> bool {
-        self.map.contains_key(&key)
+        self.slab.get(key).is_some()
     }
     #[inline]
     fn lookup(&mut self, key: u64) -> bool {
-        match self.map.get(&key) {
-            Some(&i) => {
-                self.refd[i as usize] = true;
+        match self.slab.get(key) {
+            Some(i) => {
+                self.slab.node_mut(i).flag = 1;
                 true
             }
             None => false,
@@ -56,22 +65,20 @@ impl Policy for Clock {
     }
     #[inline]
     fn admit(&mut self, key: u64) -> Option<u64> {
-        if self.keys.len() < self.cap {
-            self.map.insert(key, self.keys.len() as u32);
-            self.keys.push(key);
-            self.refd.push(false);
+        if self.ring.len() < self.cap {
+            let i = self.slab.alloc(key, RING);
+            self.ring.push(i);
             return None;
         }
         // At most one full turn clears every bit, so this ends.
-        while self.refd[self.hand] {
-            self.refd[self.hand] = false;
+        while self.slab.node(self.ring[self.hand]).flag != 0 {
+            self.slab.node_mut(self.ring[self.hand]).flag = 0;
             self.hand = (self.hand + 1) % self.cap;
         }
-        let slot = self.hand;
-        let victim = self.keys[slot];
-        self.map.remove(&victim);
-        self.keys[slot] = key;
-        self.map.insert(key, slot as u32);
+        let old = self.ring[self.hand];
+        let victim = self.slab.key(old);
+        self.slab.release(old);
+        self.ring[self.hand] = self.slab.alloc(key, RING);
         self.hand = (self.hand + 1) % self.cap;
         Some(victim)
     }

@@ -2,25 +2,38 @@
 //! ratio at every size comes from one pass of Mattson's stack algorithm
 //! (`mrc::exact`), and the simulation here must agree with it exactly.
 
-use super::list::{List, Slab};
+use super::list::{Direct, Hashed, Keys, List, Slab};
 use super::Policy;
 
-/// Least recently used.
-pub struct Lru {
+/// Least recently used, over any keys or (`Lru<Direct>`) dense ids.
+pub struct Lru<K = Hashed> {
     cap: usize,
-    slab: Slab,
+    slab: Slab<K>,
     list: List,
 }
 
 impl Lru {
     /// An empty LRU of `cap` lines (at least 1).
     pub fn new(cap: usize) -> Lru {
-        let cap = cap.max(1);
-        Lru { cap, slab: Slab::with_capacity(cap), list: List::new() }
+        Lru::with_keys(cap, 0)
     }
 }
 
-impl Policy for Lru {
+impl Lru<Direct> {
+    /// An empty LRU of `cap` lines (at least 1) over keys `0..universe`.
+    pub fn dense(cap: usize, universe: usize) -> Lru<Direct> {
+        Lru::with_keys(cap, universe)
+    }
+}
+
+impl<K: Keys> Lru<K> {
+    fn with_keys(cap: usize, universe: usize) -> Lru<K> {
+        let cap = cap.max(1);
+        Lru { cap, slab: Slab::with_capacity(cap, universe), list: List::new() }
+    }
+}
+
+impl<K: Keys> Policy for Lru<K> {
     fn name(&self) -> &'static str {
         "lru"
     }
@@ -48,7 +61,7 @@ impl Policy for Lru {
         let mut victim = None;
         if self.list.len >= self.cap {
             let t = self.slab.pop_tail(&mut self.list).expect("a full list has a tail");
-            victim = Some(self.slab.node(t).key);
+            victim = Some(self.slab.key(t));
             self.slab.release(t);
         }
         let i = self.slab.alloc(key, 0);

@@ -20,6 +20,7 @@ use std::str::FromStr;
 
 pub use arc::Arc;
 pub use clock::Clock;
+pub use list::{Direct, Hashed, Keys};
 pub use lru::Lru;
 pub use s3fifo::S3Fifo;
 pub use sieve::Sieve;

@@ -307,3 +307,41 @@ fn hits_on_a_zipf_trace_are_what_they_were_before_the_speed_work() {
     ];
     assert_eq!(got, before);
 }
+
+/// The dense versions the simulation runs (`Arc<Direct>` and the others,
+/// over lines renumbered by first access) make the reference versions'
+/// choices too: the same hits, and the same victims once their ids are
+/// mapped back to lines.
+#[test]
+fn the_dense_versions_make_the_reference_versions_choices_on_every_access() {
+    use super::{Arc, Policy, S3Fifo, TwoQ};
+    fn agree_dense(
+        name: &str,
+        mut fast: impl Policy,
+        mut reference: impl FnMut(u64) -> (bool, Option<u64>),
+        trace: &[u64],
+        dense: &crate::mrc::DenseKeys,
+    ) {
+        let mut line_of = vec![0u64; dense.distinct];
+        for (&k, &id) in trace.iter().zip(&dense.ids) {
+            line_of[id as usize] = k;
+        }
+        for (n, (&k, &id)) in trace.iter().zip(&dense.ids).enumerate() {
+            let (hit, v) = fast.access(id as u64);
+            assert_eq!((hit, v.map(|v| line_of[v as usize])), reference(k), "{name}: access {n} (line {k})");
+        }
+    }
+    for (seed, span) in [(1, 40), (2, 300), (3, 1500)] {
+        let trace = mixed_trace(seed, 30_000, span);
+        let dense = crate::mrc::DenseKeys::new(&trace).expect("few lines");
+        let n = dense.distinct;
+        for cap in [1, 2, 3, 5, 8, 13, 64, 200, 700] {
+            let mut a = RefArc::new(cap);
+            agree_dense("arc", Arc::dense(cap, n), |k| a.access(k), &trace, &dense);
+            let mut q = RefTwoQ::new(cap);
+            agree_dense("2q", TwoQ::dense(cap, n), |k| q.access(k), &trace, &dense);
+            let mut s = RefS3Fifo::new(cap);
+            agree_dense("s3fifo", S3Fifo::dense(cap, n), |k| s.access(k), &trace, &dense);
+        }
+    }
+}

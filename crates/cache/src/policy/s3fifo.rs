@@ -9,59 +9,74 @@
 
 use std::collections::VecDeque;
 
-use foldhash::fast::FixedState;
-
-use super::list::Map;
+use super::list::{Direct, Hashed, Keys, Slab};
 use super::Policy;
 
 const MOVE_TO_MAIN: u8 = 2;
 const MAX_FREQ: u8 = 3;
 
-#[derive(Clone, Copy)]
-struct Entry {
-    freq: u8,
-}
+/// A node's list: resident in S or M, or a key remembered in G.
+const SMALL: u8 = 0;
+const MAIN: u8 = 1;
+const GHOST: u8 = 2;
 
-/// S3-FIFO.
-pub struct S3Fifo {
+/// S3-FIFO, over any keys or (`S3Fifo<Direct>`) dense ids. A line's node
+/// holds its place (S, M or G) and frequency; the queues hold nodes. A ghost
+/// keeps the number of its eviction from S in its node, and G is the window
+/// of the last `ghost_cap` such evictions: an entry leaving the window frees
+/// its node only if the node is still that ghost (not since admitted, or
+/// evicted again with a newer number).
+pub struct S3Fifo<K = Hashed> {
     cap: usize,
     small_cap: usize,
     ghost_cap: usize,
-    map: Map<Entry>,
-    small: VecDeque<u64>,
-    main: VecDeque<u64>,
-    ghost: VecDeque<(u64, u64)>,
-    ghost_map: Map<u64>,
+    slab: Slab<K>,
+    small: VecDeque<u32>,
+    main: VecDeque<u32>,
+    ghost: VecDeque<(u32, u64)>,
     ghost_seq: u64,
 }
 
 impl S3Fifo {
     /// An empty S3-FIFO of `cap` lines (at least 1).
     pub fn new(cap: usize) -> S3Fifo {
+        S3Fifo::with_keys(cap, 0)
+    }
+}
+
+impl S3Fifo<Direct> {
+    /// An empty S3-FIFO of `cap` lines (at least 1) over keys `0..universe`.
+    pub fn dense(cap: usize, universe: usize) -> S3Fifo<Direct> {
+        S3Fifo::with_keys(cap, universe)
+    }
+}
+
+impl<K: Keys> S3Fifo<K> {
+    fn with_keys(cap: usize, universe: usize) -> S3Fifo<K> {
         let cap = cap.max(1);
         let ghost_cap = (cap * 9 / 10).max(1);
         S3Fifo {
             cap,
             small_cap: (cap / 10).max(1),
             ghost_cap,
-            map: Map::with_capacity_and_hasher(cap, FixedState::default()),
+            slab: Slab::with_capacity(cap + ghost_cap + 1, universe),
             small: VecDeque::with_capacity(cap),
             main: VecDeque::with_capacity(cap),
             ghost: VecDeque::with_capacity(ghost_cap + 1),
-            ghost_map: Map::with_capacity_and_hasher(ghost_cap, FixedState::default()),
             ghost_seq: 0,
         }
     }
 
-    fn remember_ghost(&mut self, key: u64) {
+    fn remember_ghost(&mut self, i: u32) {
         self.ghost_seq += 1;
-        self.ghost.push_front((key, self.ghost_seq));
-        self.ghost_map.insert(key, self.ghost_seq);
+        self.slab.node_mut(i).list = GHOST;
+        self.slab.set_aux(i, self.ghost_seq);
+        self.ghost.push_front((i, self.ghost_seq));
         if self.ghost.len() > self.ghost_cap {
-            let (k, s) = self.ghost.pop_back().expect("the ghost queue is over its size");
-            // A key that came back and left again has a newer entry: keep that one.
-            if self.ghost_map.get(&k) == Some(&s) {
-                self.ghost_map.remove(&k);
+            let (j, s) = self.ghost.pop_back().expect("the ghost queue is over its size");
+            // A key that came back (and maybe left again) is not this ghost.
+            if self.slab.node(j).list == GHOST && self.slab.aux(j) == s {
+                self.slab.release(j);
             }
         }
     }
@@ -69,29 +84,31 @@ impl S3Fifo {
     /// Evicts from S until one line leaves the cache, moving frequently hit
     /// lines to M on the way; None if every line of S moved to M.
     fn evict_small(&mut self) -> Option<u64> {
-        while let Some(k) = self.small.pop_back() {
-            let e = self.map.get_mut(&k).expect("a line in S is in the map");
-            if e.freq >= MOVE_TO_MAIN {
-                e.freq = 0;
-                self.main.push_front(k);
+        while let Some(i) = self.small.pop_back() {
+            let m = self.slab.node_mut(i);
+            if m.flag >= MOVE_TO_MAIN {
+                m.flag = 0;
+                m.list = MAIN;
+                self.main.push_front(i);
             } else {
-                self.map.remove(&k);
-                self.remember_ghost(k);
-                return Some(k);
+                let key = self.slab.key(i);
+                self.remember_ghost(i);
+                return Some(key);
             }
         }
         None
     }
 
     fn evict_main(&mut self) -> Option<u64> {
-        while let Some(k) = self.main.pop_back() {
-            let e = self.map.get_mut(&k).expect("a line in M is in the map");
-            if e.freq > 0 {
-                e.freq -= 1;
-                self.main.push_front(k);
+        while let Some(i) = self.main.pop_back() {
+            let m = self.slab.node_mut(i);
+            if m.flag > 0 {
+                m.flag -= 1;
+                self.main.push_front(i);
             } else {
-                self.map.remove(&k);
-                return Some(k);
+                let key = self.slab.key(i);
+                self.slab.release(i);
+                return Some(key);
             }
         }
         None
@@ -105,9 +122,27 @@ impl S3Fifo {
         }
         self.evict_main()
     }
+
+    /// A line that missed, with its node if it has one (a ghost).
+    #[inline]
+    fn admit_node(&mut self, key: u64, node: Option<u32>) -> Option<u64> {
+        let victim = if self.len() >= self.cap { self.evict() } else { None };
+        // The eviction may have pushed this line's own ghost out of G.
+        match node {
+            Some(i) if self.slab.node(i).list == GHOST => {
+                *self.slab.node_mut(i) = super::list::Meta { list: MAIN, flag: 0 };
+                self.main.push_front(i);
+            }
+            _ => {
+                let i = self.slab.alloc(key, SMALL);
+                self.small.push_front(i);
+            }
+        }
+        victim
+    }
 }
 
-impl Policy for S3Fifo {
+impl<K: Keys> Policy for S3Fifo<K> {
     fn name(&self) -> &'static str {
         "s3fifo"
     }
@@ -118,27 +153,34 @@ impl Policy for S3Fifo {
         self.small.len() + self.main.len()
     }
     fn contains(&self, key: u64) -> bool {
-        self.map.contains_key(&key)
+        self.slab.get(key).is_some_and(|i| self.slab.node(i).list != GHOST)
     }
     #[inline]
     fn lookup(&mut self, key: u64) -> bool {
-        match self.map.get_mut(&key) {
-            Some(e) => {
-                e.freq = (e.freq + 1).min(MAX_FREQ);
+        match self.slab.get(key) {
+            Some(i) if self.slab.node(i).list != GHOST => {
+                let m = self.slab.node_mut(i);
+                m.flag = (m.flag + 1).min(MAX_FREQ);
                 true
             }
-            None => false,
+            _ => false,
         }
     }
     fn admit(&mut self, key: u64) -> Option<u64> {
-        let victim = if self.len() >= self.cap { self.evict() } else { None };
-        self.map.insert(key, Entry { freq: 0 });
-        if self.ghost_map.remove(&key).is_some() {
-            self.main.push_front(key);
-        } else {
-            self.small.push_front(key);
+        let node = self.slab.get(key);
+        self.admit_node(key, node)
+    }
+    /// One index lookup per access: a miss goes on with the node found.
+    #[inline]
+    fn access(&mut self, key: u64) -> (bool, Option<u64>) {
+        match self.slab.get(key) {
+            Some(i) if self.slab.node(i).list != GHOST => {
+                let m = self.slab.node_mut(i);
+                m.flag = (m.flag + 1).min(MAX_FREQ);
+                (true, None)
+            }
+            node => (false, self.admit_node(key, node)),
         }
-        victim
     }
 }
 
@@ -154,13 +196,14 @@ mod tests {
         }
         // Everything sits in S; 0 is oldest and was never hit: to the ghost.
         assert_eq!(p.access(10), (false, Some(0)));
-        assert!(p.ghost_map.contains_key(&0));
+        let list_of = |p: &S3Fifo, k| p.slab.node(p.slab.get(k).unwrap()).list;
+        assert_eq!(list_of(&p, 0), GHOST);
         // 0 comes back from the ghost straight into M.
         assert_eq!(p.access(0), (false, Some(1)));
-        assert_eq!(p.main.front(), Some(&0));
+        assert_eq!(p.main.front().map(|&i| p.slab.key(i)), Some(0));
         // A line hit twice in S moves to M instead of leaving.
         assert!(p.lookup(2) && p.lookup(2));
         assert_eq!(p.access(11), (false, Some(3)));
-        assert!(p.main.contains(&2));
+        assert_eq!(list_of(&p, 2), MAIN);
     }
 }

@@ -5,13 +5,13 @@
 //! keep their place instead of moving to the head (what sets it apart from
 //! CLOCK). New lines enter at the head.
 
-use super::list::{List, Slab, NIL};
+use super::list::{Direct, Hashed, Keys, List, Slab, NIL};
 use super::Policy;
 
-/// SIEVE.
-pub struct Sieve {
+/// SIEVE, over any keys or (`Sieve<Direct>`) dense ids.
+pub struct Sieve<K = Hashed> {
     cap: usize,
-    slab: Slab,
+    slab: Slab<K>,
     q: List,
     hand: u32,
 }
@@ -19,14 +19,27 @@ pub struct Sieve {
 impl Sieve {
     /// An empty SIEVE of `cap` lines (at least 1).
     pub fn new(cap: usize) -> Sieve {
+        Sieve::with_keys(cap, 0)
+    }
+}
+
+impl Sieve<Direct> {
+    /// An empty SIEVE of `cap` lines (at least 1) over keys `0..universe`.
+    pub fn dense(cap: usize, universe: usize) -> Sieve<Direct> {
+        Sieve::with_keys(cap, universe)
+    }
+}
+
+impl<K: Keys> Sieve<K> {
+    fn with_keys(cap: usize, universe: usize) -> Sieve<K> {
         let cap = cap.max(1);
-        Sieve { cap, slab: Slab::with_capacity(cap), q: List::new(), hand: NIL }
+        Sieve { cap, slab: Slab::with_capacity(cap, universe), q: List::new(), hand: NIL }
     }
 
     fn evict(&mut self) -> u64 {
         let mut o = if self.hand == NIL { self.q.tail } else { self.hand };
-        while self.slab.node(o).flag {
-            self.slab.node_mut(o).flag = false;
+        while self.slab.node(o).flag != 0 {
+            self.slab.node_mut(o).flag = 0;
             o = self.slab.prev(o);
             if o == NIL {
                 o = self.q.tail;
@@ -34,13 +47,13 @@ impl Sieve {
         }
         self.hand = self.slab.prev(o);
         self.slab.unlink(&mut self.q, o);
-        let key = self.slab.node(o).key;
+        let key = self.slab.key(o);
         self.slab.release(o);
         key
     }
 }
 
-impl Policy for Sieve {
+impl<K: Keys> Policy for Sieve<K> {
     fn name(&self) -> &'static str {
         "sieve"
     }
@@ -57,7 +70,7 @@ impl Policy for Sieve {
     fn lookup(&mut self, key: u64) -> bool {
         match self.slab.get(key) {
             Some(i) => {
-                self.slab.node_mut(i).flag = true;
+                self.slab.node_mut(i).flag = 1;
                 true
             }
             None => false,

@@ -6,19 +6,19 @@
 //! to the LRU list Am. Hits in A1in change nothing, so a scan passes through
 //! A1in without touching Am.
 
-use super::list::{List, Slab};
+use super::list::{Direct, Hashed, Keys, List, Slab};
 use super::Policy;
 
 const A1IN: u8 = 0;
 const AM: u8 = 1;
 const A1OUT: u8 = 2;
 
-/// Full 2Q.
-pub struct TwoQ {
+/// Full 2Q, over any keys or (`TwoQ<Direct>`) dense ids.
+pub struct TwoQ<K = Hashed> {
     cap: usize,
     kin: usize,
     kout: usize,
-    slab: Slab,
+    slab: Slab<K>,
     a1in: List,
     am: List,
     a1out: List,
@@ -27,12 +27,25 @@ pub struct TwoQ {
 impl TwoQ {
     /// An empty 2Q of `cap` lines (at least 1).
     pub fn new(cap: usize) -> TwoQ {
+        TwoQ::with_keys(cap, 0)
+    }
+}
+
+impl TwoQ<Direct> {
+    /// An empty 2Q of `cap` lines (at least 1) over keys `0..universe`.
+    pub fn dense(cap: usize, universe: usize) -> TwoQ<Direct> {
+        TwoQ::with_keys(cap, universe)
+    }
+}
+
+impl<K: Keys> TwoQ<K> {
+    fn with_keys(cap: usize, universe: usize) -> TwoQ<K> {
         let cap = cap.max(1);
         TwoQ {
             cap,
             kin: (cap / 4).max(1),
             kout: (cap / 2).max(1),
-            slab: Slab::with_capacity(cap + cap / 2 + 1),
+            slab: Slab::with_capacity(cap + cap / 2 + 1, universe),
             a1in: List::new(),
             am: List::new(),
             a1out: List::new(),
@@ -45,7 +58,7 @@ impl TwoQ {
     fn reclaim(&mut self, ghost: &mut Option<u32>) -> u64 {
         if self.a1in.len > self.kin || self.am.len == 0 {
             let y = self.slab.pop_tail(&mut self.a1in).expect("A1in holds the lines");
-            let key = self.slab.node(y).key;
+            let key = self.slab.key(y);
             self.slab.node_mut(y).list = A1OUT;
             self.slab.push_head(&mut self.a1out, y);
             if self.a1out.len > self.kout {
@@ -58,7 +71,7 @@ impl TwoQ {
             key
         } else {
             let y = self.slab.pop_tail(&mut self.am).expect("Am holds the lines");
-            let key = self.slab.node(y).key;
+            let key = self.slab.key(y);
             self.slab.release(y);
             key
         }
@@ -84,7 +97,7 @@ impl TwoQ {
     }
 }
 
-impl Policy for TwoQ {
+impl<K: Keys> Policy for TwoQ<K> {
     fn name(&self) -> &'static str {
         "2q"
     }
