@@ -168,10 +168,11 @@ pub trait Connection: Send {
 
     /// SQLite: the time this database's connections (every one in this
     /// process) spend in SQLite and in its VFS's reads, writes, syncs and
-    /// busy waits — what the wait sampler reads. `None` for a server, or
-    /// for SQLite opened with `?timing=off`.
-    fn vfs_timings(&self) -> Option<std::sync::Arc<VfsTimings>> {
-        None
+    /// busy waits — what the wait sampler reads. Otherwise why there is
+    /// none, as a clause: a server's connection, SQLite opened with
+    /// `?timing=off`, or the timing VFS not registered.
+    fn vfs_timings(&self) -> Result<std::sync::Arc<VfsTimings>, String> {
+        Err("the database is not SQLite".into())
     }
 
     /// Runs a query that must return exactly one row.

@@ -15,18 +15,44 @@ use crate::error::{DbError, ErrorKind};
 use crate::placeholder::to_sqlite;
 use crate::url::DbUrl;
 use crate::value::{Row, Stmt, StmtCache, Value};
-use crate::vfs::{self, Active, VfsTimings};
+use crate::vfs::{self, Active, ConnTimes, VfsTimings};
 use crate::{Caps, Connection, Counters, Dialect, ServerInfo};
 
 pub(crate) struct SqliteConn {
-    conn: rusqlite::Connection,
+    db: Db,
+    settings: Vec<(String, String)>,
+    timing: Timing,
+}
+
+/// The connection itself, apart from its timing (so a call can hold its
+/// [`Active`] while it uses the connection).
+struct Db {
+    /// `None` only while it closes (in `Drop`).
+    conn: Option<rusqlite::Connection>,
     /// Translated SQL per statement id; rusqlite's own cache holds the
     /// prepared handles.
     sql: StmtCache<String>,
-    settings: Vec<(String, String)>,
-    /// The time this database's connections spend in SQLite and its VFS,
-    /// when opened through the timing VFS.
-    timings: Option<Arc<VfsTimings>>,
+}
+
+/// Whether a connection's time is kept (the timing VFS, `vfs.rs`).
+enum Timing {
+    /// Opened through the timing VFS: the database's timings, and this
+    /// connection's own counters in them.
+    On(Arc<VfsTimings>, Arc<ConnTimes>),
+    /// `?timing=off`: on the default VFS.
+    Off,
+    /// The timing VFS could not be registered (why): on the default VFS.
+    Unavailable(String),
+}
+
+impl Timing {
+    /// Times a call of the connection (see `vfs::Active`).
+    fn active(&self) -> Option<Active<'_>> {
+        match self {
+            Timing::On(_, c) => Some(Active::new(c)),
+            _ => None,
+        }
+    }
 }
 
 fn map_err(e: rusqlite::Error) -> DbError {
@@ -124,16 +150,35 @@ impl SqliteConn {
             }
         }
         // Untimed when the shim cannot be registered: the run goes on, and
-        // the wait sampler says the times are missing.
-        let timings =
-            (timing && vfs::register().is_ok()).then(|| vfs::timings_for(std::path::Path::new(path)));
-        let _active = timings.as_ref().map(Active::new);
+        // the wait sampler says why the times are missing.
+        let registered = if timing { vfs::register() } else { Ok(()) };
+        Self::open_timed(path, &synchronous, timing, registered)
+    }
+
+    /// Opens `path` through the timing VFS when `timing` and it was
+    /// `registered`, else on the default VFS (keeping why).
+    fn open_timed(
+        path: &str,
+        synchronous: &str,
+        timing: bool,
+        registered: Result<(), String>,
+    ) -> Result<SqliteConn, DbError> {
+        let timing = match (timing, registered) {
+            (false, _) => Timing::Off,
+            (true, Err(why)) => Timing::Unavailable(why),
+            (true, Ok(())) => {
+                let db = vfs::timings_for(std::path::Path::new(path));
+                let conn = db.connect();
+                Timing::On(db, conn)
+            }
+        };
+        let _active = timing.active();
         let cannot = |e| DbError::new(ErrorKind::Connect, format!("sqlite: cannot open {path}: {e}"));
-        let conn = match &timings {
-            Some(_) => {
+        let conn = match &timing {
+            Timing::On(..) => {
                 rusqlite::Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), vfs::NAME)
             }
-            None => rusqlite::Connection::open(path),
+            _ => rusqlite::Connection::open(path),
         }
         .map_err(cannot)?;
         conn.busy_timeout(Duration::from_secs(60)).map_err(map_err)?;
@@ -142,18 +187,24 @@ impl SqliteConn {
             "PRAGMA journal_mode=WAL; PRAGMA synchronous={synchronous}; PRAGMA foreign_keys=OFF;"
         ))
         .map_err(map_err)?;
-        let vfs_name = if timings.is_some() { vfs::NAME } else { "default" };
+        let vfs_name = match &timing {
+            Timing::On(..) => vfs::NAME.to_string(),
+            Timing::Off => "default".to_string(),
+            Timing::Unavailable(why) => format!("default (the timing VFS could not be registered: {why})"),
+        };
         let settings = vec![
             ("journal_mode".into(), "wal".into()),
             ("synchronous".into(), synchronous.to_lowercase()),
-            ("vfs".into(), vfs_name.into()),
+            ("vfs".into(), vfs_name),
         ];
-        Ok(SqliteConn { conn, sql: StmtCache::new(), settings, timings })
+        drop(_active);
+        Ok(SqliteConn { db: Db { conn: Some(conn), sql: StmtCache::new() }, settings, timing })
     }
+}
 
-    /// Times a call of this connection (see `vfs::Active`).
-    fn active(&self) -> Option<Active> {
-        self.timings.as_ref().map(Active::new)
+impl Db {
+    fn c(&self) -> &rusqlite::Connection {
+        self.conn.as_ref().expect("a SQLite connection is open until dropped")
     }
 
     fn translated(&mut self, stmt: &Stmt) -> String {
@@ -163,6 +214,15 @@ impl SqliteConn {
         let s = to_sqlite(stmt.sql());
         self.sql.insert(stmt.id(), s.clone());
         s
+    }
+}
+
+impl Drop for SqliteConn {
+    /// Closing is a call too: the last connection's close checkpoints the
+    /// WAL into the database file and syncs it.
+    fn drop(&mut self) {
+        let _active = self.timing.active();
+        drop(self.db.conn.take());
     }
 }
 
@@ -182,17 +242,17 @@ impl Connection for SqliteConn {
     }
 
     fn execute(&mut self, stmt: &Stmt, params: &[Value]) -> Result<u64, DbError> {
-        let _active = self.active();
-        let sql = self.translated(stmt);
-        let mut s = self.conn.prepare_cached(&sql).map_err(map_err)?;
+        let _active = self.timing.active();
+        let sql = self.db.translated(stmt);
+        let mut s = self.db.c().prepare_cached(&sql).map_err(map_err)?;
         let n = s.execute(rusqlite::params_from_iter(params.iter())).map_err(map_err)?;
         Ok(n as u64)
     }
 
     fn query(&mut self, stmt: &Stmt, params: &[Value]) -> Result<Vec<Row>, DbError> {
-        let _active = self.active();
-        let sql = self.translated(stmt);
-        let mut s = self.conn.prepare_cached(&sql).map_err(map_err)?;
+        let _active = self.timing.active();
+        let sql = self.db.translated(stmt);
+        let mut s = self.db.c().prepare_cached(&sql).map_err(map_err)?;
         let ncol = s.column_count();
         let mut rows = s.query(rusqlite::params_from_iter(params.iter())).map_err(map_err)?;
         let mut out = Vec::new();
@@ -207,39 +267,40 @@ impl Connection for SqliteConn {
     }
 
     fn batch(&mut self, sql: &str) -> Result<(), DbError> {
-        let _active = self.active();
-        self.conn.execute_batch(sql).map_err(map_err)
+        let _active = self.timing.active();
+        self.db.c().execute_batch(sql).map_err(map_err)
     }
 
     fn begin(&mut self) -> Result<(), DbError> {
-        let _active = self.active();
-        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(map_err)
+        let _active = self.timing.active();
+        self.db.c().execute_batch("BEGIN IMMEDIATE").map_err(map_err)
     }
 
     fn commit(&mut self) -> Result<(), DbError> {
-        let _active = self.active();
-        self.conn.execute_batch("COMMIT").map_err(map_err)
+        let _active = self.timing.active();
+        self.db.c().execute_batch("COMMIT").map_err(map_err)
     }
 
     fn rollback(&mut self) -> Result<(), DbError> {
-        let _active = self.active();
-        if self.conn.is_autocommit() {
+        let _active = self.timing.active();
+        if self.db.c().is_autocommit() {
             return Ok(());
         }
-        self.conn.execute_batch("ROLLBACK").map_err(map_err)
+        self.db.c().execute_batch("ROLLBACK").map_err(map_err)
     }
 
     fn load(&mut self, table: &str, columns: &[&str], rows: &[Vec<Value>]) -> Result<(), DbError> {
-        let _active = self.active();
+        let _active = self.timing.active();
+        let conn = self.db.c();
         let marks: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
         let sql = format!("INSERT INTO {table} ({}) VALUES ({})", columns.join(", "), marks.join(", "));
         // Inside the caller's transaction, or in one of its own.
-        let own = self.conn.is_autocommit();
+        let own = conn.is_autocommit();
         if own {
-            self.conn.execute_batch("BEGIN IMMEDIATE").map_err(map_err)?;
+            conn.execute_batch("BEGIN IMMEDIATE").map_err(map_err)?;
         }
         let res = (|| {
-            let mut s = self.conn.prepare_cached(&sql).map_err(map_err)?;
+            let mut s = conn.prepare_cached(&sql).map_err(map_err)?;
             for r in rows {
                 s.execute(rusqlite::params_from_iter(r.iter())).map_err(map_err)?;
             }
@@ -247,7 +308,7 @@ impl Connection for SqliteConn {
         })();
         if own {
             let end = if res.is_ok() { "COMMIT" } else { "ROLLBACK" };
-            let done = self.conn.execute_batch(end).map_err(map_err);
+            let done = conn.execute_batch(end).map_err(map_err);
             res.and(done)
         } else {
             res
@@ -270,8 +331,12 @@ impl Connection for SqliteConn {
         false
     }
 
-    fn vfs_timings(&self) -> Option<Arc<VfsTimings>> {
-        self.timings.clone()
+    fn vfs_timings(&self) -> Result<Arc<VfsTimings>, String> {
+        match &self.timing {
+            Timing::On(db, _) => Ok(db.clone()),
+            Timing::Off => Err("the SQLite database was opened with ?timing=off".into()),
+            Timing::Unavailable(why) => Err(format!("SQLite's timing VFS could not be registered ({why})")),
+        }
     }
 }
 
@@ -370,7 +435,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut c = open_with(&dir, "?timing=off");
         commits(&mut c);
-        assert!(c.vfs_timings().is_none());
+        assert!(c.vfs_timings().unwrap_err().contains("timing=off"));
         assert_eq!(c.server_info().unwrap().settings["vfs"], "default");
         let e = SqliteConn::open(&DbUrl::parse("sqlite:/tmp/x.db?timing=maybe").unwrap()).err().unwrap();
         assert!(e.to_string().contains("timing='maybe'"), "{e}");
@@ -403,5 +468,40 @@ mod tests {
     fn rejects_unknown_url_options() {
         let e = SqliteConn::open(&DbUrl::parse("sqlite:/tmp/x.db?cache=big").unwrap()).err().unwrap();
         assert!(e.to_string().contains("cache=big"));
+    }
+
+    /// Regression: a timing VFS that could not be registered was reported
+    /// as `?timing=off`, which the user had not asked for.
+    #[test]
+    fn a_timing_vfs_that_could_not_be_registered_is_named_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let mut c =
+            SqliteConn::open_timed(path.to_str().unwrap(), "FULL", true, Err("refused (code 1)".into()))
+                .unwrap();
+        commits(&mut c);
+        let vfs = &c.server_info().unwrap().settings["vfs"];
+        assert_eq!(vfs, "default (the timing VFS could not be registered: refused (code 1))");
+        let e = crate::waits::WaitSource::open(Box::new(c)).err().unwrap();
+        assert!(e.contains("timing VFS could not be registered (refused (code 1))"), "{e}");
+        assert!(!e.contains("timing=off"), "{e}");
+    }
+
+    /// Regression: a connection's close (the last one checkpoints the WAL
+    /// into the database file and syncs it) was outside any call, so its
+    /// sync was a wait of no connection's time.
+    #[test]
+    fn the_close_s_checkpoint_is_inside_the_connection_s_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = open_with(&dir, "?synchronous=full");
+        commits(&mut c);
+        let timings = c.vfs_timings().unwrap();
+        let before = timings.totals();
+        drop(c);
+        let after = timings.totals();
+        assert!(after.sync_ns > before.sync_ns, "the close synced nothing: {before:?} {after:?}");
+        let waited = (after.sync_ns + after.write_ns + after.read_ns + after.busy_ns)
+            - (before.sync_ns + before.write_ns + before.read_ns + before.busy_ns);
+        assert!(after.active_ns - before.active_ns >= waited, "{before:?} {after:?}");
     }
 }

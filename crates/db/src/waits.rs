@@ -20,10 +20,9 @@
 //! SQLite's calls at all (statements, begin, commit); each over the look's
 //! wall time, so a class counts average connections in it, as a server's
 //! counts sessions, and `wait.aas` is the average number of connections
-//! inside SQLite. Time is counted when a call ends, so a long call lands in
-//! the look after it; the `CPU` rest carries a shortfall over to the next
-//! look rather than going below zero, so over a second the shares are the
-//! time's.
+//! inside SQLite. A call or a wait in progress at a look counts up to the
+//! look, so each look holds exactly the time since the last one (the
+//! first: since the source opened), whatever began earlier.
 //!
 //! It never blocks the run: its queries run in its own thread on its own
 //! connection; a failed look is skipped (counted in `wait.missed`), a lost
@@ -128,9 +127,6 @@ struct VfsLook {
     timings: std::sync::Arc<VfsTimings>,
     last: VfsTotals,
     at: Instant,
-    /// Wait time counted before the calls it was part of ended (ns): taken
-    /// from the next looks' `CPU`.
-    ahead: u64,
 }
 
 impl VfsLook {
@@ -145,11 +141,10 @@ impl VfsLook {
             ("IO.Sync", a.sync_ns.saturating_sub(b.sync_ns)),
             ("Lock.Busy", a.busy_ns.saturating_sub(b.busy_ns)),
         ];
+        // Every wait is inside a call of its connection, counted up to the
+        // same instant: the rest of the calls' time is CPU.
         let waited: u64 = waits.iter().map(|(_, ns)| ns).sum();
-        let active = a.active_ns.saturating_sub(b.active_ns);
-        let due = waited + self.ahead;
-        let cpu = active.saturating_sub(due);
-        self.ahead = due.saturating_sub(active);
+        let cpu = a.active_ns.saturating_sub(b.active_ns).saturating_sub(waited);
         waits
             .into_iter()
             .chain([(CPU, cpu)])
@@ -229,10 +224,10 @@ impl WaitSource {
                 MY_LOOK.to_string()
             }
             Dialect::Sqlite => {
-                let timings = conn.vfs_timings().ok_or(
-                    "the SQLite database was opened with ?timing=off, so no time in its VFS's calls is kept",
-                )?;
-                let vfs = VfsLook { last: timings.totals(), timings, at: Instant::now(), ahead: 0 };
+                let timings = conn
+                    .vfs_timings()
+                    .map_err(|why| format!("{why}, so no time in its VFS's calls is kept"))?;
+                let vfs = VfsLook { last: timings.totals(), timings, at: Instant::now() };
                 return Ok(WaitSource { conn, how: How::Vfs(vfs) });
             }
         };
@@ -452,6 +447,49 @@ mod tests {
         assert!(src.look().unwrap().is_empty());
         let off = WaitSource::open(crate::connect(&url("?timing=off")).unwrap()).err().unwrap();
         assert!(off.contains("timing=off"), "{off}");
+    }
+
+    /// Regression: a call's time was counted when it ended, so a call
+    /// begun before the sampler opened (here a writer queued 0.4 s for the
+    /// lock) was lumped whole into the look after it ended, and a look in
+    /// the middle of a long wait did not see it. Each look holds the time
+    /// since the last one.
+    #[test]
+    fn a_sqlite_look_holds_the_time_since_the_last_one_and_no_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = crate::DbUrl::parse(&format!("sqlite:{}/w.db", dir.path().display())).unwrap();
+        let mut a = crate::connect(&url).unwrap();
+        a.batch("CREATE TABLE t (id INTEGER PRIMARY KEY)").unwrap();
+        let timings = a.vfs_timings().unwrap();
+        a.begin().unwrap();
+        let mut b = crate::connect(&url).unwrap();
+        let waiter = std::thread::spawn(move || {
+            b.begin().unwrap();
+            b.commit().unwrap();
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while timings.totals().busy_ns == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(400));
+        let mut src = WaitSource::open(crate::connect(&url).unwrap()).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        // The waiter has been in its busy handler the whole look.
+        // (The counters' clock and the look's are read a few µs apart:
+        // a share may pass a whole connection by that much.)
+        let during = src.look().unwrap();
+        let get = |s: &Snapshot, c: &str| s.iter().find(|(k, _)| k == c).map_or(0.0, |(_, v)| *v);
+        let busy = get(&during, "Lock.Busy");
+        let sum: f64 = during.iter().map(|(_, v)| v).sum();
+        assert!(busy > 0.6 && sum <= 1.001, "{during:?}");
+        a.commit().unwrap();
+        waiter.join().unwrap();
+        // The waiter's begin ended now: only its time since the last look
+        // counts, so two connections are at most two on average.
+        let after = src.look().unwrap();
+        let sum: f64 = after.iter().map(|(_, v)| v).sum();
+        assert!(sum <= 2.001, "{after:?}");
+        assert!(get(&after, "Lock.Busy") <= 1.001, "{after:?}");
     }
 
     #[test]
