@@ -328,7 +328,7 @@ pub fn validate(g: &Global, a: ValidateArgs) -> Result<ExitCode> {
     let real = cal::prepare(&a.against, size, &profiles, a.destroy_data, &a.engine).map_err(cal_err)?;
     let msize = val::medium_size(real.target.size, size);
     spec.build(msize).map_err(|e| usage(e.to_string()))?;
-    storbench_media::check_support(false).map_err(crate::cmd::media::media_err)?;
+    storbench_media::check_support(false).map_err(crate::error::media_err)?;
     fill(g, &real, &a.against)?;
     let name = format!("validate-{}", std::process::id());
     let emulated = Emulated::create(&name, &spec, msize).map_err(cal_err)?;

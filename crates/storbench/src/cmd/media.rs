@@ -16,7 +16,7 @@ use storbench_media::{class, CreateOptions};
 use storbench_metrics::units::{format_size, parse_size};
 
 use crate::cli::Global;
-use crate::error::usage;
+use crate::error::{media_err, usage};
 
 /// Options of `storbench media`.
 #[derive(Debug, Args)]
@@ -262,9 +262,6 @@ fn idle_read_latency(spec: &storbench_emu::Spec, size: u64) -> Option<std::time:
     let req = storbench_emu::Req { op: storbench_emu::Op::Read, offset: size / 2, len: 4096 };
     Some(model.idle_latency(&req))
 }
-
-/// A media error in the error classes (calibrate reaches it by this path).
-pub(crate) use crate::error::media_err;
 
 /// Runs `storbench media`.
 pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
