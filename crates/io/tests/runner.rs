@@ -86,7 +86,12 @@ fn a_rate_is_held_to_its_schedule() {
     p.rate = Some(1000.0);
     let r = run_profile(&p, &target(), &null(), &AtomicBool::new(false), &mut |_| {}).unwrap();
     let n = r.report.get("io.read.count").unwrap();
-    assert!((998.0..=1002.0).contains(&n), "{n} I/Os at 1000 IOPS for 1 s");
+    // Never ahead of the schedule (at most one I/O per thread due at the
+    // window's edges); behind it only by what a thread descheduled in the
+    // window's last milliseconds had due (996 seen on a busy 2-core CI
+    // host: a 4 ms stall), never by a drifting interval (a 1 % longer one
+    // gives 990).
+    assert!((993.0..=1002.0).contains(&n), "{n} I/Os at 1000 IOPS for 1 s");
 }
 
 #[test]
