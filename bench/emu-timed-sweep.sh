@@ -2,7 +2,9 @@
 # The emulator's timed-reply lateness (issue 25): raw media with the constant
 # model at each read time given (µs), each made afresh (its floor probe run),
 # QD1 4 KiB random reads: storbench io (io_uring) 3 s, then 1,300 O_DIRECT
-# preads; prints p50 beyond the model's time and the medium's floor figures.
+# preads; prints p50 beyond the model's time, the medium's floor figures and
+# the daemon's CPU during the io_uring run (all its threads' time on CPU, as
+# a share of one CPU: the timer's spin shows here).
 #   SB=target/release/storbench flock -x /tmp/storbench-measure.lock bench/emu-timed-sweep.sh "0 30 60 100 200 400" [qd]
 set -euo pipefail
 SB=${SB:?}; times=${1:-"0 30 60 100 200 400"}; qd=${2:-1}
@@ -11,8 +13,12 @@ trap '"$SB" -q media destroy --all >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 for t in $times; do
   "$SB" -q media destroy --all >/dev/null 2>&1 || true
   "$SB" -q media create sw --size 256M --fs none --model constant --set read=${t}us >/dev/null
-  read -r dev fl < <("$SB" --json media list | python3 -c 'import json,sys; m=json.load(sys.stdin)[0]; f=m["daemon"]["floor"]; print(m["device"], "%.1f/%.1f"%(f["qd1_p50_us"],f["timed_extra_us"]))')
+  read -r dev fl pid < <("$SB" --json media list | python3 -c 'import json,sys; m=json.load(sys.stdin)[0]; f=m["daemon"]["floor"]; print(m["device"], "%.1f/%.1f"%(f["qd1_p50_us"],f["timed_extra_us"]), m["daemon"]["pid"])')
+  cpu_ns() { cat /proc/"$pid"/task/*/schedstat | awk '{s += $1} END {print s}'; }
+  c0=$(cpu_ns); w0=$(date +%s%N)
   out=$("$SB" --json -q io "$dev" --bs 4k --rw randread --qd $qd --duration 3s --rampup 1s 2>/dev/null)
+  c1=$(cpu_ns); w1=$(date +%s%N)
+  export DCPU=$(awk -v a="$c0" -v b="$c1" -v s="$w0" -v e="$w1" 'BEGIN { printf "%.0f", (b - a) / (e - s) * 100 }')
   DEV=$dev T=$t FL=$fl OUT="$out" QD=$qd python3 - <<'PY'
 import json,os,time,mmap,random
 out=os.environ["OUT"]; t=float(os.environ["T"])
@@ -25,6 +31,6 @@ if os.environ["QD"]=="1":
     o=random.randrange(n)*4096; a=time.perf_counter_ns(); os.preadv(fd,[buf],o); b=time.perf_counter_ns()
     if i>=200: lat.append((b-a)/1e3)
   lat.sort(); s=f" pread p50 {lat[len(lat)//2]:.1f} (+{lat[len(lat)//2]-t:.1f})"
-print(f"model {t:5.0f} us floor(p50/timed) {os.environ['FL']}: io_uring mean {g('io.lat.mean'):.1f} p50 {g('io.lat.p50'):.1f} (+{g('io.lat.p50')-t:.1f}) p99 {g('io.lat.p99'):.1f} iops {g('io.iops'):.0f}{s}")
+print(f"model {t:5.0f} us floor(p50/timed) {os.environ['FL']}: io_uring mean {g('io.lat.mean'):.1f} p50 {g('io.lat.p50'):.1f} (+{g('io.lat.p50')-t:.1f}) p99 {g('io.lat.p99'):.1f} iops {g('io.iops'):.0f} daemon cpu {os.environ['DCPU']} %{s}")
 PY
 done

@@ -288,7 +288,8 @@ impl WaitSampler {
         let stop = Arc::new(AtomicBool::new(false));
         let looks = Arc::new(AtomicU64::new(0));
         let (h, st, n) = (history.clone(), stop.clone(), looks.clone());
-        let thread = std::thread::spawn(move || {
+        // Named, so its CPU can be read from /proc (bench/wait-sampling-cost.sh).
+        let thread = std::thread::Builder::new().name("wait-sampler".into()).spawn(move || {
             let every = Duration::from_secs(1) / HZ;
             let t0 = Instant::now();
             let mut k = 0u32;
@@ -307,7 +308,9 @@ impl WaitSampler {
                 h.lock().expect("wait history").push((Instant::now(), snap));
             }
         });
-        WaitSampler { history, stop, looks, thread: Some(thread) }
+        // A thread that cannot start takes no looks: the step then has no
+        // samples and says so, as a run with too few does.
+        WaitSampler { history, stop, looks, thread: thread.ok() }
     }
 
     /// Looks taken so far.
