@@ -213,47 +213,6 @@ pub struct Sched<C> {
     scale: AtomicU64,
 }
 
-/// The timer thread spins at least this long before a deadline.
-const SPIN_MIN_NS: u64 = 10_000;
-/// How early the timer thread wakes before a deadline, at least (the spin
-/// it always does) and at most (it spins the rest of the way).
-const EARLY_RANGE_NS: (u64, u64) = (20_000, 250_000);
-
-/// How early the timer thread asks to be woken before a deadline: how
-/// late its own timed wake-ups have come (their upper quartile, tracked
-/// as they come), plus the spin it always does. A host whose idle CPUs
-/// wake slowly (a VM's halted vCPU: tens of µs) would otherwise send every
-/// timed reply that much late; with it, the reply leaves at its deadline
-/// and the spin stays about [`EARLY_RANGE_NS`]`.0` long.
-struct Early {
-    late_ns: u64,
-}
-
-/// The step of [`Early`]'s quartile tracking, ns.
-const EARLY_STEP_NS: u64 = 500;
-
-impl Early {
-    fn new() -> Early {
-        Early { late_ns: 0 }
-    }
-
-    /// The wake-up lead in use.
-    fn margin_ns(&self) -> u64 {
-        (self.late_ns + EARLY_RANGE_NS.0).min(EARLY_RANGE_NS.1)
-    }
-
-    /// A timed wake-up came `late_ns` after it was asked for: the estimate
-    /// moves up three steps when it was later, down one when not, so it
-    /// settles where a quarter of the wake-ups are later.
-    fn woke(&mut self, late_ns: u64) {
-        if late_ns > self.late_ns {
-            self.late_ns = (self.late_ns + 3 * EARLY_STEP_NS).min(EARLY_RANGE_NS.1);
-        } else {
-            self.late_ns = self.late_ns.saturating_sub(EARLY_STEP_NS);
-        }
-    }
-}
-
 /// The smallest and largest time scale a scheduler takes: beyond them a
 /// device would be faster than the daemon can answer, or so slow that a
 /// filesystem above it times out.
@@ -508,7 +467,6 @@ impl<C: Completion> Sched<C> {
         // SAFETY: prctl on the calling thread; a 1 ns timer slack makes
         // the kernel wake us at the deadline, not up to 50 µs after it.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0) };
-        let mut early = Early::new();
         let mut due = Batch::new();
         let mut g = self.lock();
         loop {
@@ -531,23 +489,19 @@ impl<C: Completion> Sched<C> {
                 None => g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner()),
                 Some(deadline) => {
                     let wait = deadline.saturating_sub(now);
-                    if wait < early.margin_ns() + SPIN_MIN_NS {
-                        // The last stretch: spin rather than trust a wake-up.
+                    if wait < 30_000 {
+                        // The last stretch: spin briefly rather than trust a wake-up.
                         drop(g);
                         while self.now_ns() < deadline {
                             std::hint::spin_loop();
                         }
                         g = self.lock();
                     } else {
-                        let sleep = wait - early.margin_ns();
-                        let (ng, r) = self
+                        let (ng, _) = self
                             .cv
-                            .wait_timeout(g, Duration::from_nanos(sleep))
+                            .wait_timeout(g, Duration::from_nanos(wait - 20_000))
                             .unwrap_or_else(|p| p.into_inner());
                         g = ng;
-                        if r.timed_out() {
-                            early.woke(self.now_ns().saturating_sub(now + sleep));
-                        }
                     }
                 }
             }
@@ -625,33 +579,6 @@ mod tests {
 
     use super::*;
     use crate::model::Spec;
-
-    /// The timer's wake-up lead follows how late its wake-ups come: it
-    /// settles near their upper quartile (so most replies leave on time
-    /// after a short spin), comes back down when they come on time again,
-    /// and never leaves its range.
-    #[test]
-    fn the_timer_wakes_as_early_as_its_wake_ups_come_late() {
-        let mut e = Early::new();
-        assert_eq!(e.margin_ns(), EARLY_RANGE_NS.0);
-        // Wake-ups 30-50 µs late, evenly: the upper quartile is 45 µs.
-        for i in 0..4000u64 {
-            e.woke(30_000 + (i * 7919) % 20_001);
-        }
-        let q = e.late_ns as f64;
-        assert!((42_000.0..=48_000.0).contains(&q), "upper quartile of 30-50 µs: {q} ns");
-        assert_eq!(e.margin_ns(), e.late_ns + EARLY_RANGE_NS.0);
-        // On time again: the lead shrinks back to the bare spin.
-        for _ in 0..200 {
-            e.woke(0);
-        }
-        assert_eq!(e.margin_ns(), EARLY_RANGE_NS.0);
-        // A host that wakes milliseconds late: the lead stops at its cap.
-        for _ in 0..2000 {
-            e.woke(5_000_000);
-        }
-        assert_eq!(e.margin_ns(), EARLY_RANGE_NS.1);
-    }
 
     struct Tx(mpsc::Sender<(u64, bool)>, Arc<Sched<Tx>>);
 
