@@ -20,6 +20,7 @@ mod exit_codes;
 mod io_cli;
 mod io_import_cli;
 mod media_cli;
+mod models_cli;
 mod oltp_cli;
 mod plan_cli;
 mod repl_cli;
