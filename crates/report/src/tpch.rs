@@ -10,9 +10,10 @@
 
 use plotters::prelude::*;
 
-use crate::html::{figure, Canvas, NARROW, WIDE};
-use crate::model::{fmt_num, Section};
-use crate::tables::Table;
+use crate::chart::{figure, legend, Canvas, NARROW, WIDE};
+use crate::model::Section;
+use crate::table::Table;
+use crate::units::fmt_num;
 use crate::ReportError;
 
 /// Power-test items in query-number order, then the refresh functions.
@@ -200,7 +201,7 @@ fn bars(s: &Section<'_>, cv: Canvas) -> Result<Option<String>, ReportError> {
                 .label(g.label.clone())
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
         }
-        crate::html::legend(&mut chart, SeriesLabelPosition::UpperRight, cv.text, &e)?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight, cv.text, &e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
     Ok(Some(svg))
