@@ -21,7 +21,20 @@ pub struct Table {
 }
 
 impl Table {
-    /// Renders for a terminal.
+    /// A table with no title (a terminal listing: `results list`, `pg
+    /// list`), with these column headers and no rows yet.
+    pub fn with_header<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Table {
+        Table { header: header.into_iter().map(Into::into).collect(), ..Table::default() }
+    }
+
+    /// Adds a body row.
+    pub fn add_row<S: Into<String>>(&mut self, row: impl IntoIterator<Item = S>) -> &mut Table {
+        self.rows.push(row.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Renders for a terminal: the title on its own line (none when the
+    /// table has no title), the table, then its notes.
     pub fn to_text(&self) -> String {
         let mut t = Comfy::new();
         t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
@@ -29,7 +42,7 @@ impl Table {
         for r in &self.rows {
             t.add_row(r.clone());
         }
-        let mut out = format!("{}\n{t}\n", self.title);
+        let mut out = if self.title.is_empty() { format!("{t}\n") } else { format!("{}\n{t}\n", self.title) };
         for n in &self.notes {
             let _ = writeln!(out, "{n}");
         }
@@ -139,6 +152,20 @@ mod tests {
             ],
             notes: vec!["⚠ fsync=off (a|b)".into()],
         }
+    }
+
+    #[test]
+    fn an_untitled_table_renders_as_comfy_table_draws_it() {
+        let mut t = Table::with_header(["name", "port"]);
+        t.add_row(["a", "5432"]).add_row(vec!["bb".to_string(), "1".to_string()]);
+        let mut c = Comfy::new();
+        c.load_preset(UTF8_FULL_CONDENSED);
+        c.set_header(vec!["name", "port"]);
+        c.add_row(vec!["a", "5432"]);
+        c.add_row(vec!["bb", "1"]);
+        // What `println!("{c}")` printed before the listings went through Table.
+        assert_eq!(t.to_text(), format!("{c}\n"));
+        assert!(t.to_text().starts_with('┌'), "{}", t.to_text());
     }
 
     #[test]
