@@ -1,5 +1,6 @@
 //! The report's charts: the canvases every chart is drawn on (a desktop's
-//! and a phone's), the plotters set-up they share, and the chart shapes the
+//! and a phone's), the plotters set-up and finish they share ([`draw_svg`],
+//! [`category_labels`], [`legend`], [`color`]), and the chart shapes the
 //! report draws (lines against load levels, percentile lines, grouped bars,
 //! stacked time panels), each to an SVG string; and [`figure`], which puts
 //! a chart's two drawings and its caption in a page. Knows no run or
@@ -96,6 +97,44 @@ pub(crate) fn chart_err(title: &str) -> impl Fn(String) -> ReportError + '_ {
     move |e| ReportError::Chart(title.to_string(), e)
 }
 
+/// The drawing area a chart is drawn on: an SVG canvas.
+pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+/// Draws one chart as SVG text: a white canvas of `size` px handed to
+/// `draw` with the chart's error (naming `title`), then finished. The
+/// set-up and finish every chart of the report shares.
+pub(crate) fn draw_svg(
+    title: &str,
+    size: (u32, u32),
+    draw: impl FnOnce(&Area<'_>, &dyn Fn(String) -> ReportError) -> Result<(), ReportError>,
+) -> Result<String, ReportError> {
+    let e = chart_err(title);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
+        draw(&root, &e)?;
+        root.present().map_err(|x| e(x.to_string()))?;
+    }
+    Ok(svg)
+}
+
+/// The x labels of categories drawn at 0, 1, 2, …: each category's label
+/// (as `label` draws it) at its whole number, nothing between.
+pub(crate) fn category_labels(
+    labels: Vec<String>,
+    label: impl Fn(&str) -> String,
+) -> impl Fn(&f64) -> String {
+    move |x: &f64| {
+        let i = x.round();
+        if (x - i).abs() < 1e-6 && i >= 0.0 {
+            labels.get(i as usize).map(|l| label(l)).unwrap_or_default()
+        } else {
+            String::new()
+        }
+    }
+}
+
 /// Every chart's legend: a boxed, lightly shaded key at `pos`.
 pub(crate) fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
     chart: &mut ChartContext<'a, DB, CT>,
@@ -149,26 +188,14 @@ pub(crate) fn line_chart(
     y_desc: &str,
     series: &[Series],
 ) -> Result<String, ReportError> {
-    let e = chart_err(title);
     let n = levels.len().max(1);
     let (x0, x1) = (-0.3, n as f64 - 0.7);
     let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1).chain(s.spread.iter().map(|p| p.2)));
     let y1 = ys.fold(f64::NEG_INFINITY, f64::max);
     let (y0, y1) = pad_range(0.0, y1, true);
-    let cats = levels.to_vec();
-    let fmt = move |x: &f64| {
-        let i = x.round();
-        if (x - i).abs() < 1e-6 && i >= 0.0 {
-            cats.get(i as usize).cloned().unwrap_or_default()
-        } else {
-            String::new()
-        }
-    };
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (cv.w, cv.h)).into_drawing_area();
-        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
-        let mut chart = ChartBuilder::on(&root)
+    let fmt = category_labels(levels.to_vec(), str::to_string);
+    draw_svg(title, (cv.w, cv.h), |root, e| {
+        let mut chart = ChartBuilder::on(root)
             .caption(title, ("sans-serif", cv.caption))
             .margin(12)
             .x_label_area_size(40)
@@ -205,10 +232,9 @@ pub(crate) fn line_chart(
                 )
                 .map_err(|x| e(x.to_string()))?;
         }
-        legend(&mut chart, SeriesLabelPosition::UpperLeft, cv.text, &e)?;
-        root.present().map_err(|x| e(x.to_string()))?;
-    }
-    Ok(svg)
+        legend(&mut chart, SeriesLabelPosition::UpperLeft, cv.text, e)?;
+        Ok(())
+    })
 }
 
 /// Latency against percentile (named on x), log y: tails differ by orders
@@ -220,31 +246,19 @@ pub(crate) fn percentile_lines(
     y_desc: &str,
     series: &[Series],
 ) -> Result<String, ReportError> {
-    let e = chart_err(title);
     let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).filter(|y| *y > 0.0);
     let (lo, hi) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |a, y| (a.0.min(y), a.1.max(y)));
     let (lo, hi) = if lo.is_finite() && hi.is_finite() { (lo * 0.7, hi * 1.6) } else { (1.0, 10.0) };
     let n = names.len().max(1);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (cv.w, cv.h)).into_drawing_area();
-        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
-        let mut chart = ChartBuilder::on(&root)
+    draw_svg(title, (cv.w, cv.h), |root, e| {
+        let mut chart = ChartBuilder::on(root)
             .caption(title, ("sans-serif", cv.caption))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(cv.y_area)
             .build_cartesian_2d(-0.2f64..(n as f64 - 0.8), (lo..hi).log_scale())
             .map_err(|x| e(x.to_string()))?;
-        let cats = names.to_vec();
-        let fmt = move |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 {
-                cats.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        };
+        let fmt = category_labels(names.to_vec(), str::to_string);
         chart
             .configure_mesh()
             .label_style(cv.font())
@@ -268,10 +282,9 @@ pub(crate) fn percentile_lines(
                 .draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))
                 .map_err(|x| e(x.to_string()))?;
         }
-        legend(&mut chart, SeriesLabelPosition::LowerRight, cv.text, &e)?;
-        root.present().map_err(|x| e(x.to_string()))?;
-    }
-    Ok(svg)
+        legend(&mut chart, SeriesLabelPosition::LowerRight, cv.text, e)?;
+        Ok(())
+    })
 }
 
 /// Grouped bars: one cluster per category, one bar per group, min–max whiskers.
@@ -282,32 +295,20 @@ pub(crate) fn bar_chart(
     categories: &[String],
     groups: &[(String, Vec<Bar>)],
 ) -> Result<String, ReportError> {
-    let e = chart_err(title);
     let n = categories.len().max(1);
     let y1 = groups.iter().flat_map(|g| g.1.iter().flatten().map(|v| v.2)).fold(f64::NEG_INFINITY, f64::max);
     let (y0, y1) = pad_range(0.0, y1, true);
-    let mut svg = String::new();
-    {
-        // Turned labels take their room below, not from the plot.
-        let h = cv.h + cv.x_area(categories) - 40;
-        let root = SVGBackend::with_string(&mut svg, (cv.w, h)).into_drawing_area();
-        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
-        let mut chart = ChartBuilder::on(&root)
+    // Turned labels take their room below, not from the plot.
+    let h = cv.h + cv.x_area(categories) - 40;
+    draw_svg(title, (cv.w, h), |root, e| {
+        let mut chart = ChartBuilder::on(root)
             .caption(title, ("sans-serif", cv.caption))
             .margin(12)
             .x_label_area_size(cv.x_area(categories))
             .y_label_area_size(cv.y_area)
             .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), y0..y1)
             .map_err(|x| e(x.to_string()))?;
-        let cats = categories.to_vec();
-        let fmt = move |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 {
-                cats.get(i as usize).map(|c| cv.x_label(n, c)).unwrap_or_default()
-            } else {
-                String::new()
-            }
-        };
+        let fmt = category_labels(categories.to_vec(), |c| cv.x_label(n, c));
         chart
             .configure_mesh()
             .label_style(cv.font())
@@ -342,10 +343,9 @@ pub(crate) fn bar_chart(
                 }))
                 .map_err(|x| e(x.to_string()))?;
         }
-        legend(&mut chart, SeriesLabelPosition::UpperRight, cv.text, &e)?;
-        root.present().map_err(|x| e(x.to_string()))?;
-    }
-    Ok(svg)
+        legend(&mut chart, SeriesLabelPosition::UpperRight, cv.text, e)?;
+        Ok(())
+    })
 }
 
 /// Stacked panels sharing a time axis: each panel (title, y unit, series).
@@ -355,13 +355,8 @@ pub(crate) fn time_panels(
     panels: &[Panel],
     steps: &[(f64, String)],
 ) -> Result<String, ReportError> {
-    let e = chart_err(title);
     let ph = if cv.narrow { 200u32 } else { 230u32 };
-    let mut svg = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut svg, (cv.w, ph * panels.len() as u32 + 30)).into_drawing_area();
-        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
+    draw_svg(title, (cv.w, ph * panels.len() as u32 + 30), |root, e| {
         let root = root.titled(title, ("sans-serif", cv.caption)).map_err(|x| e(x.to_string()))?;
         let areas = root.split_evenly((panels.len(), 1));
         let t1 =
@@ -400,8 +395,8 @@ pub(crate) fn time_panels(
                     .map_err(|x| e(x.to_string()))?;
             }
             if *stacked {
-                stacked_bands(&mut chart, series, &e)?;
-                legend(&mut chart, SeriesLabelPosition::UpperRight, cv.text, &e)?;
+                stacked_bands(&mut chart, series, e)?;
+                legend(&mut chart, SeriesLabelPosition::UpperRight, cv.text, e)?;
                 continue;
             }
             for (i, (name, pts)) in series.iter().enumerate() {
@@ -412,11 +407,10 @@ pub(crate) fn time_panels(
                     .label(name.clone())
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
             }
-            legend(&mut chart, SeriesLabelPosition::UpperRight, cv.text, &e)?;
+            legend(&mut chart, SeriesLabelPosition::UpperRight, cv.text, e)?;
         }
-        root.present().map_err(|x| e(x.to_string()))?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 /// Shares (in %) stacked from zero, the first series at the bottom: each

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use plotters::prelude::*;
 
 use crate::chart::{
-    bar_chart, chart_err, color, figure, legend, line_chart, pad_range, percentile_lines, time_panels, Bar,
+    bar_chart, color, draw_svg, figure, legend, line_chart, pad_range, percentile_lines, time_panels, Bar,
     Canvas, Point, Series, NARROW, WIDE,
 };
 use crate::findings::findings;
@@ -178,56 +178,51 @@ fn repl_chart(out: &mut String, s: &Section<'_>) -> Result<(), ReportError> {
     // Headroom above the highest point for the legend.
     let (y0, y1) = pad_range(0.0, y1 * 1.3, true);
     let title = format!("{} — one client against the link's RTT, with the model", s.title());
-    let e = chart_err(&title);
     let draw = |cv: Canvas| -> Result<String, ReportError> {
-        let mut svg = String::new();
-        let root = SVGBackend::with_string(&mut svg, (cv.w, cv.h)).into_drawing_area();
-        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&title, ("sans-serif", cv.caption))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(cv.y_area)
-            .build_cartesian_2d(0.0..x1, y0..y1)
-            .map_err(|x| e(x.to_string()))?;
-        chart
-            .configure_mesh()
-            .label_style(cv.font())
-            .axis_desc_style(cv.font())
-            .x_desc("RTT, ms (asked of the delay proxy)")
-            .y_desc("transactions/s, 1 client")
-            .x_label_formatter(&|v| fmt_num(*v))
-            .y_label_formatter(&|v| fmt_num(*v))
-            .draw()
-            .map_err(|x| e(x.to_string()))?;
-        for (i, (name, pts)) in curves.iter().enumerate() {
-            let c = RGBColor(90, 90, 90).mix(1.0 - 0.3 * i as f64);
-            chart
-                .draw_series(DashedLineSeries::new(pts.clone(), 6, 4, c.stroke_width(2)))
-                .map_err(|x| e(x.to_string()))?
-                .label(format!("{name}: 1/(t_local + RTT + t_standby_flush)"))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
-        }
-        let many = measured.iter().any(|m| !m.0 .0.is_empty());
-        for (i, ((rest, sync), pts)) in measured.iter().enumerate() {
-            let c = color(i);
-            let mut pts = pts.clone();
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let name = if many && !rest.is_empty() { format!("{sync}, {rest}") } else { sync.clone() };
-            chart
-                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(1)))
+        draw_svg(&title, (cv.w, cv.h), |root, e| {
+            let mut chart = ChartBuilder::on(root)
+                .caption(&title, ("sans-serif", cv.caption))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(cv.y_area)
+                .build_cartesian_2d(0.0..x1, y0..y1)
                 .map_err(|x| e(x.to_string()))?;
             chart
-                .draw_series(pts.iter().map(|p| Circle::new(*p, 5, c.filled())))
-                .map_err(|x| e(x.to_string()))?
-                .label(name)
-                .legend(move |(x, y)| Circle::new((x + 9, y), 5, c.filled()));
-        }
-        legend(&mut chart, SeriesLabelPosition::UpperRight, cv.text, &e)?;
-        root.present().map_err(|x| e(x.to_string()))?;
-        drop(chart);
-        drop(root);
-        Ok(svg)
+                .configure_mesh()
+                .label_style(cv.font())
+                .axis_desc_style(cv.font())
+                .x_desc("RTT, ms (asked of the delay proxy)")
+                .y_desc("transactions/s, 1 client")
+                .x_label_formatter(&|v| fmt_num(*v))
+                .y_label_formatter(&|v| fmt_num(*v))
+                .draw()
+                .map_err(|x| e(x.to_string()))?;
+            for (i, (name, pts)) in curves.iter().enumerate() {
+                let c = RGBColor(90, 90, 90).mix(1.0 - 0.3 * i as f64);
+                chart
+                    .draw_series(DashedLineSeries::new(pts.clone(), 6, 4, c.stroke_width(2)))
+                    .map_err(|x| e(x.to_string()))?
+                    .label(format!("{name}: 1/(t_local + RTT + t_standby_flush)"))
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+            }
+            let many = measured.iter().any(|m| !m.0 .0.is_empty());
+            for (i, ((rest, sync), pts)) in measured.iter().enumerate() {
+                let c = color(i);
+                let mut pts = pts.clone();
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                let name = if many && !rest.is_empty() { format!("{sync}, {rest}") } else { sync.clone() };
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), c.stroke_width(1)))
+                    .map_err(|x| e(x.to_string()))?;
+                chart
+                    .draw_series(pts.iter().map(|p| Circle::new(*p, 5, c.filled())))
+                    .map_err(|x| e(x.to_string()))?
+                    .label(name)
+                    .legend(move |(x, y)| Circle::new((x + 9, y), 5, c.filled()));
+            }
+            legend(&mut chart, SeriesLabelPosition::UpperRight, cv.text, e)?;
+            Ok(())
+        })
     };
     let (wide, narrow) = (draw(WIDE)?, draw(NARROW)?);
     figure(

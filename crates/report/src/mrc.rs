@@ -5,7 +5,7 @@
 
 use plotters::prelude::*;
 
-use crate::chart::{color, legend};
+use crate::chart::{color, draw_svg, legend};
 use crate::table::esc_html;
 use crate::ReportError;
 
@@ -39,15 +39,11 @@ pub fn svg(title: &str, series: &[Series]) -> Result<String, ReportError> {
 /// other charts: a phone's at the width it is shown at, so its text keeps
 /// its size).
 fn svg_on(c: crate::chart::Canvas, title: &str, series: &[Series]) -> Result<String, ReportError> {
-    let e = |x: String| ReportError::Chart(title.to_string(), x);
     let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0 as f64)).filter(|x| *x > 0.0);
     let (x0, x1) = xs.fold((f64::INFINITY, 0f64), |a, x| (a.0.min(x), a.1.max(x)));
     let (x0, x1) = if x0.is_finite() && x1 > x0 { (x0, x1) } else { (1.0, 2.0) };
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, (c.w, c.h + 40)).into_drawing_area();
-        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
-        let mut chart = ChartBuilder::on(&root)
+    draw_svg(title, (c.w, c.h + 40), |root, e| {
+        let mut chart = ChartBuilder::on(root)
             .caption(title, ("sans-serif", c.caption))
             .margin(12)
             .x_label_area_size(40)
@@ -80,10 +76,9 @@ fn svg_on(c: crate::chart::Canvas, title: &str, series: &[Series]) -> Result<Str
                     .map_err(|x| e(x.to_string()))?;
             }
         }
-        legend(&mut chart, SeriesLabelPosition::UpperRight, c.text, &e)?;
-        root.present().map_err(|x| e(x.to_string()))?;
-    }
-    Ok(out)
+        legend(&mut chart, SeriesLabelPosition::UpperRight, c.text, e)?;
+        Ok(())
+    })
 }
 
 /// A whole page: title, the chart, then `notes` as a list (method, knee,
