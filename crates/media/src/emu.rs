@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use storbench_emu::daemon::DaemonConfig;
 use storbench_emu::Spec;
 
-use crate::{registry, state_dir, sys, MediaError, Medium};
+use crate::{floor, registry, state_dir, sys, MediaError, Medium};
 
 /// A running (or once-running) daemon of a modelled medium.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -41,7 +41,7 @@ pub struct Daemon {
     /// The emulator's floor on this machine, measured when the daemon was
     /// started and absorbed by it ([`crate::floor`]); none if not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub floor: Option<crate::floor::Floor>,
+    pub floor: Option<floor::Floor>,
     /// The write journal it records (`media create --record`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal: Option<PathBuf>,
@@ -105,7 +105,7 @@ pub(crate) fn start(
     journal: Option<&Path>,
 ) -> Result<Daemon, MediaError> {
     let probe_dir = image.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let floor = crate::floor::measure(name, probe_dir)?;
+    let floor = measure(name, probe_dir)?;
     start_daemon(name, image, size, spec, trace, floor, journal)
 }
 
@@ -116,7 +116,7 @@ pub(crate) fn start_daemon(
     size: u64,
     spec: &Spec,
     trace: Option<&Path>,
-    floor: Option<crate::floor::Floor>,
+    floor: Option<floor::Floor>,
     journal: Option<&Path>,
 ) -> Result<Daemon, MediaError> {
     let d = dir();
@@ -704,6 +704,79 @@ pub fn array_state(name: &str) -> Result<storbench_emu::ArrayStatus, MediaError>
         .find(|m| m.name == name)
         .ok_or_else(|| MediaError::Usage(format!("no medium named '{name}' (storbench media list)")))?;
     array_status(m).ok_or_else(|| MediaError::Usage(format!("medium '{name}' is not an array")))
+}
+
+/// Serves the probe image from a throwaway daemon with `spec` under a
+/// loop device of its own and runs `f` on the device; everything is
+/// undone after, whatever `f` returns.
+fn with_probe<T>(
+    probe: &str,
+    image: &Path,
+    spec: &Spec,
+    f: impl FnOnce(&str) -> Result<T, MediaError>,
+) -> Result<T, MediaError> {
+    let mut undo = sys::Undo::default();
+    let res = (|| {
+        let d = start_daemon(probe, image, floor::PROBE_SIZE, spec, None, None, None)?;
+        let probe_d = d.clone();
+        undo.call(move || {
+            let _ = stop(&probe_d);
+            // Its status files too (the time scale's): a probe leaves nothing.
+            forget_array(&probe_d);
+        });
+        let dev = sys::losetup(&d.served)?;
+        undo.detach(&dev);
+        f(&dev)
+    })();
+    undo.run();
+    res
+}
+
+/// Measures the floor for medium `name` with a probe image in `dir`
+/// (removed after), or takes it from `STORBENCH_EMU_FLOOR`. `None`: off.
+/// The probes are daemons of this module; the timing is [`crate::floor`]'s.
+pub(crate) fn measure(name: &str, dir: &Path) -> Result<Option<floor::Floor>, MediaError> {
+    match std::env::var("STORBENCH_EMU_FLOOR").ok().as_deref().map(str::trim) {
+        Some("off") => return Ok(None),
+        Some(v) if !v.is_empty() => {
+            let us: f64 = v.parse().ok().filter(|u: &f64| u.is_finite() && *u >= 0.0).ok_or_else(|| {
+                MediaError::Usage(format!("STORBENCH_EMU_FLOOR={v}: give off or a time in µs (e.g. 20)"))
+            })?;
+            return Ok(Some(floor::Floor {
+                qd1_p50_us: us,
+                qd1_mean_us: us,
+                qd16_iops: 0.0,
+                how: "set by STORBENCH_EMU_FLOOR".into(),
+                timed_extra_us: 0.0,
+            }));
+        }
+        _ => {}
+    }
+    let probe = format!("{name}.floor");
+    let image = dir.join(format!("{probe}.img"));
+    let _ = std::fs::remove_file(&image);
+    std::fs::File::create(&image)
+        .and_then(|f| f.set_len(floor::PROBE_SIZE))
+        .map_err(|e| MediaError::Failed(format!("creating {}: {e}", image.display())))?;
+    let mut undo = sys::Undo::default();
+    undo.remove_file(&image);
+    let res = (|| {
+        let zero = Spec { base: "constant".into(), ..Spec::default() };
+        let (p50, mean, iops) = with_probe(&probe, &image, &zero, floor::time_reads)?;
+        let mut timed = Spec { base: "constant".into(), ..Spec::default() };
+        timed.set.insert("read".into(), format!("{}us", floor::TIMED_PROBE_US));
+        let (t50, _) = with_probe(&probe, &image, &timed, |dev| floor::time_qd1(dev, 800))?;
+        Ok::<_, MediaError>((p50, mean, iops, (t50 - floor::TIMED_PROBE_US - p50).max(0.0)))
+    })();
+    undo.run();
+    let (p50, mean, iops, extra) = res?;
+    Ok(Some(floor::Floor {
+        qd1_p50_us: p50,
+        qd1_mean_us: mean,
+        qd16_iops: iops,
+        how: "measured".into(),
+        timed_extra_us: extra,
+    }))
 }
 
 #[cfg(test)]

@@ -11,16 +11,16 @@
 //! every run on it records them and `media validate` can tell cells outside
 //! the emulator's envelope. `STORBENCH_EMU_FLOOR=off` skips the probe
 //! (nothing absorbed); a number (µs) sets the floor without measuring.
+//! This module holds the figures and times the reads; the probe daemons
+//! are started and stopped by [`crate::emu`] (which this module never calls).
 
 use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use storbench_emu::Spec;
 
-use crate::{emu, sys, MediaError};
+use crate::MediaError;
 
 /// What the emulator adds and serves on this machine, measured at creation.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -50,7 +50,8 @@ impl Floor {
     }
 }
 
-const PROBE_SIZE: u64 = 64 << 20;
+/// The size of the probe image a floor is measured on.
+pub(crate) const PROBE_SIZE: u64 = 64 << 20;
 /// The model time of the timed probe, µs: long enough that the reply
 /// always waits for the timer thread.
 pub const TIMED_PROBE_US: f64 = 200.0;
@@ -79,14 +80,14 @@ fn open_direct(dev: &str) -> Result<File, MediaError> {
 }
 
 /// Times direct 4 KiB reads on a device: QD1 median and mean, QD16 IOPS.
-fn time_reads(dev: &str) -> Result<(f64, f64, f64), MediaError> {
+pub(crate) fn time_reads(dev: &str) -> Result<(f64, f64, f64), MediaError> {
     let (p50, mean) = time_qd1(dev, 2300)?;
     Ok((p50, mean, qd16_iops(dev)))
 }
 
 /// Median and mean of `n` direct 4 KiB random reads at QD1 (the first
 /// 300 not counted: warm-up), µs.
-fn time_qd1(dev: &str, n: usize) -> Result<(f64, f64), MediaError> {
+pub(crate) fn time_qd1(dev: &str, n: usize) -> Result<(f64, f64), MediaError> {
     let f = open_direct(dev)?;
     let mut b = Aligned::new();
     let blocks = PROBE_SIZE / BS as u64;
@@ -139,76 +140,4 @@ fn qd16_iops(dev: &str) -> f64 {
         hs.into_iter().map(|h| h.join().unwrap_or(0)).sum()
     });
     done as f64 / window.as_secs_f64()
-}
-
-/// Serves the probe image from a throwaway daemon with `spec` under a
-/// loop device of its own and runs `f` on the device; everything is
-/// undone after, whatever `f` returns.
-fn with_probe<T>(
-    probe: &str,
-    image: &Path,
-    spec: &Spec,
-    f: impl FnOnce(&str) -> Result<T, MediaError>,
-) -> Result<T, MediaError> {
-    let mut undo = sys::Undo::default();
-    let res = (|| {
-        let d = emu::start_daemon(probe, image, PROBE_SIZE, spec, None, None, None)?;
-        let stop = d.clone();
-        undo.call(move || {
-            let _ = emu::stop(&stop);
-            // Its status files too (the time scale's): a probe leaves nothing.
-            emu::forget_array(&stop);
-        });
-        let dev = sys::losetup(&d.served)?;
-        undo.detach(&dev);
-        f(&dev)
-    })();
-    undo.run();
-    res
-}
-
-/// Measures the floor for medium `name` with a probe image in `dir`
-/// (removed after), or takes it from `STORBENCH_EMU_FLOOR`. `None`: off.
-pub(crate) fn measure(name: &str, dir: &Path) -> Result<Option<Floor>, MediaError> {
-    match std::env::var("STORBENCH_EMU_FLOOR").ok().as_deref().map(str::trim) {
-        Some("off") => return Ok(None),
-        Some(v) if !v.is_empty() => {
-            let us: f64 = v.parse().ok().filter(|u: &f64| u.is_finite() && *u >= 0.0).ok_or_else(|| {
-                MediaError::Usage(format!("STORBENCH_EMU_FLOOR={v}: give off or a time in µs (e.g. 20)"))
-            })?;
-            return Ok(Some(Floor {
-                qd1_p50_us: us,
-                qd1_mean_us: us,
-                qd16_iops: 0.0,
-                how: "set by STORBENCH_EMU_FLOOR".into(),
-                timed_extra_us: 0.0,
-            }));
-        }
-        _ => {}
-    }
-    let probe = format!("{name}.floor");
-    let image = dir.join(format!("{probe}.img"));
-    let _ = std::fs::remove_file(&image);
-    File::create(&image)
-        .and_then(|f| f.set_len(PROBE_SIZE))
-        .map_err(|e| MediaError::Failed(format!("creating {}: {e}", image.display())))?;
-    let mut undo = sys::Undo::default();
-    undo.remove_file(&image);
-    let res = (|| {
-        let zero = Spec { base: "constant".into(), ..Spec::default() };
-        let (p50, mean, iops) = with_probe(&probe, &image, &zero, time_reads)?;
-        let mut timed = Spec { base: "constant".into(), ..Spec::default() };
-        timed.set.insert("read".into(), format!("{TIMED_PROBE_US}us"));
-        let (t50, _) = with_probe(&probe, &image, &timed, |dev| time_qd1(dev, 800))?;
-        Ok::<_, MediaError>((p50, mean, iops, (t50 - TIMED_PROBE_US - p50).max(0.0)))
-    })();
-    undo.run();
-    let (p50, mean, iops, extra) = res?;
-    Ok(Some(Floor {
-        qd1_p50_us: p50,
-        qd1_mean_us: mean,
-        qd16_iops: iops,
-        how: "measured".into(),
-        timed_extra_us: extra,
-    }))
 }

@@ -59,7 +59,7 @@ use serde::Deserialize;
 use storbench_metrics::units::format_figure;
 
 use crate::model::{Report, RunData, Stat};
-use crate::tables::Table;
+use crate::table::Table;
 use crate::ReportError;
 
 /// A published file, as written.

@@ -7,7 +7,7 @@
 //! `emu.M.member.N.{reads,writes,busy,queue}` and `emu.M.array.failed`.
 
 use crate::model::{Group, Section};
-use crate::tables::Table;
+use crate::table::Table;
 
 /// The array media a step has figures of (`emu.NAME.member.busy.max`).
 fn array_media(g: &Group, step: &str) -> Vec<String> {

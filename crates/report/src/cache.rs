@@ -7,9 +7,10 @@
 
 use serde_json::Value;
 
-use crate::kinds::with_unit;
-use crate::model::{fmt_num, Group, Report, Section};
-use crate::tables::Table;
+use crate::model::{Group, Report, Section};
+use crate::table::Table;
+use crate::units::fmt_num;
+use crate::units::with_unit;
 
 /// The medium whose cache figures a step has (`emu.NAME.cache.hit_ratio`).
 fn tier_medium(g: &Group, step: &str) -> Option<String> {

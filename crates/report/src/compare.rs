@@ -15,7 +15,7 @@ use serde::Serialize;
 use storbench_results::{RunFilter, Store};
 
 use crate::model::{emulation_note, flatten, select, RunData, Stat};
-use crate::tables::Table;
+use crate::table::Table;
 use crate::ReportError;
 
 /// One side of a comparison.
@@ -264,10 +264,8 @@ impl Comparison {
                 .take(8)
                 .map(|r| {
                     let (a, b) = (r.a.median(), r.b.median());
-                    let ratio = r
-                        .ratio
-                        .map(|x| format!("{}×", crate::findings::ratio(x)))
-                        .unwrap_or_else(|| "–".into());
+                    let ratio =
+                        r.ratio.map(|x| format!("{}×", crate::units::ratio(x))).unwrap_or_else(|| "–".into());
                     let verdict = match r.noise {
                         Noise::Unknown => String::new(),
                         n => format!(", {}", n.as_str()),
@@ -275,8 +273,8 @@ impl Comparison {
                     format!(
                         "{} {} → {} ({ratio}{verdict})",
                         r.step,
-                        crate::kinds::with_unit(a, &r.metric, &r.unit),
-                        crate::kinds::with_unit(b, &r.metric, &r.unit)
+                        crate::units::with_unit(a, &r.metric, &r.unit),
+                        crate::units::with_unit(b, &r.metric, &r.unit)
                     )
                 })
                 .collect();
@@ -332,7 +330,7 @@ impl Comparison {
                 vec![
                     r.step.clone(),
                     r.metric.clone(),
-                    crate::kinds::human_unit(&r.metric, &r.unit),
+                    crate::units::human_unit(&r.metric, &r.unit),
                     r.a.display(),
                     r.b.display(),
                     r.ratio.map(|x| format!("{x:.3}")).unwrap_or_else(|| "–".into()),

@@ -8,7 +8,7 @@ use storbench_cache::trace::Format;
 use storbench_cache::PolicyKind;
 use storbench_metrics::units::format_size;
 
-use crate::tables::Table;
+use crate::table::Table;
 
 /// One chart series per policy: LRU's fine-grained exact curve, the other
 /// policies at the sizes run.

@@ -8,8 +8,9 @@
 //! relative to `local`, and the one-client model.
 
 use crate::compare::Noise;
-use crate::kinds::with_unit;
+use crate::kinds::spec_name;
 use crate::model::{FigureCol, Report, Section, Stat};
+use crate::units::{level_words, ratio, with_unit};
 
 /// One sentence about one section.
 #[derive(Clone, Debug, PartialEq)]
@@ -39,21 +40,6 @@ pub struct Finding {
     /// The database's own wait events per step (`waits.rs`): its top
     /// classes, a line per step; on the first finding of a section only.
     pub waits: Vec<String>,
-}
-
-/// How a load level reads: `1 client`, `4 users`; a profile as its name.
-pub(crate) fn level_words(axis: &str, label: &str, level: Option<f64>) -> String {
-    match (axis, level) {
-        ("users" | "clients", Some(v)) => {
-            let one = axis.trim_end_matches('s');
-            if v == 1.0 {
-                format!("1 {one}")
-            } else {
-                format!("{} {axis}", crate::model::fmt_num(v))
-            }
-        }
-        _ => label.to_string(),
-    }
 }
 
 /// The figure a step is best told by: an I/O step of 64 KiB and more per
@@ -107,7 +93,7 @@ fn across_groups(s: &Section<'_>, figs: &[FigureCol]) -> String {
                 let v = if i == 0 {
                     with_unit(st.median(), &fig.metric, &unit)
                 } else {
-                    crate::model::fmt_num(st.median() / scale(&fig.metric, &unit, stats[0].1.median()))
+                    crate::units::fmt_num(st.median() / scale(&fig.metric, &unit, stats[0].1.median()))
                 };
                 format!("{name} {v}")
             })
@@ -140,26 +126,7 @@ fn across_groups(s: &Section<'_>, figs: &[FigureCol]) -> String {
 /// The divisor `with_unit` used for the first value, so the others of a
 /// clause read in the same unit.
 fn scale(metric: &str, unit: &str, first: f64) -> f64 {
-    crate::kinds::scale_for(metric, unit, first.abs()).0
-}
-
-/// A ratio with three significant digits: `12.9`, `1.09`, `150`.
-pub(crate) fn ratio(r: f64) -> String {
-    if r >= 100.0 {
-        format!("{r:.0}")
-    } else if r >= 10.0 {
-        format!("{r:.1}")
-    } else {
-        format!("{r:.2}")
-    }
-}
-
-pub(crate) fn spec_name(s: &Section<'_>, spec: &crate::kinds::KindSpec) -> String {
-    if spec.name.is_empty() {
-        s.kind.to_string()
-    } else {
-        spec.name.to_string()
-    }
+    crate::units::scale_for(metric, unit, first.abs()).0
 }
 
 /// The sentence of a section with one configuration: how the headline grows
@@ -184,7 +151,7 @@ fn one_group(s: &Section<'_>, figs: &[FigureCol]) -> String {
         );
         if have.len() > 1 {
             let b = g.stat(&last.0, &head.metric).median();
-            let b_text = crate::model::fmt_num(b / scale(&head.metric, &unit, a));
+            let b_text = crate::units::fmt_num(b / scale(&head.metric, &unit, a));
             text.push_str(&format!(", {b_text} at {}", level_words(axis, &last.0, last.1)));
             if a > 0.0 {
                 text.push_str(&format!(" ({}×)", ratio(b / a)));
@@ -295,7 +262,7 @@ pub(crate) fn findings(report: &Report) -> Vec<Finding> {
 /// A latency in µs as people read it: `272 µs`, `7.10 ms`, `4.64 s`.
 fn lat_text(us: f64) -> String {
     if us >= 1e6 {
-        format!("{} s", crate::model::fmt_num(us / 1e6))
+        format!("{} s", crate::units::fmt_num(us / 1e6))
     } else {
         with_unit(us, "lat", "us")
     }
@@ -386,18 +353,5 @@ impl Report {
     /// What the report opens with: one sentence per section with figures.
     pub fn findings(&self) -> Vec<Finding> {
         findings(self)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn levels_read_as_words() {
-        assert_eq!(level_words("clients", "clients=1", Some(1.0)), "1 client");
-        assert_eq!(level_words("users", "users=8", Some(8.0)), "8 users");
-        assert_eq!(level_words("profile", "read-random-8k", None), "read-random-8k");
-        assert_eq!([ratio(12.857), ratio(1.0909), ratio(150.2)], ["12.9", "1.09", "150"]);
     }
 }

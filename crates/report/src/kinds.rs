@@ -6,13 +6,15 @@
 //! renderers behind [`KindSpec::extra`] and [`KindSpec::extra_charts`];
 //! nothing else in the report names a kind.
 //!
-//! Also here: how a figure's name and unit read to a person. A figure may
-//! carry its source as a dotted suffix (`tpm.server`, `tpm.client`,
-//! `nopm.districts`); the label comes from the suffix, so a new source needs
-//! no change here. Units read as TPS, IOPS, MB/s, µs or ms, never `per_s`.
+//! Also here: the methods of a [`Section`] that read its kind (its spec, its
+//! main figures with their sources, its per-second series). How a figure's
+//! name and unit read to a person is `units.rs`'.
 
-use crate::model::Section;
-use crate::tables::Table;
+use serde_json::Value;
+
+use crate::model::{FigureCol, Section};
+use crate::table::Table;
+use crate::units::{source_label, source_of, source_rank};
 use crate::ReportError;
 
 /// A main figure of a kind: its base name (sources are dotted suffixes of
@@ -136,26 +138,6 @@ pub fn spec_of(kind: &str) -> KindSpec {
     )
 }
 
-/// Suffixes that qualify a figure rather than name its source
-/// (`tpm.per_user`, `lat.p99`).
-fn is_qualifier(suffix: &str) -> bool {
-    suffix.starts_with("per_")
-        || suffix.starts_with('p') && suffix[1..].chars().all(|c| c.is_ascii_digit() || c == '.')
-        || matches!(suffix, "mean" | "max" | "min" | "count" | "lat" | "tps" | "iops" | "mbps" | "seconds")
-}
-
-/// The source of `name` as a variant of figure `base`: `Some("")` for the
-/// bare name, `Some("client")` for `base.client`, None when `name` is not a
-/// variant of `base`.
-pub fn source_of<'a>(base: &str, name: &'a str) -> Option<&'a str> {
-    if name == base {
-        return Some("");
-    }
-    let suffix = name.strip_prefix(base)?.strip_prefix('.')?;
-    let word = suffix.starts_with(|c: char| c.is_ascii_alphabetic()) && !suffix.contains('.');
-    (word && !is_qualifier(suffix)).then_some(suffix)
-}
-
 /// The headline metric of each main figure of `kind` among `names` (the
 /// source ranked first by [`source_rank`]), with what people call it.
 pub(crate) fn headline_metrics(kind: &str, names: &[String]) -> Vec<(String, &'static str)> {
@@ -172,93 +154,105 @@ pub(crate) fn headline_metrics(kind: &str, names: &[String]) -> Vec<(String, &'s
         .collect()
 }
 
-/// How a source suffix reads (`server` → `server counters`).
-pub fn source_label(suffix: &str) -> String {
-    match suffix {
-        "server" => "server counters".into(),
-        "client" => "client count".into(),
-        "districts" => "districts' order ids".into(),
-        other => other.replace('_', " "),
+/// What a section shows, by its kind: the methods of [`Section`] that read
+/// its kind's spec (the model itself knows no kind).
+impl Section<'_> {
+    /// How the section's kind is reported.
+    pub fn spec(&self) -> KindSpec {
+        spec_of(self.kind)
+    }
+
+    /// The main figures present in the section's data, each source of a
+    /// figure apart (`tpm`, `tpm.client`): headline sources first.
+    pub fn figures(&self) -> Vec<FigureCol> {
+        let have = self.metric_names();
+        let mut out = Vec::new();
+        for fs in self.spec().figures {
+            let mut variants: Vec<(&str, &String)> =
+                have.iter().filter_map(|h| source_of(fs.base, h).map(|s| (s, h))).collect();
+            variants.sort_by_key(|(s, h)| (source_rank(s), (*h).clone()));
+            for (suffix, metric) in variants {
+                let source = if suffix.is_empty() {
+                    self.env_source(fs.base).unwrap_or_else(|| fs.source.to_string())
+                } else {
+                    source_label(suffix)
+                };
+                out.push(FigureCol { metric: metric.clone(), base: fs.base, label: fs.label, source });
+            }
+        }
+        out
+    }
+
+    /// The headline source of each main figure (one per base name).
+    pub fn headline_figures(&self) -> Vec<FigureCol> {
+        let mut out: Vec<FigureCol> = Vec::new();
+        for f in self.figures() {
+            if !out.iter().any(|o| o.base == f.base) {
+                out.push(f);
+            }
+        }
+        out
+    }
+
+    /// What a run's environment says counted a bare-named figure
+    /// (`tpm_source`), when every run of the section says the same.
+    fn env_source(&self, base: &str) -> Option<String> {
+        let key = format!("{base}_source");
+        let mut vals =
+            self.groups.iter().flat_map(|g| &g.runs).map(|r| r.run.env.get(&key).and_then(Value::as_str));
+        let first = vals.next()??;
+        vals.all(|v| v == Some(first)).then(|| first.to_string())
+    }
+
+    /// The per-second workload series present (name, label with its source).
+    pub fn workload_series(&self) -> Vec<(String, String)> {
+        let spec = self.spec();
+        let mut names: Vec<String> = self
+            .groups
+            .iter()
+            .flat_map(|g| &g.runs)
+            .flat_map(|r| &r.steps)
+            .flat_map(|s| s.samples.keys().cloned())
+            .collect();
+        names.sort();
+        names.dedup();
+        let mut out = Vec::new();
+        for base in spec.series {
+            let label = spec.figures.iter().find(|f| f.base == *base).map(|f| f.label).unwrap_or(base);
+            let mut v: Vec<(u8, String, String)> = names
+                .iter()
+                .filter_map(|n| {
+                    let suffix = source_of(base, n)?;
+                    let src =
+                        if suffix.is_empty() { spec.series_source.to_string() } else { source_label(suffix) };
+                    Some((source_rank(suffix), n.clone(), format!("{label} ({src})")))
+                })
+                .collect();
+            v.sort();
+            // One series per label: a copy under another name (`tps` and
+            // `tps.client`, both the clients' count) would draw each point twice.
+            for (_, name, label) in v {
+                if !out.iter().any(|(_, l)| *l == label) {
+                    out.push((name, label));
+                }
+            }
+        }
+        out
     }
 }
 
-/// Order of sources for the headline: the bare name, then anything the
-/// server or the data counted, the client's own count last (a cross-check).
-pub fn source_rank(suffix: &str) -> u8 {
-    match suffix {
-        "" => 0,
-        "server" => 1,
-        "client" => 3,
-        _ => 2,
-    }
-}
-
-/// A unit as people read it, for a figure: `TPS`, `IOPS`, `TPM`, `/s`,
-/// `MB/s`, `µs`, `%`; empty for a plain count.
-pub fn human_unit(metric: &str, unit: &str) -> String {
-    let base = metric.split('.').next().unwrap_or(metric);
-    match unit {
-        "per_s" if base == "tps" || metric.ends_with(".tps") => "TPS".into(),
-        "per_s" if metric.ends_with("iops") => "IOPS".into(),
-        "per_s" => "/s".into(),
-        "per_min" if base == "tpm" => "TPM".into(),
-        "per_min" if base == "nopm" => "NOPM".into(),
-        "per_min" => "/min".into(),
-        "us" => "µs".into(),
-        "count" | "ratio" => String::new(),
-        other => other.into(),
-    }
-}
-
-/// A display scale for values of one unit: latencies of a millisecond and
-/// more read in ms. Returns (divisor, unit label).
-pub fn scale_for(metric: &str, unit: &str, largest: f64) -> (f64, String) {
-    match unit {
-        "us" if largest >= 1000.0 => (1000.0, "ms".into()),
-        "ms" if largest >= 10_000.0 => (1000.0, "s".into()),
-        _ => (1.0, human_unit(metric, unit)),
-    }
-}
-
-/// One value with its unit, scaled for reading: `1.33 ms`, `74 TPS`, `12.5 %`.
-pub fn with_unit(v: f64, metric: &str, unit: &str) -> String {
-    let (div, u) = scale_for(metric, unit, v.abs());
-    let n = crate::model::fmt_num(v / div);
-    match u.as_str() {
-        "" => n,
-        "%" => format!("{n} %"),
-        _ => format!("{n} {u}"),
+/// A section's kind in a sentence: its spec's name, else the kind itself.
+pub(crate) fn spec_name(s: &Section<'_>, spec: &KindSpec) -> String {
+    if spec.name.is_empty() {
+        s.kind.to_string()
+    } else {
+        spec.name.to_string()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sources_come_from_the_suffix() {
-        assert_eq!(source_of("tpm", "tpm"), Some(""));
-        assert_eq!(source_of("tpm", "tpm.server"), Some("server"));
-        assert_eq!(source_of("nopm", "nopm.districts"), Some("districts"));
-        assert_eq!(source_of("tpm", "tpm.per_user"), None);
-        assert_eq!(source_of("tps", "tpsx"), None);
-        assert_eq!(source_of("io.lat", "io.lat.p99"), None);
-        assert_eq!(source_of("io.lat.p99", "io.lat.p99.9"), None);
-        assert_eq!(source_label("client"), "client count");
-        assert_eq!(source_label("wal_records"), "wal records");
-    }
-
-    #[test]
-    fn units_read_as_people_write_them() {
-        assert_eq!(with_unit(74.0, "tps", "per_s"), "74 TPS");
-        assert_eq!(with_unit(39745.7, "io.iops", "per_s"), "39746 IOPS");
-        assert_eq!(with_unit(1331.2, "io.lat.p99", "us"), "1.33 ms");
-        assert_eq!(with_unit(348.4, "lat.p50", "us"), "348 µs");
-        assert_eq!(with_unit(8220.0, "nopm.client", "per_min"), "8220 NOPM");
-        assert_eq!(with_unit(12.5, "cpu.iowait", "%"), "12.5 %");
-        assert_eq!(with_unit(5.5, "rows.per_s", "per_s"), "5.50 /s");
-        assert_eq!(human_unit("txn.new_order.tps", "per_s"), "TPS");
-    }
 
     #[test]
     fn unknown_kinds_are_reported_generically() {

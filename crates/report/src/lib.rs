@@ -17,6 +17,7 @@
 pub mod against;
 mod array;
 mod cache;
+mod chart;
 mod compare;
 pub mod curves;
 mod findings;
@@ -28,8 +29,10 @@ mod neighbour;
 mod repl;
 pub mod sensitivity;
 mod storage;
+mod table;
 mod tables;
 mod tpch;
+mod units;
 pub mod verdict;
 pub mod waits;
 
@@ -39,7 +42,7 @@ pub use kinds::{ChartsFn, FigureSpec, KindSpec};
 pub use model::{FigureCol, Group, Report, RunData, Section, Stat, StepData};
 pub use neighbour::{rows as interference, Interference};
 pub use repl::{ReplBlock, ReplLevel, ReplModel, ReplRow, ReplStudy};
-pub use tables::Table;
+pub use table::Table;
 
 use storbench_results::StoreError;
 

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 use storbench_results::{RunFilter, RunRow, Status, Store, StoreError};
 
-use crate::kinds::{self, spec_of, KindSpec};
+use crate::units::{fmt_num, with_unit};
 use crate::ReportError;
 
 /// One step of one run: its figures and per-second series.
@@ -67,7 +67,7 @@ impl StepData {
             !k.starts_with("flag.") && (k.as_str() == name || k.ends_with(&format!(".{name}")))
         });
         match about {
-            Some((k, (v, u))) => format!("{k} {}", crate::kinds::with_unit(*v, k, u)),
+            Some((k, (v, u))) => format!("{k} {}", with_unit(*v, k, u)),
             None => format!("flag.{name} = {}", fmt_num(value)),
         }
     }
@@ -120,7 +120,7 @@ impl RunData {
                     notes: n,
                 }
             })
-            .partition(|s| crate::sensitivity::is_rerun(&s.params));
+            .partition(|s| is_rerun(&s.params));
         Ok(RunData { run, steps, sensitivity })
     }
 
@@ -250,9 +250,6 @@ impl Stat {
     }
 }
 
-/// Formats a figure: the one formatter every storbench output shares.
-pub(crate) use storbench_metrics::units::format_figure as fmt_num;
-
 /// A column of a report: one run, or the repeats of one plan cell.
 #[derive(Clone, Debug, Serialize)]
 pub struct Group {
@@ -376,92 +373,6 @@ impl Section<'_> {
         names.sort();
         names.dedup();
         names
-    }
-
-    /// How the section's kind is reported.
-    pub fn spec(&self) -> KindSpec {
-        spec_of(self.kind)
-    }
-
-    /// The main figures present in the section's data, each source of a
-    /// figure apart (`tpm`, `tpm.client`): headline sources first.
-    pub fn figures(&self) -> Vec<FigureCol> {
-        let have = self.metric_names();
-        let mut out = Vec::new();
-        for fs in self.spec().figures {
-            let mut variants: Vec<(&str, &String)> =
-                have.iter().filter_map(|h| kinds::source_of(fs.base, h).map(|s| (s, h))).collect();
-            variants.sort_by_key(|(s, h)| (kinds::source_rank(s), (*h).clone()));
-            for (suffix, metric) in variants {
-                let source = if suffix.is_empty() {
-                    self.env_source(fs.base).unwrap_or_else(|| fs.source.to_string())
-                } else {
-                    kinds::source_label(suffix)
-                };
-                out.push(FigureCol { metric: metric.clone(), base: fs.base, label: fs.label, source });
-            }
-        }
-        out
-    }
-
-    /// The headline source of each main figure (one per base name).
-    pub fn headline_figures(&self) -> Vec<FigureCol> {
-        let mut out: Vec<FigureCol> = Vec::new();
-        for f in self.figures() {
-            if !out.iter().any(|o| o.base == f.base) {
-                out.push(f);
-            }
-        }
-        out
-    }
-
-    /// What a run's environment says counted a bare-named figure
-    /// (`tpm_source`), when every run of the section says the same.
-    fn env_source(&self, base: &str) -> Option<String> {
-        let key = format!("{base}_source");
-        let mut vals =
-            self.groups.iter().flat_map(|g| &g.runs).map(|r| r.run.env.get(&key).and_then(Value::as_str));
-        let first = vals.next()??;
-        vals.all(|v| v == Some(first)).then(|| first.to_string())
-    }
-
-    /// The per-second workload series present (name, label with its source).
-    pub fn workload_series(&self) -> Vec<(String, String)> {
-        let spec = self.spec();
-        let mut names: Vec<String> = self
-            .groups
-            .iter()
-            .flat_map(|g| &g.runs)
-            .flat_map(|r| &r.steps)
-            .flat_map(|s| s.samples.keys().cloned())
-            .collect();
-        names.sort();
-        names.dedup();
-        let mut out = Vec::new();
-        for base in spec.series {
-            let label = spec.figures.iter().find(|f| f.base == *base).map(|f| f.label).unwrap_or(base);
-            let mut v: Vec<(u8, String, String)> = names
-                .iter()
-                .filter_map(|n| {
-                    let suffix = kinds::source_of(base, n)?;
-                    let src = if suffix.is_empty() {
-                        spec.series_source.to_string()
-                    } else {
-                        kinds::source_label(suffix)
-                    };
-                    Some((kinds::source_rank(suffix), n.clone(), format!("{label} ({src})")))
-                })
-                .collect();
-            v.sort();
-            // One series per label: a copy under another name (`tps` and
-            // `tps.client`, both the clients' count) would draw each point twice.
-            for (_, name, label) in v {
-                if !out.iter().any(|(_, l)| *l == label) {
-                    out.push((name, label));
-                }
-            }
-        }
-        out
     }
 
     /// The axis values of the section's groups that differ, as people say
@@ -662,6 +573,14 @@ pub(crate) fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) 
         Value::String(s) => out.push((prefix.to_string(), s.clone())),
         other => out.push((prefix.to_string(), other.to_string())),
     }
+}
+
+/// The params key that tags a re-run.
+pub const PARAM: &str = "sensitivity";
+
+/// Whether a step's params tag it as a sensitivity re-run.
+pub fn is_rerun(params: &Value) -> bool {
+    params.get(PARAM).is_some()
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 
 use plotters::prelude::*;
 
-use crate::tables::esc_html;
+use crate::chart::{color, draw_svg, legend};
+use crate::table::esc_html;
 use crate::ReportError;
 
 /// One curve: (cache size in bytes, miss ratio) points and its knee.
@@ -29,29 +30,20 @@ fn bytes_label(b: f64) -> String {
     format!("{b:.0}")
 }
 
-fn color(i: usize) -> RGBColor {
-    let c = Palette99::pick(i).to_rgba();
-    RGBColor(c.0, c.1, c.2)
-}
-
 /// The chart as an SVG string, drawn for a desktop.
 pub fn svg(title: &str, series: &[Series]) -> Result<String, ReportError> {
-    svg_on(crate::html::WIDE, title, series)
+    svg_on(crate::chart::WIDE, title, series)
 }
 
 /// The chart drawn on canvas `c` (a desktop's or a phone's, as the report's
 /// other charts: a phone's at the width it is shown at, so its text keeps
 /// its size).
-fn svg_on(c: crate::html::Canvas, title: &str, series: &[Series]) -> Result<String, ReportError> {
-    let e = |x: String| ReportError::Chart(title.to_string(), x);
+fn svg_on(c: crate::chart::Canvas, title: &str, series: &[Series]) -> Result<String, ReportError> {
     let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0 as f64)).filter(|x| *x > 0.0);
     let (x0, x1) = xs.fold((f64::INFINITY, 0f64), |a, x| (a.0.min(x), a.1.max(x)));
     let (x0, x1) = if x0.is_finite() && x1 > x0 { (x0, x1) } else { (1.0, 2.0) };
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, (c.w, c.h + 40)).into_drawing_area();
-        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
-        let mut chart = ChartBuilder::on(&root)
+    draw_svg(title, (c.w, c.h + 40), |root, e| {
+        let mut chart = ChartBuilder::on(root)
             .caption(title, ("sans-serif", c.caption))
             .margin(12)
             .x_label_area_size(40)
@@ -84,16 +76,15 @@ fn svg_on(c: crate::html::Canvas, title: &str, series: &[Series]) -> Result<Stri
                     .map_err(|x| e(x.to_string()))?;
             }
         }
-        crate::html::legend(&mut chart, SeriesLabelPosition::UpperRight, c.text, &e)?;
-        root.present().map_err(|x| e(x.to_string()))?;
-    }
-    Ok(out)
+        legend(&mut chart, SeriesLabelPosition::UpperRight, c.text, e)?;
+        Ok(())
+    })
 }
 
 /// A whole page: title, the chart, then `notes` as a list (method, knee,
 /// target size).
 pub fn html(title: &str, series: &[Series], notes: &[String]) -> Result<String, ReportError> {
-    let (wide, narrow) = (svg(title, series)?, svg_on(crate::html::NARROW, title, series)?);
+    let (wide, narrow) = (svg(title, series)?, svg_on(crate::chart::NARROW, title, series)?);
     let mut page = format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{t}</title>\
@@ -103,7 +94,7 @@ figure.chart svg{{max-width:100%;height:auto}}figure.chart .narrow{{display:none
 </style></head><body>\n<h1>{t}</h1>\n",
         t = esc_html(title)
     );
-    crate::html::figure(&mut page, "Rings mark each curve's knee.", &wide, &narrow);
+    crate::chart::figure(&mut page, "Rings mark each curve's knee.", &wide, &narrow);
     page.push_str("<ul>\n");
     for n in notes {
         page.push_str(&format!("<li>{}</li>\n", esc_html(n)));

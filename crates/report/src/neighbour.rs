@@ -12,9 +12,10 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::kinds::with_unit;
-use crate::model::{fmt_num, Group, Report, Section};
-use crate::tables::Table;
+use crate::model::{Group, Report, Section};
+use crate::table::Table;
+use crate::units::fmt_num;
+use crate::units::with_unit;
 
 /// The neighbour tags and the other axes of a group's first run.
 fn tags(g: &Group) -> Option<(String, String, BTreeMap<String, String>)> {

@@ -24,9 +24,10 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::kinds::with_unit;
-use crate::model::{fmt_num, Group, Report, Section};
-use crate::tables::Table;
+use crate::model::{Group, Report, Section};
+use crate::table::Table;
+use crate::units::fmt_num;
+use crate::units::with_unit;
 
 /// `synchronous_commit` levels in the order a study reads them.
 const LEVELS: [&str; 5] = ["off", "local", "remote_write", "on", "remote_apply"];
@@ -356,7 +357,7 @@ fn study_notes(s: &Section<'_>, blocks: &[ReplBlock], has_one_client: bool) -> V
     if s.kind != "tpcb" {
         notes.push(format!(
             "The model counts every {} transaction as one commit that waits; read-only ones do not, so the measured ratio may sit above it.",
-            crate::findings::spec_name(s, &s.spec())
+            crate::kinds::spec_name(s, &s.spec())
         ));
     }
     notes
@@ -364,7 +365,7 @@ fn study_notes(s: &Section<'_>, blocks: &[ReplBlock], has_one_client: bool) -> V
 
 /// A ratio as a factor: `0.48×`.
 fn x(r: Option<f64>) -> String {
-    r.map(|r| format!("{}×", crate::findings::ratio(r))).unwrap_or_else(|| "–".into())
+    r.map(|r| format!("{}×", crate::units::ratio(r))).unwrap_or_else(|| "–".into())
 }
 
 fn us(v: f64) -> String {
@@ -373,7 +374,7 @@ fn us(v: f64) -> String {
 
 /// A load level in words (`1 client`, `32 clients`), or the step label.
 fn load_words(s: &Section<'_>, l: &ReplLevel) -> String {
-    crate::findings::level_words(s.row_axis(), &l.step, l.load)
+    crate::units::level_words(s.row_axis(), &l.step, l.load)
 }
 
 /// The RTT and placement a block is about: `1 ms RTT (swal=fast)`.
@@ -392,7 +393,7 @@ fn block_words(b: &ReplBlock) -> String {
 /// one-client figure, then the model's terms and where more clients
 /// diverge above it.
 pub(crate) fn sentences(s: &Section<'_>, st: &ReplStudy) -> Vec<String> {
-    let name = crate::findings::spec_name(s, &s.spec());
+    let name = crate::kinds::spec_name(s, &s.spec());
     let mut out = Vec::new();
     for b in &st.blocks {
         let Some(local) = b.rows.iter().find(|r| r.sync == "local") else { continue };

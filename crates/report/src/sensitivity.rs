@@ -11,16 +11,16 @@
 //! follows the device's speed exactly (storage-bound), 0 when storage
 //! does not matter. Nothing here runs anything or prints.
 
-use serde_json::Value;
-
-use crate::kinds::{source_of, source_rank, spec_of};
+use crate::kinds::spec_of;
 use crate::model::{RunData, Section, StepData};
+use crate::units::{source_of, source_rank};
 
 /// The note name on the base step.
 pub const NOTE: &str = "sensitivity";
 
-/// The params key that tags a re-run.
-pub const PARAM: &str = "sensitivity";
+// The step parameter that tags a sensitivity re-run, and its test: kept
+// with the model, which leaves re-runs out of a run's load levels.
+pub use crate::model::{is_rerun, PARAM};
 
 /// The headline at one factor.
 #[derive(Clone, Debug, PartialEq)]
@@ -235,14 +235,10 @@ pub(crate) fn section_lines(s: &Section<'_>) -> Vec<String> {
     out
 }
 
-/// Whether a step's params tag it as a sensitivity re-run.
-pub fn is_rerun(params: &Value) -> bool {
-    params.get(PARAM).is_some()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     #[test]
     fn factors_read_as_speeds() {

@@ -10,9 +10,10 @@
 
 use plotters::prelude::*;
 
-use crate::html::{figure, Canvas, NARROW, WIDE};
-use crate::model::{fmt_num, Section};
-use crate::tables::Table;
+use crate::chart::{category_labels, draw_svg, figure, legend, Canvas, NARROW, WIDE};
+use crate::model::Section;
+use crate::table::Table;
+use crate::units::fmt_num;
 use crate::ReportError;
 
 /// Power-test items in query-number order, then the refresh functions.
@@ -137,7 +138,6 @@ pub(crate) fn tables(s: &Section<'_>) -> Vec<Table> {
 /// Per-query bars (log scale), one bar per configuration.
 fn bars(s: &Section<'_>, cv: Canvas) -> Result<Option<String>, ReportError> {
     let title = format!("{} — seconds per query (log scale)", s.title());
-    let e = |x: String| ReportError::Chart(title.clone(), x);
     let cats: Vec<(String, String)> = items()
         .into_iter()
         .filter(|(step, _)| (0..s.groups.len()).any(|gi| median(s, gi, step, "seconds") > 0.0))
@@ -153,28 +153,17 @@ fn bars(s: &Section<'_>, cv: Canvas) -> Result<Option<String>, ReportError> {
     let hi = pos.fold(0.0f64, f64::max);
     let (y0, y1) = (10f64.powf(lo.log10().floor()), 10f64.powf(hi.log10().ceil()).max(lo * 10.0));
     let n = cats.len();
-    let mut svg = String::new();
-    {
-        let w = if cv.narrow { cv.w } else { 960 };
-        let names: Vec<String> = cats.iter().map(|c| c.1.clone()).collect();
-        let root = SVGBackend::with_string(&mut svg, (w, cv.h + cv.x_area(&names) - 40)).into_drawing_area();
-        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
-        let mut chart = ChartBuilder::on(&root)
+    let w = if cv.narrow { cv.w } else { 960 };
+    let names: Vec<String> = cats.iter().map(|c| c.1.clone()).collect();
+    draw_svg(&title, (w, cv.h + cv.x_area(&names) - 40), |root, e| {
+        let mut chart = ChartBuilder::on(root)
             .caption(&title, ("sans-serif", cv.caption))
             .margin(12)
             .x_label_area_size(cv.x_area(&names))
             .y_label_area_size(cv.y_area)
             .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), (y0..y1).log_scale())
             .map_err(|x| e(x.to_string()))?;
-        let labels: Vec<String> = cats.iter().map(|c| c.1.clone()).collect();
-        let fmt = move |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 {
-                labels.get(i as usize).map(|l| cv.x_label(n, l)).unwrap_or_default()
-            } else {
-                String::new()
-            }
-        };
+        let fmt = category_labels(names.clone(), |l| cv.x_label(n, l));
         chart
             .configure_mesh()
             .label_style(cv.font())
@@ -200,10 +189,10 @@ fn bars(s: &Section<'_>, cv: Canvas) -> Result<Option<String>, ReportError> {
                 .label(g.label.clone())
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
         }
-        crate::html::legend(&mut chart, SeriesLabelPosition::UpperRight, cv.text, &e)?;
-        root.present().map_err(|x| e(x.to_string()))?;
-    }
-    Ok(Some(svg))
+        legend(&mut chart, SeriesLabelPosition::UpperRight, cv.text, e)?;
+        Ok(())
+    })
+    .map(Some)
 }
 
 /// A TPC-H section's chart as HTML: per-query bars on a log scale (the

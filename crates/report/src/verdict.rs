@@ -66,7 +66,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::kinds::spec_of;
-use crate::model::{fmt_num, RunData, Section, StepData};
+use crate::model::{RunData, Section, StepData};
+use crate::units::fmt_num;
 
 /// Under this many measured seconds of system samples, nothing is judged.
 pub const MIN_SECONDS: usize = 3;
@@ -179,7 +180,7 @@ impl Verdict {
     /// lines after the first indented.
     pub fn lines(&self) -> Vec<String> {
         let text = format!("verdict {} [{}]: {}", self.label, self.kind, self.evidence);
-        crate::tables::wrap(&text, "", "  ", crate::tables::TERMINAL_WIDTH)
+        crate::table::wrap(&text, "", "  ", crate::table::TERMINAL_WIDTH)
     }
 
     /// The notes the results store keeps beside the step's figures.

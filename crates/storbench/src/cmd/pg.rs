@@ -8,10 +8,10 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use storbench_instances::pg::{self, StandbyPlace, UpOptions};
 use storbench_instances::proxy::{self, Link};
 use storbench_instances::InstanceError;
+use storbench_report::Table;
 
 use crate::cli::Global;
 use crate::error::{target_failed, usage};
@@ -397,7 +397,7 @@ fn status_verb(g: &Global, name: &str) -> Result<ExitCode> {
             i.sync.as_deref().unwrap_or("(default)"),
             i.sync_names.as_deref().unwrap_or("(none: async)")
         );
-        println!("{}", standby_table(sb));
+        print!("{}", standby_table(sb).to_text());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -405,9 +405,7 @@ fn status_verb(g: &Global, name: &str) -> Result<ExitCode> {
 /// The standbys of `status` as a table.
 fn standby_table(sb: &[serde_json::Value]) -> Table {
     let ms = |x: &serde_json::Value| x.as_f64().map(|f| format!("{f:.2}")).unwrap_or_else(|| "-".into());
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(vec![
+    let mut t = Table::with_header([
         "standby",
         "instance",
         "port",
@@ -421,7 +419,7 @@ fn standby_table(sb: &[serde_json::Value]) -> Table {
         "replay ms",
     ]);
     for s in sb {
-        t.add_row(vec![
+        t.add_row([
             s["name"].as_str().unwrap_or_default().to_string(),
             s["instance"].as_str().unwrap_or_default().to_string(),
             s["port"].to_string(),
@@ -449,11 +447,9 @@ fn list_verb(g: &Global) -> Result<ExitCode> {
         println!("no managed instances (storbench pg up NAME --data DIR starts one)");
         return Ok(ExitCode::SUCCESS);
     }
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(vec!["name", "state", "port", "data", "wal", "temp"]);
+    let mut t = Table::with_header(["name", "state", "port", "data", "wal", "temp"]);
     for i in &all {
-        t.add_row(vec![
+        t.add_row([
             i.name.clone(),
             if pg::running(i) { "running".into() } else { "stopped".to_string() },
             i.port.to_string(),
@@ -462,6 +458,6 @@ fn list_verb(g: &Global) -> Result<ExitCode> {
             i.temp.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "-".into()),
         ]);
     }
-    println!("{t}");
+    print!("{}", t.to_text());
     Ok(ExitCode::SUCCESS)
 }

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use storbench_report::Table;
 use storbench_results::{RunFilter, Store};
 
 use crate::cli::Global;
@@ -130,9 +130,16 @@ pub fn run(g: &Global, a: ResultsArgs) -> Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&runs)?);
                 return Ok(ExitCode::SUCCESS);
             }
-            let mut t = Table::new();
-            t.load_preset(UTF8_FULL_CONDENSED);
-            t.set_header(["id", "uuid", "kind", "label", "status", "started", "steps", "plan/cell"]);
+            let mut t = Table::with_header([
+                "id",
+                "uuid",
+                "kind",
+                "label",
+                "status",
+                "started",
+                "steps",
+                "plan/cell",
+            ]);
             for r in &runs {
                 let steps = store.steps(r.id)?.len();
                 let plan = match (&r.plan, &r.cell) {
@@ -154,7 +161,7 @@ pub fn run(g: &Global, a: ResultsArgs) -> Result<ExitCode> {
             if runs.is_empty() {
                 println!("no runs in {}", store.path().display());
             } else {
-                println!("{t}");
+                print!("{}", t.to_text());
             }
         }
         ResultsVerb::Show { run } => {
@@ -179,9 +186,7 @@ pub fn run(g: &Global, a: ResultsArgs) -> Result<ExitCode> {
                 if s.step.params.as_object().is_some_and(|m| !m.is_empty()) {
                     print_keys("params", &s.step.params);
                 }
-                let mut t = Table::new();
-                t.load_preset(UTF8_FULL_CONDENSED);
-                t.set_header(["figure", "value", "unit"]);
+                let mut t = Table::with_header(["figure", "value", "unit"]);
                 for (name, v) in &s.metrics {
                     let value = v["value"].as_f64().unwrap_or(f64::NAN);
                     t.add_row([
@@ -190,7 +195,7 @@ pub fn run(g: &Global, a: ResultsArgs) -> Result<ExitCode> {
                         v["unit"].as_str().unwrap_or("").to_string(),
                     ]);
                 }
-                println!("{t}");
+                print!("{}", t.to_text());
             }
         }
         ResultsVerb::Export { run, json: _, csv, output } => {
