@@ -40,6 +40,7 @@
 //!
 //! [[check]]
 //! kind = "value"                     # here within a factor of the paper
+//! # any check: figure = "cpu.iowait"  # read the cells of this figure where several share a step
 //! axes = { target = "model-hdd" }
 //! step = "clients=1"
 //! within = 2
@@ -140,6 +141,11 @@ pub struct Check {
     /// ... and the denominator's.
     #[serde(default)]
     pub over: BTreeMap<String, String>,
+    /// The figure of the cells it reads, where cells of several figures
+    /// share an axis value and step (TPM and iowait at one step); default:
+    /// the first cell there, whatever its figure.
+    #[serde(default)]
+    pub figure: Option<String>,
     /// The factor here may differ from the paper by (default 1.5; `value` 2).
     #[serde(default)]
     pub within: Option<f64>,
@@ -387,10 +393,16 @@ fn read(report: &Report, p: &Published) -> Result<Against, ReportError> {
 /// An axis value with its paper and here figures, for `order`.
 type Ranked = (String, f64, Option<f64>);
 
-/// The paper's and here's value of the published cell at `axes`, `step`.
-fn pair(cells: &[CellRow], axes: &BTreeMap<String, String>, step: &str) -> Option<(f64, Option<f64>)> {
+/// The paper's and here's value of the published cell at `axes`, `step`
+/// (of `figure`, when given).
+fn pair(
+    cells: &[CellRow],
+    axes: &BTreeMap<String, String>,
+    step: &str,
+    figure: Option<&str>,
+) -> Option<(f64, Option<f64>)> {
     let l = label(axes, step);
-    cells.iter().find(|c| c.label == l).map(|c| (c.paper, c.here))
+    cells.iter().find(|c| c.label == l && figure.is_none_or(|f| c.figure == f)).map(|c| (c.paper, c.here))
 }
 
 fn within(a: f64, b: f64, factor: f64) -> bool {
@@ -402,8 +414,10 @@ fn check(known: &Known<'_>, cells: &[CellRow], i: usize, c: &Check) -> Result<Ch
     let need = |v: &Option<String>, key: &str| {
         v.clone().ok_or_else(|| bad(format!("{what}: needs {key} = \"...\"")))
     };
+    let fig = c.figure.as_deref();
     let missing = |axes: &BTreeMap<String, String>, step: &str| {
-        bad(format!("{what}: no published cell at {} (add it as a [[cell]])", label(axes, step)))
+        let of = fig.map(|f| format!(" of {f}")).unwrap_or_default();
+        bad(format!("{what}: no published cell{of} at {} (add it as a [[cell]])", label(axes, step)))
     };
     match c.kind.as_str() {
         "gain" | "value" | "ratio" => {
@@ -411,8 +425,8 @@ fn check(known: &Known<'_>, cells: &[CellRow], i: usize, c: &Check) -> Result<Ch
                 "gain" => {
                     let (from, to) = (need(&c.from, "from")?, need(&c.to, "to")?);
                     known.check_axes(&what, &c.axes)?;
-                    let a = pair(cells, &c.axes, &from).ok_or_else(|| missing(&c.axes, &from))?;
-                    let b = pair(cells, &c.axes, &to).ok_or_else(|| missing(&c.axes, &to))?;
+                    let a = pair(cells, &c.axes, &from, fig).ok_or_else(|| missing(&c.axes, &from))?;
+                    let b = pair(cells, &c.axes, &to, fig).ok_or_else(|| missing(&c.axes, &to))?;
                     let name = format!("gain {} {from} → {to}", label(&c.axes, "").trim_end());
                     (name, b.0 / a.0, b.1.zip(a.1).map(|(y, x)| y / x), c.within.unwrap_or(1.5))
                 }
@@ -420,8 +434,8 @@ fn check(known: &Known<'_>, cells: &[CellRow], i: usize, c: &Check) -> Result<Ch
                     let step = need(&c.step, "step")?;
                     known.check_axes(&what, &c.of)?;
                     known.check_axes(&what, &c.over)?;
-                    let a = pair(cells, &c.of, &step).ok_or_else(|| missing(&c.of, &step))?;
-                    let b = pair(cells, &c.over, &step).ok_or_else(|| missing(&c.over, &step))?;
+                    let a = pair(cells, &c.of, &step, fig).ok_or_else(|| missing(&c.of, &step))?;
+                    let b = pair(cells, &c.over, &step, fig).ok_or_else(|| missing(&c.over, &step))?;
                     let name = format!(
                         "{} ÷ {} at {step}",
                         label(&c.of, "").trim_end(),
@@ -432,7 +446,7 @@ fn check(known: &Known<'_>, cells: &[CellRow], i: usize, c: &Check) -> Result<Ch
                 _ => {
                     let step = need(&c.step, "step")?;
                     known.check_axes(&what, &c.axes)?;
-                    let a = pair(cells, &c.axes, &step).ok_or_else(|| missing(&c.axes, &step))?;
+                    let a = pair(cells, &c.axes, &step, fig).ok_or_else(|| missing(&c.axes, &step))?;
                     (format!("value {}", label(&c.axes, &step)), a.0, a.1, c.within.unwrap_or(2.0))
                 }
             };
@@ -443,6 +457,10 @@ fn check(known: &Known<'_>, cells: &[CellRow], i: usize, c: &Check) -> Result<Ch
             };
             let show =
                 |v: f64| if c.kind == "value" { format_figure(v) } else { format!("×{}", format_figure(v)) };
+            let name = match fig {
+                Some(f) => format!("{f}: {name}"),
+                None => name,
+            };
             Ok(CheckRow {
                 name: c.name.clone().unwrap_or(format!("{name} (within ×{factor})")),
                 paper: show(paper),
@@ -471,12 +489,13 @@ fn check_order(known: &Known<'_>, cells: &[CellRow], what: &str, c: &Check) -> R
     for v in values {
         let mut axes = c.axes.clone();
         axes.insert(axis.clone(), v.clone());
-        if let Some((paper, here)) = pair(cells, &axes, &step) {
+        if let Some((paper, here)) = pair(cells, &axes, &step, c.figure.as_deref()) {
             rows.push((v.clone(), paper, here));
         }
     }
     if rows.len() < 2 {
-        return Err(bad(format!("{what}: fewer than two published cells of '{axis}' at {step}")));
+        let of = c.figure.as_ref().map(|f| format!(" ({f})")).unwrap_or_default();
+        return Err(bad(format!("{what}: fewer than two published cells of '{axis}' at {step}{of}")));
     }
     let order = |key: &dyn Fn(&Ranked) -> f64| {
         let mut r = rows.clone();
@@ -492,7 +511,10 @@ fn check_order(known: &Known<'_>, cells: &[CellRow], what: &str, c: &Check) -> R
         (true, false) => Verdict::Fail,
     };
     Ok(CheckRow {
-        name: c.name.clone().unwrap_or(format!("order of {axis} at {step}")),
+        name: c.name.clone().unwrap_or(match &c.figure {
+            Some(f) => format!("{f}: order of {axis} at {step}"),
+            None => format!("order of {axis} at {step}"),
+        }),
         paper: paper.join(" > "),
         here: if complete { here.join(" > ") } else { "not run".into() },
         verdict,
@@ -547,5 +569,38 @@ impl Against {
                 count(Verdict::NoData)
             )],
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shipped studies' published files parse (unknown keys refused),
+    /// and every check names the cells it needs: a figure it reads has
+    /// cells at its step.
+    #[test]
+    fn the_shipped_published_files_parse_and_their_checks_find_their_cells() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plans");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if !name.ends_with(".published.toml") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            let pub_ = parse(&name, &text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(!pub_.cells.is_empty() && !pub_.checks.is_empty(), "{name}");
+            for c in &pub_.checks {
+                if let Some(f) = &c.figure {
+                    let has =
+                        pub_.cells.iter().any(|x| x.figure.as_ref().or(pub_.figure.as_ref()) == Some(f));
+                    assert!(has, "{name}: a check reads {f}, which no cell gives");
+                }
+            }
+            n += 1;
+        }
+        assert!(n >= 2, "S2's and S4's published files ship");
     }
 }

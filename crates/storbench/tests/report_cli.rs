@@ -530,6 +530,8 @@ fn against_fixture() -> (Fixture, [[f64; 2]; 3]) {
             .map(|(c, v)| {
                 let mut r = StepReport::default();
                 r.figure("tps.client", v, Unit::PerS);
+                // A second figure at the same step: a check names which it reads.
+                r.figure("lat.mean", 1000.0 / v, Unit::Ms);
                 (format!("clients={c}"), json!({ "clients": c }), r)
             })
             .collect();
@@ -662,6 +664,28 @@ fn report_against_reads_each_published_cell_and_check_against_the_runs() {
     let text = ok_stdout(&storbench(&f, &["report", "--against", "s2.published.toml", "--md"]));
     let rows = md_rows(&text);
     assert!(rows.iter().any(|r| r[0] == "target=fast clients=100" && r[3] == "not run"), "{text}");
+
+    // Cells of a second figure at the same steps: a check that names the
+    // figure reads its cells, not the first cell at the step (here the
+    // latency orders the targets the other way round from TPS).
+    let lat = "[[cell]]\naxes = { target = \"fast\" }\nstep = \"clients=10\"\nfigure = \"lat.mean\"\nunit = \"ms\"\nvalue = 5\n\
+               [[cell]]\naxes = { target = \"slow\" }\nstep = \"clients=10\"\nfigure = \"lat.mean\"\nunit = \"ms\"\nvalue = 70\n\
+               [[check]]\nkind = \"order\"\naxis = \"target\"\nstep = \"clients=10\"\nfigure = \"lat.mean\"\n\
+               [[check]]\nkind = \"ratio\"\nof = { target = \"slow\" }\nover = { target = \"fast\" }\nstep = \"clients=10\"\nfigure = \"lat.mean\"\nwithin = 1.2\n[[check]]";
+    let two = PUBLISHED.replacen("[[check]]", lat, 1);
+    std::fs::write(f.dir.path().join("s2.published.toml"), two).unwrap();
+    let text = ok_stdout(&storbench(&f, &["report", "--against", "s2.published.toml", "--md"]));
+    let rows = md_rows(&text);
+    let cell = |label: &str| rows.iter().find(|r| r[0] == label).unwrap_or_else(|| panic!("{label}: {text}"));
+    let order = cell("lat.mean: order of target at clients=10");
+    assert_eq!(
+        (order[1].as_str(), order[2].as_str(), order[3].as_str()),
+        ("slow > fast", "slow > fast", "pass")
+    );
+    // Paper ×14 (70 ÷ 5); here 1000/140 ÷ 1000/1700 = ×12.1: within ×1.2.
+    let ratio = cell("lat.mean: target=slow ÷ target=fast at clients=10 (within ×1.2)");
+    assert_eq!((ratio[1].as_str(), ratio[3].as_str()), ("×14", "pass"), "{text}");
+    assert_eq!(cell("order of target at clients=10")[1], "fast > slow", "the TPS order is unchanged");
 }
 
 fn within(a: f64, b: f64, f: f64) -> bool {
@@ -699,6 +723,11 @@ fn report_against_refuses_an_unknown_axis_value_step_figure_or_unit_naming_it() 
             "cell 1: figure 'tps.clients' is not recorded by the plan's runs",
         ),
         ("kind = \"order\"", "kind = \"shape\"", "check 3 (shape): kind 'shape' is not a check"),
+        (
+            "kind = \"value\"",
+            "kind = \"value\"\nfigure = \"lat.mean\"",
+            "check 4 (value): no published cell of lat.mean at target=slow clients=1",
+        ),
     ] {
         assert!(PUBLISHED.contains(from), "{from}");
         std::fs::write(f.dir.path().join("p.toml"), PUBLISHED.replacen(from, to, 1)).unwrap();
