@@ -3,9 +3,10 @@
 //! commands, which read them, and the parser (`command`), which holds them.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
-use storbench_metrics::units::{parse_size, Given};
+use storbench_metrics::units::{parse_duration, parse_size, Given};
 
 /// Options every command takes.
 #[derive(Debug, Clone, Args)]
@@ -78,8 +79,8 @@ pub struct StartFlags {
     #[arg(long, env = "STORBENCH_START_AT", value_name = "RFC3339", conflicts_with = "start_in")]
     pub start_at: Option<String>,
     /// Begin the first measured step this long from now (e.g. 30s).
-    #[arg(long, value_name = "DURATION")]
-    pub start_in: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub start_in: Option<Duration>,
 }
 
 /// What a command that records a run tags it with.
