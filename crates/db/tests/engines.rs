@@ -49,6 +49,12 @@ fn exercise(c: &mut dyn Connection, numeric_type: &str) {
     c.begin().unwrap();
     c.execute(&upd, &[8.into(), 100.0.into()]).unwrap();
     c.rollback().unwrap();
+    // A transaction guard dropped uncommitted (an error path's early
+    // return) rolls back: row 8 keeps its amount below.
+    {
+        let mut tx = c.transaction().unwrap();
+        assert_eq!(tx.execute(&upd, &[8.into(), 100.0.into()]).unwrap(), 1);
+    }
     let get = Stmt::new(format!("SELECT name, amount FROM {t} WHERE id = $1"));
     let r = c.query_one(&get, &[7.into()]).unwrap();
     assert_eq!(r.text(0).unwrap(), "n7\t'x'");

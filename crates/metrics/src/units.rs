@@ -2,6 +2,14 @@
 //! durations (`500ms`, `30s`, `2m`, `1h`), sizes (`8k`, `64KiB`, `1G`, `4096`)
 //! and load lists (`1,2,4`, `fib:89`, `1..8`). Errors name the bad value and
 //! what is allowed, so callers can pass them straight to the user.
+//!
+//! Every parser here has the shape `fn(&str) -> Result<T, String>`, which
+//! is what clap takes as a `value_parser`: the binary's flags are typed by
+//! them (a bad value is refused while the command line is read, exit 2,
+//! before anything is made), and plan files read the same syntax through
+//! the same functions. [`Given`] keeps the text beside the value where a
+//! record or a message must echo what was written. Nothing here depends on
+//! clap.
 
 use std::time::Duration;
 
@@ -26,6 +34,15 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// Parses a duration more than zero (a measured time, an interval): as
+/// [`parse_duration`], and `0s` is refused.
+pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err(format!("'{s}' must be more than zero: use e.g. 500ms, 30s or 2m")),
+        d => Ok(d),
+    }
+}
+
 /// Parses a size in bytes: a number with an optional suffix. `k`, `m`, `g`,
 /// `t` and their `KiB`/`K`/`KB` forms are powers of 1024, as fio reads them
 /// for block sizes; `b` or no suffix means bytes.
@@ -48,6 +65,54 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         return Err(bad());
     }
     Ok(v as u64)
+}
+
+/// Parses a comma-separated list of sizes (`64M,1G,2G`, or one size), in
+/// the order given; each as [`parse_size`].
+pub fn parse_size_list(s: &str) -> Result<Vec<u64>, String> {
+    comma_list(s, "sizes: use e.g. 64M,1G,2G", parse_size)
+}
+
+/// Parses a comma-separated list of durations (`10s,30s,1m`, or one
+/// duration), in the order given; each as [`parse_duration`].
+pub fn parse_duration_list(s: &str) -> Result<Vec<Duration>, String> {
+    comma_list(s, "durations: use e.g. 10s,30s,1m", parse_duration)
+}
+
+/// `one` over each comma-separated part of `s`; an empty list or part is
+/// refused with `what` (`'' is not a list of {what}`), a bad part with the
+/// part's own message.
+fn comma_list<T>(s: &str, what: &str, one: fn(&str) -> Result<T, String>) -> Result<Vec<T>, String> {
+    s.split(',')
+        .map(|part| match part.trim() {
+            "" => Err(format!("'{s}' is not a list of {what}")),
+            p => one(p),
+        })
+        .collect()
+}
+
+/// A value read from a flag or a plan, with its text as given: the code
+/// uses `value`; a record or a message that echoes the user's words
+/// (`memory_limit: "256M"`, `at 200MB/s`) uses `text`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Given<T> {
+    /// The value parsed.
+    pub value: T,
+    /// The text it was parsed from, as written (untrimmed).
+    pub text: String,
+}
+
+impl<T> Given<T> {
+    /// A parser of `Given<T>` from a parser of `T` (a clap `value_parser`:
+    /// `value_parser = Given::parser(parse_size)`).
+    pub fn parser(
+        parse: fn(&str) -> Result<T, String>,
+    ) -> impl Fn(&str) -> Result<Given<T>, String> + Clone + Send + Sync + 'static
+    where
+        T: 'static,
+    {
+        move |s: &str| parse(s).map(|value| Given { value, text: s.to_string() })
+    }
 }
 
 /// Formats bytes the way users write them: `8k`, `64k`, `1m`, `1g`, else bytes.
@@ -160,6 +225,38 @@ mod tests {
         }
         assert_eq!(format_duration(Duration::from_secs(90)), "1m30s");
         assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+    }
+
+    #[test]
+    fn positive_durations_refuse_zero() {
+        assert_eq!(parse_positive_duration("500ms").unwrap(), Duration::from_millis(500));
+        let e = parse_positive_duration("0s").unwrap_err();
+        assert!(e.contains("'0s'") && e.contains("more than zero"), "{e}");
+        assert!(parse_positive_duration("soon").unwrap_err().contains("'soon' is not a duration"));
+    }
+
+    #[test]
+    fn size_and_duration_lists() {
+        assert_eq!(parse_size_list("64M,1G, 4k").unwrap(), vec![64 << 20, 1 << 30, 4096]);
+        assert_eq!(parse_size_list("8k").unwrap(), vec![8192]);
+        assert!(parse_size_list("8k,big").unwrap_err().contains("'big' is not a size"));
+        for bad in ["", "8k,", ",8k", "8k,,1m"] {
+            let e = parse_size_list(bad).unwrap_err();
+            assert!(e.contains(&format!("'{bad}' is not a list of sizes")), "{bad}: {e}");
+        }
+        assert_eq!(
+            parse_duration_list("10s,1m,500ms").unwrap(),
+            vec![Duration::from_secs(10), Duration::from_secs(60), Duration::from_millis(500)]
+        );
+        assert!(parse_duration_list("1s,later").unwrap_err().contains("'later' is not a duration"));
+        assert!(parse_duration_list("1s,").unwrap_err().contains("not a list of durations"));
+    }
+
+    #[test]
+    fn given_keeps_the_text_beside_the_value() {
+        let p = Given::parser(parse_size);
+        assert_eq!(p("256M").unwrap(), Given { value: 256 << 20, text: "256M".into() });
+        assert!(p("lots").unwrap_err().contains("'lots' is not a size"));
     }
 
     #[test]

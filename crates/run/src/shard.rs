@@ -5,6 +5,8 @@
 //! How each workload splits its load is `storbench_cluster::shard`'s rule;
 //! the split itself is done here, from the options as given.
 
+use std::time::Duration;
+
 use anyhow::Result;
 use chrono::Utc;
 use serde_json::{json, Value};
@@ -18,7 +20,7 @@ const SHARDABLE: &[&str] = &["io", "tpcb", "tpcc"];
 
 /// The instant `--start-at`/`--start-in` name, read now; a bad value is a
 /// usage error naming it.
-pub fn start_of(start_at: Option<&str>, start_in: Option<&str>) -> Result<StartAt> {
+pub fn start_of(start_at: Option<&str>, start_in: Option<Duration>) -> Result<StartAt> {
     parse_start(start_at, start_in, Utc::now()).map_err(|e| usage(e.to_string()))
 }
 
@@ -36,7 +38,7 @@ pub struct Sharding {
 impl Sharding {
     /// Reads `--shard` and the start instant ([`start_of`]); a bad value
     /// is a usage error naming it.
-    pub fn of(shard: Option<&str>, start_at: Option<&str>, start_in: Option<&str>) -> Result<Sharding> {
+    pub fn of(shard: Option<&str>, start_at: Option<&str>, start_in: Option<Duration>) -> Result<Sharding> {
         let given = shard.is_some();
         let shard = match shard {
             Some(s) => Shard::parse(s).map_err(|e| usage(e.to_string()))?,

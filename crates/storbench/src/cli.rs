@@ -3,8 +3,10 @@
 //! commands, which read them, and the parser (`command`), which holds them.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
+use storbench_metrics::units::{parse_duration, parse_size, Given};
 
 /// Options every command takes.
 #[derive(Debug, Clone, Args)]
@@ -54,8 +56,8 @@ pub struct RunFlags {
     /// Run in a memory cgroup of this size (page cache included), so a
     /// database larger than it is read from the storage: e.g. 256M. Drops
     /// the host's clean page cache first. Root; cgroup-v1 memory.
-    #[arg(long, env = "STORBENCH_MEMORY_LIMIT", value_name = "SIZE")]
-    pub memory_limit: Option<String>,
+    #[arg(long, env = "STORBENCH_MEMORY_LIMIT", value_name = "SIZE", value_parser = Given::parser(parse_size))]
+    pub memory_limit: Option<Given<u64>>,
     /// Run shard i of N (from 0): this process drives its part of the load
     /// (I/O threads and byte ranges, TPC-C users and home warehouses, TPC-B
     /// clients) and records the shard in its run, for `storbench merge`.
@@ -77,8 +79,8 @@ pub struct StartFlags {
     #[arg(long, env = "STORBENCH_START_AT", value_name = "RFC3339", conflicts_with = "start_in")]
     pub start_at: Option<String>,
     /// Begin the first measured step this long from now (e.g. 30s).
-    #[arg(long, value_name = "DURATION")]
-    pub start_in: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub start_in: Option<Duration>,
 }
 
 /// What a command that records a run tags it with.

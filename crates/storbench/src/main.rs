@@ -38,11 +38,7 @@ fn main() -> ExitCode {
     }
     // `pg up --memory-limit` is its own: it limits the server it starts,
     // for the instance's life (cmd/pg.rs), not this command.
-    let _memory = match cli.global.run.memory_limit.as_deref().map(|m| {
-        storbench_metrics::units::parse_size(m)
-            .map_err(|e| error::usage(format!("--memory-limit {m}: {e}")))
-            .and_then(memlimit::MemoryLimit::apply)
-    }) {
+    let _memory = match cli.global.run.memory_limit.as_ref().map(|m| memlimit::MemoryLimit::apply(m.value)) {
         Some(Ok(g)) => Some(g),
         Some(Err(e)) => return error::report(&e),
         None => None,

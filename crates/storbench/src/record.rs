@@ -30,7 +30,7 @@ impl From<&Global> for RecordOptions {
             results: g.results.clone(),
             json: g.json,
             quiet: g.quiet,
-            memory_limit: g.run.memory_limit.clone(),
+            memory_limit: g.run.memory_limit.as_ref().map(|m| m.text.clone()),
             metrics_addr: g.run.metrics_addr.clone(),
             label: g.record.label.clone(),
             axes: g.record.axes.clone(),

@@ -10,12 +10,12 @@ use crate::cli::{RunFlags, StartFlags};
 /// The instant `--start-at`/`--start-in` name, read now; a bad value is a
 /// usage error naming it.
 pub fn start_of(s: &StartFlags) -> Result<StartAt> {
-    storbench_run::shard::start_of(s.start_at.as_deref(), s.start_in.as_deref())
+    storbench_run::shard::start_of(s.start_at.as_deref(), s.start_in)
 }
 
 /// This process's shard and start instant from a command's run options.
 pub fn of(r: &RunFlags) -> Result<Sharding> {
-    Sharding::of(r.shard.as_deref(), r.start.start_at.as_deref(), r.start.start_in.as_deref())
+    Sharding::of(r.shard.as_deref(), r.start.start_at.as_deref(), r.start.start_in)
 }
 
 #[cfg(test)]
@@ -73,5 +73,8 @@ mod tests {
         assert!(e.contains("'3/3'"), "{e}");
         let e = of(&global(&["--start-at", "2001-01-01T00:00:00Z"])).unwrap_err().to_string();
         assert!(e.contains("is in the past"), "{e}");
+        // `--start-in` is a duration as clap reads the line: refused there.
+        let e = crate::cli::Cli::try_parse_from(["storbench", "io", "--start-in", "soon"]).unwrap_err();
+        assert!(e.to_string().contains("'soon' is not a duration"), "{e}");
     }
 }

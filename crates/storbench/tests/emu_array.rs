@@ -180,7 +180,7 @@ fn bad_layouts_and_commands_exit_2_naming_the_value() {
         (&["media", "fail", "r5", "--disk", "2"], "--disk 2: the raid5 survives 1 failed disk"),
         (&["media", "fail", "r5", "--disk", "4"], "--disk 4: the array has disks 0 to 3"),
         (&["media", "rebuild", "single"], "not an array"),
-        (&["media", "rebuild", "r5", "--rate", "fast"], "--rate 'fast' is not a rate"),
+        (&["media", "rebuild", "r5", "--rate", "fast"], "'fast' for '--rate <RATE>': 'fast' is not a rate"),
     ];
     for (args, want) in cases {
         let out = s.sb().args(*args).output().unwrap();

@@ -88,7 +88,7 @@ fn flags_make_a_profile_and_bad_values_exit_2_recording_nothing() {
         (&["io", "--set", "oracle"], "--set oracle"),
         (&["io", "--profile", "read-random-9k"], "--profile read-random-9k"),
         (&["io", "--rw", "randomread"], "'randomread'"),
-        (&["io", "--duration", "0s"], "'0s' for '--duration <DURATION>': must be more than zero"),
+        (&["io", "--duration", "0s"], "'0s' for '--duration <DURATION>': '0s' must be more than zero"),
         (&["io", "--read", "120"], "--read 120"),
         (&["io", "--dist", "hot:90"], "hot:90"),
         (&["io", "--engine", "aio"], "--engine aio"),

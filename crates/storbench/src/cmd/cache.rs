@@ -19,7 +19,7 @@ use storbench_cache::mrc::{self, MrcConfig, Sampling};
 use storbench_cache::synth::Zipf;
 use storbench_cache::trace::{self, Format, Lines, TraceWriter};
 use storbench_cache::PolicyKind;
-use storbench_metrics::units::{format_size, parse_size};
+use storbench_metrics::units::{format_size, parse_size, parse_size_list};
 use storbench_report::curves;
 
 use crate::cli::Global;
@@ -57,8 +57,8 @@ pub struct MrcArgs {
     pub policy: Vec<PolicyKind>,
     /// Cache sizes: LO..HI (doubling from LO, HI included), a list 64M,1G,2G,
     /// or one size. Default: ten doublings up to the trace's footprint.
-    #[arg(long)]
-    pub sizes: Option<String>,
+    #[arg(long, value_parser = cache_sizes)]
+    pub sizes: Option<CacheSizes>,
     /// SHARDS sampling rate in (0, 1]: 0.01 reads 1 % of the lines (chosen by
     /// hash, the same every run). 1 or absent: exact.
     #[arg(long, value_parser = rate)]
@@ -125,17 +125,26 @@ struct Checked {
     format: Option<Format>,
 }
 
-fn parse_sizes(s: &str, line: u64) -> Result<Vec<u64>> {
-    let one = |x: &str| parse_size(x).map_err(usage);
-    let mut v = if let Some((lo, hi)) = s.split_once("..") {
-        let (lo, hi) = (one(lo)?, one(hi)?);
+/// `--sizes` as clap reads it, in the order given: a range already
+/// doubled out, or the list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheSizes(Vec<u64>);
+
+/// `--sizes`: `LO..HI` (doubling from LO, HI included) or a list of sizes.
+fn cache_sizes(s: &str) -> Result<CacheSizes, String> {
+    if let Some((lo, hi)) = s.split_once("..") {
+        let (lo, hi) = (parse_size(lo)?, parse_size(hi)?);
         if lo == 0 || hi < lo {
-            return Err(usage(format!("--sizes '{s}': use LO..HI with 0 < LO <= HI, e.g. 64M..8G")));
+            return Err(format!("'{s}' is not a range of sizes: use LO..HI with 0 < LO <= HI, e.g. 64M..8G"));
         }
-        mrc::doubling(lo, hi)
-    } else {
-        s.split(',').map(|x| one(x.trim())).collect::<Result<Vec<u64>>>()?
-    };
+        return Ok(CacheSizes(mrc::doubling(lo, hi)));
+    }
+    parse_size_list(s).map(CacheSizes)
+}
+
+/// The sizes to simulate: each at least one cache line, ascending, once.
+fn sizes_of(s: &CacheSizes, line: u64) -> Result<Vec<u64>> {
+    let mut v = s.0.clone();
     if let Some(&small) = v.iter().find(|&&x| x < line) {
         return Err(usage(format!(
             "--sizes: {} is smaller than one cache line ({}); sizes must be at least --line",
@@ -179,7 +188,7 @@ fn check(a: &MrcArgs) -> Result<Checked> {
         }
     }
     let sizes = match &a.sizes {
-        Some(s) => parse_sizes(s, line)?,
+        Some(s) => sizes_of(s, line)?,
         None => Vec::new(),
     };
     let rate = a.sample.unwrap_or(1.0);
@@ -269,10 +278,14 @@ mod tests {
 
     #[test]
     fn sizes_parse_as_ranges_and_lists() {
+        let parse_sizes = |s: &str, line: u64| sizes_of(&cache_sizes(s).map_err(usage)?, line);
         assert_eq!(parse_sizes("64M..256M", 65536).unwrap(), vec![64 << 20, 128 << 20, 256 << 20]);
         assert_eq!(parse_sizes("1G,64M,64M", 65536).unwrap(), vec![64 << 20, 1 << 30]);
         let e = parse_sizes("4k..1G", 65536).unwrap_err().to_string();
         assert_eq!(e, "--sizes: 4k is smaller than one cache line (64k); sizes must be at least --line");
-        assert!(parse_sizes("1G..64M", 65536).is_err());
+        let e = cache_sizes("1G..64M").unwrap_err();
+        assert!(e.contains("'1G..64M' is not a range of sizes: use LO..HI"), "{e}");
+        assert!(cache_sizes("64M,,1G").unwrap_err().contains("not a list of sizes"));
+        assert!(cache_sizes("64M,lots").unwrap_err().contains("'lots' is not a size"));
     }
 }

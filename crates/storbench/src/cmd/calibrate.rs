@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 use clap::Args;
@@ -50,8 +51,8 @@ pub struct CalibrateArgs {
     #[arg(long, requires = "from_table")]
     pub holdout: bool,
     /// Size of the test file (ignored for a block device); the model's medium size.
-    #[arg(long, default_value = "2G")]
-    pub size: String,
+    #[arg(long, default_value = "2G", value_parser = parse_size)]
+    pub size: u64,
     /// Allow the write cells on a block device that is mounted or holds a filesystem (its data is destroyed).
     #[arg(long)]
     pub destroy_data: bool,
@@ -59,8 +60,8 @@ pub struct CalibrateArgs {
     #[arg(long, default_value = "io_uring")]
     pub engine: String,
     /// Measured time per cell (testing).
-    #[arg(long, hide = true)]
-    pub cell_time: Option<String>,
+    #[arg(long, hide = true, value_parser = parse_duration)]
+    pub cell_time: Option<Duration>,
     #[command(flatten)]
     pub run: crate::cli::RunFlags,
     #[command(flatten)]
@@ -79,11 +80,11 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub quick: bool,
     /// Rounds of the grid on each (alternating which goes first); medians are compared.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub rounds: u32,
     /// Size of the test file (ignored for a block device) and of the emulated medium.
-    #[arg(long, default_value = "2G")]
-    pub size: String,
+    #[arg(long, default_value = "2G", value_parser = parse_size)]
+    pub size: u64,
     /// Allow the write cells on a block device that is mounted or holds a filesystem.
     #[arg(long)]
     pub destroy_data: bool,
@@ -91,14 +92,14 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub db_check: bool,
     /// Measured time per database step (--db-check).
-    #[arg(long, default_value = "30s")]
-    pub db_time: String,
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub db_time: Duration,
     /// Engine: io_uring (default) or psync.
     #[arg(long, default_value = "io_uring")]
     pub engine: String,
     /// Measured time per cell (testing).
-    #[arg(long, hide = true)]
-    pub cell_time: Option<String>,
+    #[arg(long, hide = true, value_parser = parse_duration)]
+    pub cell_time: Option<Duration>,
 }
 
 /// The library's error as the binary's: bad input exits 2, a failed
@@ -117,13 +118,6 @@ fn failure(f: StepFailure) -> anyhow::Error {
         StepFailure::Run(m) => anyhow!("{m}"),
         StepFailure::Target(m) => target_failed(m),
     }
-}
-
-fn timing(quick: bool, cell_time: Option<&str>) -> Result<Timing> {
-    let cell = cell_time
-        .map(|s| parse_duration(s).map_err(|e| usage(format!("--cell-time {s}: {e}"))))
-        .transpose()?;
-    Ok(Timing::for_grid(quick, cell))
 }
 
 fn fill(g: &Global, prep: &Prepared, path: &Path) -> Result<()> {
@@ -197,13 +191,13 @@ fn print_fit(f: &fit::Fitted, cells: &[CellFit], title: &str) {
 /// Runs `media calibrate`.
 pub fn calibrate(g: &Global, a: CalibrateArgs) -> Result<ExitCode> {
     let family = Family::parse(&a.family).map_err(usage)?;
-    let size = parse_size(&a.size).map_err(|e| usage(format!("--size {}: {e}", a.size)))?;
+    let size = a.size;
     model_file::check_out(&a.out).map_err(cal_err)?;
     if let Some(table) = &a.from_table {
         return from_table(g, &a, family, table, size);
     }
     let target = a.target.clone().expect("required without --from-table");
-    let t = timing(a.quick, a.cell_time.as_deref())?;
+    let t = Timing::for_grid(a.quick, a.cell_time);
     let cells = cal::grid(a.quick);
     let mut profiles: Vec<Profile> = cells.iter().map(|c| cal::profile(c, &t)).collect();
     if family == Family::Ssd {
@@ -311,9 +305,6 @@ fn check_validate(a: &ValidateArgs) -> Result<()> {
             a.against.display()
         )));
     }
-    if a.rounds == 0 || a.rounds > 20 {
-        return Err(usage(format!("--rounds {}: give 1 to 20", a.rounds)));
-    }
     Ok(())
 }
 
@@ -321,8 +312,8 @@ fn check_validate(a: &ValidateArgs) -> Result<()> {
 pub fn validate(g: &Global, a: ValidateArgs) -> Result<ExitCode> {
     check_validate(&a)?;
     let spec = storbench_emu::Spec::parse(&a.model, &[]).map_err(|e| usage(e.to_string()))?;
-    let size = parse_size(&a.size).map_err(|e| usage(format!("--size {}: {e}", a.size)))?;
-    let t = timing(a.quick, a.cell_time.as_deref())?;
+    let size = a.size;
+    let t = Timing::for_grid(a.quick, a.cell_time);
     let cells = cal::grid(a.quick);
     let profiles: Vec<Profile> = cells.iter().map(|c| cal::profile(c, &t)).collect();
     let real = cal::prepare(&a.against, size, &profiles, a.destroy_data, &a.engine).map_err(cal_err)?;
@@ -374,7 +365,7 @@ pub fn validate(g: &Global, a: ValidateArgs) -> Result<ExitCode> {
         return rec.finish(Outcome::Interrupted);
     }
     let db = if a.db_check {
-        let d = parse_duration(&a.db_time).map_err(|e| usage(format!("--db-time {}: {e}", a.db_time)))?;
+        let d = a.db_time;
         let mut run =
             |args: &[&str], figure: &str| child(g, args, figure).map_err(|e| CalError::Failed(e.to_string()));
         match val::db_check(&a.against, &spec, &name, d, &mut run) {
@@ -538,4 +529,42 @@ fn child(g: &Global, args: &[&str], figure: &str) -> Result<Vec<(String, f64)>> 
                 .collect()
         })
         .unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn validate_args(args: &[&str]) -> Result<ValidateArgs, String> {
+        let argv = ["storbench", "media", "validate", "hdd", "--against", "/dev/null"].iter().chain(args);
+        match crate::cli::Cli::try_parse_from(argv).map_err(|e| e.to_string())?.command {
+            crate::cli::Command::Media(m) => match m.verb {
+                crate::cmd::media::MediaVerb::Validate(v) => Ok(*v),
+                _ => unreachable!(),
+            },
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn sizes_durations_and_rounds_are_typed_by_clap() {
+        let v = validate_args(&[]).unwrap();
+        assert_eq!((v.size, v.db_time, v.rounds, v.cell_time), (2 << 30, Duration::from_secs(30), 2, None));
+        let v = validate_args(&["--size", "64M", "--db-time", "2s", "--cell-time", "250ms"]).unwrap();
+        assert_eq!(
+            (v.size, v.db_time, v.cell_time),
+            (64 << 20, Duration::from_secs(2), Some(Duration::from_millis(250)))
+        );
+        for (args, want) in [
+            (&["--size", "big"][..], "'big' is not a size"),
+            (&["--db-time", "long"], "'long' is not a duration"),
+            (&["--cell-time", "1x"], "'1x' is not a duration"),
+            (&["--rounds", "0"], "'0' for '--rounds"),
+            (&["--rounds", "21"], "'21' for '--rounds"),
+        ] {
+            let e = validate_args(args).err().unwrap();
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
+    }
 }

@@ -10,7 +10,6 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
 use storbench_emu::crash::CacheMode;
-use storbench_metrics::units::parse_duration;
 use storbench_ops::crash::{Cell, Event, Options, Selection, Target, Workload};
 
 use crate::cli::Global;
@@ -99,19 +98,14 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
         .clone()
         .ok_or_else(|| usage(format!("--medium {}: it has no filesystem", a.medium)))?;
     let target = target(&a, workload, mount)?;
-    if a.clients == 0 || a.clients > 64 {
-        return Err(usage(format!("--clients {}: give 1 to 64", a.clients)));
-    }
-    let run_for = parse_duration(&a.cut_after).map_err(|e| usage(format!("--cut-after {e}")))?;
+    let run_for = a.cut_after;
     let checkpoint_every = match (&a.checkpoint_every, &target) {
         (None, _) => None,
-        (Some(d), Target::Postgres { .. }) => match parse_duration(d) {
-            Ok(d) if !d.is_zero() => Some(d),
-            _ => return Err(usage(format!("--checkpoint-every {d}: give a duration above 0, e.g. 500ms"))),
-        },
+        (Some(d), Target::Postgres { .. }) => Some(d.value),
         (Some(d), _) => {
             return Err(usage(format!(
-                "--checkpoint-every {d}: PostgreSQL only (SQLite checkpoints on its own)"
+                "--checkpoint-every {}: PostgreSQL only (SQLite checkpoints on its own)",
+                d.text
             )))
         }
     };
@@ -371,7 +365,7 @@ fn store(
         "db": a.db, "medium": a.medium, "engine": o.target.engine(), "workload": o.workload.name(),
         "clients": a.clients, "run_s": o.run_for.as_secs_f64(), "settings": a.settings, "cache": a.cache,
         "crash_points": a.crash_points, "crash_point": a.crash_point, "last_run": a.last_run,
-        "torn_pages": a.torn_pages, "checkpoint_every": a.checkpoint_every,
+        "torn_pages": a.torn_pages, "checkpoint_every": a.checkpoint_every.as_ref().map(|d| &d.text),
     });
     let label = g.record.label.clone().unwrap_or_else(|| {
         format!("crash points, {} {} on {}", o.target.engine(), o.workload.name(), a.medium)

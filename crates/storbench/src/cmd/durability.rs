@@ -13,10 +13,11 @@
 //! ([`crate::cmd::crashpoints`]).
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 use clap::Args;
-use storbench_metrics::units::parse_duration;
+use storbench_metrics::units::{parse_duration, parse_positive_duration, Given};
 
 use crate::cli::Global;
 use crate::cmd::failover::ops_err;
@@ -32,11 +33,11 @@ pub struct DurabilityArgs {
     #[arg(long)]
     pub medium: String,
     /// Clients committing rows at once.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub clients: u32,
     /// How long the clients commit before the power is cut (with --crash-points: how long each setting's run is).
-    #[arg(long, default_value = "5s")]
-    pub cut_after: String,
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub cut_after: Duration,
     /// Crash points of a recorded run to check instead of one power cut: N (spread evenly over the run) or `all`. The medium must record (`media create --record`).
     #[arg(long, value_name = "N|all", conflicts_with = "crash_point")]
     pub crash_points: Option<String>,
@@ -62,8 +63,8 @@ pub struct DurabilityArgs {
     #[arg(long)]
     pub torn_pages: bool,
     /// With crash points on PostgreSQL: issue a CHECKPOINT this often during each run, so data pages are written within it (e.g. `500ms`).
-    #[arg(long, value_name = "DURATION")]
-    pub checkpoint_every: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = Given::parser(parse_positive_duration))]
+    pub checkpoint_every: Option<Given<Duration>>,
     #[command(flatten)]
     pub record: crate::cli::RecordFlags,
 }
@@ -96,10 +97,7 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
             a.medium
         )));
     }
-    if a.clients == 0 || a.clients > 64 {
-        return Err(usage(format!("--clients {}: give 1 to 64", a.clients)));
-    }
-    let cut_after = parse_duration(&a.cut_after).map_err(|e| usage(format!("--cut-after {e}")))?;
+    let cut_after = a.cut_after;
     if !storbench_instances::pg::running(&inst) {
         return Err(usage(format!(
             "--db {}: managed instance '{name}' is not running (storbench pg up {name})",
@@ -138,4 +136,37 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
         ),
     );
     Ok(if total_missing == 0 { ExitCode::SUCCESS } else { ExitCode::from(crate::error::EXIT_FAILED) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<DurabilityArgs, String> {
+        let argv = ["storbench", "durability", "--db", "x", "--medium", "m"].iter().chain(args);
+        match crate::cli::Cli::try_parse_from(argv).map_err(|e| e.to_string())?.command {
+            crate::cli::Command::Durability(a) => Ok(a),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn durations_and_clients_are_typed_by_clap() {
+        let a = parse(&[]).unwrap();
+        assert_eq!((a.cut_after, a.clients, a.checkpoint_every), (Duration::from_secs(5), 4, None));
+        let a = parse(&["--cut-after", "1.5s", "--checkpoint-every", "500ms", "--clients", "64"]).unwrap();
+        assert_eq!(a.cut_after, Duration::from_millis(1500));
+        let every = a.checkpoint_every.unwrap();
+        assert_eq!((every.value, every.text.as_str()), (Duration::from_millis(500), "500ms"));
+        for (args, want) in [
+            (&["--cut-after", "soon"][..], "'soon' is not a duration"),
+            (&["--checkpoint-every", "0s"], "'0s' must be more than zero"),
+            (&["--clients", "0"], "'0' for '--clients"),
+            (&["--clients", "65"], "'65' for '--clients"),
+        ] {
+            let e = parse(args).err().unwrap();
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
+    }
 }

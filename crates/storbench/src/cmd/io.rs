@@ -17,7 +17,7 @@ use serde_json::json;
 use storbench_io::fio_job::Import;
 use storbench_io::profile::{self, parse_dist, parse_rw, Distribution, Pattern};
 use storbench_io::{Overrides, PrepareError, Profile};
-use storbench_metrics::units::{parse_duration, parse_size};
+use storbench_metrics::units::{parse_duration, parse_positive_duration, parse_size};
 
 use crate::cli::Global;
 use crate::error::{target_failed, usage};
@@ -70,7 +70,7 @@ pub struct IoArgs {
     #[arg(long, alias = "numjobs")]
     pub threads: Option<u32>,
     /// Measured time per profile.
-    #[arg(long, alias = "runtime", value_parser = positive_duration)]
+    #[arg(long, alias = "runtime", value_parser = parse_positive_duration)]
     pub duration: Option<Duration>,
     /// Ramp-up per profile, run but not counted.
     #[arg(long, alias = "ramp-time", value_parser = parse_duration)]
@@ -131,14 +131,6 @@ pub struct IoArgs {
     pub run: crate::cli::RunFlags,
     #[command(flatten)]
     pub record: crate::cli::RecordFlags,
-}
-
-/// A measured time: a duration more than zero.
-fn positive_duration(s: &str) -> Result<Duration, String> {
-    match parse_duration(s)? {
-        d if d.is_zero() => Err("must be more than zero".into()),
-        d => Ok(d),
-    }
 }
 
 /// The profile flags (typed by clap) as overrides, with the checks that

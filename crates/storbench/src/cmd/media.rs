@@ -13,7 +13,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use storbench_media::{class, CreateOptions};
-use storbench_metrics::units::{format_size, parse_size};
+use storbench_metrics::units::{format_size, parse_size, Given};
 
 use crate::cli::Global;
 use crate::error::{media_err, usage};
@@ -31,14 +31,14 @@ pub struct CreateArgs {
     /// Its name.
     name: String,
     /// Size (sparse).
-    #[arg(long)]
-    size: String,
+    #[arg(long, value_parser = parse_size)]
+    size: u64,
     /// Filesystem: ext4, xfs, btrfs, or none (the raw loop device).
     #[arg(long, default_value = "ext4")]
     fs: String,
     /// Filesystem block size (allocation unit): 1k, 2k, 4k, 8k, 16k, 64k.
-    #[arg(long)]
-    block_size: Option<String>,
+    #[arg(long, value_parser = parse_size)]
+    block_size: Option<u64>,
     /// Emulated class: hdd, sata-ssd, nvme, gbe-nas, fc-san, custom:RIOPS,WIOPS,RBPS,WBPS.
     #[arg(long, conflicts_with = "model")]
     emulate: Option<String>,
@@ -110,8 +110,8 @@ pub enum MediaVerb {
         /// The medium.
         name: String,
         /// The factor on the device's service times, 0.01 to 100.
-        #[arg(allow_negative_numbers = true)]
-        factor: String,
+        #[arg(allow_negative_numbers = true, value_parser = scale_factor)]
+        factor: f64,
     },
     /// Fail one disk of an array: reads of its chunks reconstruct from the others.
     Fail {
@@ -126,8 +126,8 @@ pub enum MediaVerb {
         /// The array.
         name: String,
         /// Rebuild rate in bytes per second of the disk's space: e.g. 200MB/s.
-        #[arg(long, default_value = "200MB/s")]
-        rate: String,
+        #[arg(long, default_value = "200MB/s", value_parser = Given::parser(storbench_emu::model::parse_rate))]
+        rate: Given<f64>,
         /// Start the rebuild and return (it goes on in the daemon).
         #[arg(long)]
         no_wait: bool,
@@ -334,13 +334,8 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         MediaVerb::Scale { name, factor } => {
-            let f: f64 = factor
-                .parse()
-                .map_err(|_| usage(format!("media scale {name} {factor}: not a number (e.g. 0.5 or 2)")))?;
-            storbench_emu::sched::check_scale(f)
-                .map_err(|e| usage(format!("media scale {name} {factor}: {e}")))?;
             storbench_media::check_support(false).map_err(media_err)?;
-            let now = storbench_media::emu::set_scale(&name, f).map_err(media_err)?;
+            let now = storbench_media::emu::set_scale(&name, factor).map_err(media_err)?;
             if g.json {
                 println!("{}", serde_json::json!({ "name": name, "scale": now }));
             } else if !g.quiet {
@@ -377,6 +372,13 @@ pub fn run(g: &Global, a: MediaArgs) -> Result<ExitCode> {
     }
 }
 
+/// A factor on a medium's device times: a number in the range the
+/// scheduler takes (`storbench_emu::sched::check_scale`).
+fn scale_factor(s: &str) -> std::result::Result<f64, String> {
+    let f: f64 = s.trim().parse().map_err(|_| format!("'{s}' is not a number: use e.g. 0.5 or 2"))?;
+    storbench_emu::sched::check_scale(f).map(|()| f)
+}
+
 /// `media create`: the flags checked and combined into one spec (a network
 /// model in front of an array, a cache tier in front of either), then made.
 fn create(g: &Global, c: CreateArgs) -> Result<ExitCode> {
@@ -388,11 +390,6 @@ fn create(g: &Global, c: CreateArgs) -> Result<ExitCode> {
             t.display()
         )));
     }
-    let size = parse_size(&size).map_err(|e| usage(format!("--size {size}: {e}")))?;
-    let block_size = block_size
-        .as_deref()
-        .map(|b| parse_size(b).map_err(|e| usage(format!("--block-size {b}: {e}"))))
-        .transpose()?;
     let mut model = model
         .as_deref()
         .map(|m| storbench_emu::Spec::parse(m, &sets).map_err(|e| usage(e.to_string())))
@@ -563,13 +560,12 @@ fn models(g: &Global, files: Vec<PathBuf>) -> Result<ExitCode> {
 
 /// `media rebuild`: starts the rebuild and, unless `--no-wait`, shows its
 /// progress until the array is healthy (Ctrl-C pauses it).
-fn rebuild(g: &Global, name: &str, rate: &str, no_wait: bool) -> Result<ExitCode> {
+fn rebuild(g: &Global, name: &str, rate: &Given<f64>, no_wait: bool) -> Result<ExitCode> {
     use storbench_media::emu::{array_command, array_state, ArrayVerb};
-    let bps = storbench_emu::model::parse_rate(rate).map_err(|e| usage(format!("--rate {e}")))?;
     storbench_media::check_support(false).map_err(media_err)?;
-    let st = array_command(name, ArrayVerb::Rebuild(bps as u64)).map_err(media_err)?;
+    let st = array_command(name, ArrayVerb::Rebuild(rate.value as u64)).map_err(media_err)?;
     if !g.quiet && !g.json {
-        eprintln!("medium {name}: rebuilding disk(s) {:?} at {rate}", st.failed);
+        eprintln!("medium {name}: rebuilding disk(s) {:?} at {}", st.failed, rate.text);
     }
     if no_wait {
         return Ok(ExitCode::SUCCESS);
@@ -599,5 +595,41 @@ fn rebuild(g: &Global, name: &str, rate: &str, no_wait: bool) -> Result<ExitCode
             last_pct = pct;
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn verb(args: &[&str]) -> Result<MediaVerb, String> {
+        let argv = ["storbench", "media"].iter().chain(args);
+        match crate::cli::Cli::try_parse_from(argv).map_err(|e| e.to_string())?.command {
+            crate::cli::Command::Media(m) => Ok(m.verb),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn sizes_factors_and_rates_are_typed_by_clap() {
+        let Ok(MediaVerb::Create(c)) = verb(&["create", "m", "--size", "64M", "--block-size", "4k"]) else {
+            panic!("create")
+        };
+        assert_eq!((c.size, c.block_size), (64 << 20, Some(4096)));
+        let Ok(MediaVerb::Scale { factor, .. }) = verb(&["scale", "m", "0.5"]) else { panic!("scale") };
+        assert_eq!(factor, 0.5);
+        let Ok(MediaVerb::Rebuild { rate, .. }) = verb(&["rebuild", "m"]) else { panic!("rebuild") };
+        assert_eq!((rate.value, rate.text.as_str()), (200e6, "200MB/s"));
+        for (args, want) in [
+            (&["create", "m", "--size", "lots"][..], "'lots' is not a size"),
+            (&["create", "m", "--size", "1G", "--block-size", "4q"], "'4q' is not a size"),
+            (&["scale", "m", "fast"], "'fast' is not a number"),
+            (&["scale", "m", "1000"], "a time scale must be"),
+            (&["rebuild", "m", "--rate", "fast"], "'fast' is not a rate"),
+        ] {
+            let e = verb(args).err().unwrap();
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
     }
 }

@@ -11,6 +11,7 @@ use clap::{Args, Subcommand};
 use storbench_instances::pg::{self, StandbyPlace, UpOptions};
 use storbench_instances::proxy::{self, Link};
 use storbench_instances::InstanceError;
+use storbench_metrics::units::{parse_duration, parse_size};
 use storbench_report::Table;
 
 use crate::cli::Global;
@@ -79,8 +80,8 @@ pub struct UpArgs {
     /// Run the server in a memory cgroup of this size (page cache
     /// included) for the instance's life, so a database larger than it is
     /// read from the storage: e.g. 512M. Root; cgroup-v1 memory.
-    #[arg(long, env = "STORBENCH_MEMORY_LIMIT", value_name = "SIZE")]
-    memory_limit: Option<String>,
+    #[arg(long, env = "STORBENCH_MEMORY_LIMIT", value_name = "SIZE", value_parser = parse_size)]
+    memory_limit: Option<u64>,
 }
 
 /// What to do.
@@ -103,7 +104,7 @@ pub enum PgVerb {
         #[arg(long, default_value_t = 4)]
         clients: u32,
         /// When to kill the primary after the load starts.
-        #[arg(long, default_value = "3s", value_parser = crate::cmd::pg::duration)]
+        #[arg(long, default_value = "3s", value_parser = parse_duration)]
         kill_after: std::time::Duration,
     },
     /// The delay proxy daemon `up --link` starts (not for direct use).
@@ -132,7 +133,7 @@ pub enum PgVerb {
         destroy: bool,
         /// How long a fast shutdown may take before it escalates to an
         /// immediate one (as long again, at most 10 s), then to SIGKILL.
-        #[arg(long, default_value = "60s", value_parser = crate::cmd::pg::duration)]
+        #[arg(long, default_value = "60s", value_parser = parse_duration)]
         wait: std::time::Duration,
     },
     /// An instance's settings and where its data, WAL and temp files live.
@@ -230,11 +231,6 @@ fn status(i: &pg::Instance) -> serde_json::Value {
     v
 }
 
-/// Parses a duration flag (`3s`, `500ms`).
-pub fn duration(s: &str) -> std::result::Result<std::time::Duration, String> {
-    storbench_metrics::units::parse_duration(s)
-}
-
 /// Runs `storbench pg`: one thin verb each.
 pub fn run(g: &Global, a: PgArgs) -> Result<ExitCode> {
     match a.verb {
@@ -300,13 +296,7 @@ fn up_options(a: &UpArgs) -> Result<UpOptions> {
         sync: a.sync.clone(),
         sync_names: a.sync_names.clone(),
         link: a.link.as_deref().map(Link::parse).transpose().map_err(err)?,
-        memory_limit: a
-            .memory_limit
-            .as_deref()
-            .map(|m| {
-                storbench_metrics::units::parse_size(m).map_err(|e| usage(format!("--memory-limit {m}: {e}")))
-            })
-            .transpose()?,
+        memory_limit: a.memory_limit,
         proxy_command: vec![std::env::current_exe()?.display().to_string(), "pg".into(), "proxy".into()],
     })
 }
@@ -460,4 +450,30 @@ fn list_verb(g: &Global) -> Result<ExitCode> {
     }
     print!("{}", t.to_text());
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn verb(args: &[&str]) -> Result<PgVerb, String> {
+        let argv = ["storbench", "pg"].iter().chain(args);
+        match crate::cli::Cli::try_parse_from(argv).map_err(|e| e.to_string())?.command {
+            crate::cli::Command::Pg(p) => Ok(p.verb),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn memory_limits_and_waits_are_typed_by_clap() {
+        let Ok(PgVerb::Up { up }) = verb(&["up", "p", "--memory-limit", "512M"]) else { panic!("up") };
+        assert_eq!(up.memory_limit, Some(512 << 20));
+        let Ok(PgVerb::Down { wait, .. }) = verb(&["down", "p", "--wait", "2m"]) else { panic!("down") };
+        assert_eq!(wait, std::time::Duration::from_secs(120));
+        let e = verb(&["up", "p", "--memory-limit", "lots"]).err().unwrap();
+        assert!(e.contains("'lots' is not a size"), "{e}");
+        let e = verb(&["failover-check", "p", "--kill-after", "later"]).err().unwrap();
+        assert!(e.contains("'later' is not a duration"), "{e}");
+    }
 }
