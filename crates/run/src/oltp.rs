@@ -32,6 +32,17 @@ pub trait Screen: Sync {
     fn step_line(&self, line: &str);
     /// A result: the summary table and the lines under it.
     fn result(&self, text: &str);
+    /// A build's progress bar, read as `bar` says (a no-op when `quiet` or
+    /// not a terminal).
+    fn bar(&self, quiet: bool, bar: storbench_workloads::Bar) -> Box<dyn ProgressLine + '_>;
+}
+
+/// A build's progress bar.
+pub trait ProgressLine: Sync {
+    /// Shows how far the build is.
+    fn show(&self, p: storbench_workloads::Progress);
+    /// Removes the bar.
+    fn finish(&self);
 }
 
 /// One step's live line.
@@ -671,6 +682,11 @@ pub fn require_sqlite_file(db: &crate::dbarg::Db, build: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Loading connections when `--jobs` is not given: one per CPU.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
 }
 
 /// Makes the directory of an embedded database (for `init`/`build`).
