@@ -85,9 +85,11 @@ pub trait Dataset: Sync {
     fn name(&self) -> &'static str;
     /// Its name in a sentence (`TPC-C`).
     fn title(&self) -> &'static str;
-    /// The schema as a sentence names it when it is missing (`TPC-C
-    /// schema`).
-    fn schema_words(&self) -> &'static str;
+    /// The schema as a sentence names it when it is missing. Default:
+    /// `TPC-C schema`.
+    fn schema_words(&self) -> String {
+        format!("{} schema", self.title())
+    }
     /// The build verb, which also labels the build step and ends the build
     /// run's kind (`build`; TPC-B's `init`, as pgbench's `-i`).
     fn build_verb(&self) -> &'static str {
@@ -95,9 +97,18 @@ pub trait Dataset: Sync {
     }
     /// The schema in `conn`, or `None` when there is none.
     fn inspect(&self, conn: &mut dyn Connection) -> Result<Option<Self::Info>, DbError>;
+    /// The schema `info` as a build that finds it says it (`a TPC-C schema
+    /// of 4 warehouse(s)`).
+    fn describe(&self, info: &Self::Info) -> String;
     /// Why a build (without `--replace`) refuses the schema `info` in
-    /// `shown`, and what to do instead.
-    fn refuse_existing(&self, shown: &str, info: &Self::Info) -> String;
+    /// `shown`, and what to do instead. Default: rebuild or drop it.
+    fn refuse_existing(&self, shown: &str, info: &Self::Info) -> String {
+        format!(
+            "{shown} already holds {}: add --replace to rebuild it, or `storbench {} drop`",
+            self.describe(info),
+            self.name()
+        )
+    }
     /// A table of another workload the build would collide with (TPC-C
     /// and TPC-H both name a table CUSTOMER and ORDERS), and that
     /// workload's title. Default: none.
@@ -169,6 +180,15 @@ mod tests {
         assert_eq!(
             missing(&crate::tpcc::Data, "x"),
             "no TPC-C schema in x: run `storbench tpcc build --db x` first"
+        );
+        let info = crate::tpcc::SchemaInfo { warehouses: 4, c_load: 1, has_procedures: false };
+        assert_eq!(
+            crate::tpcc::Data.refuse_existing("x", &info),
+            "x already holds a TPC-C schema of 4 warehouse(s): add --replace to rebuild it, or `storbench tpcc drop`"
+        );
+        assert_eq!(
+            crate::tpcb::Data.refuse_existing("x", &3),
+            "x already holds pgbench tables at scale 3: add --replace to load them again"
         );
     }
 }

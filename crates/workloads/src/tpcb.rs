@@ -317,8 +317,8 @@ impl crate::Dataset for Data {
     fn title(&self) -> &'static str {
         "TPC-B"
     }
-    fn schema_words(&self) -> &'static str {
-        "TPC-B tables (pgbench_branches)"
+    fn schema_words(&self) -> String {
+        "TPC-B tables (pgbench_branches)".into()
     }
     fn build_verb(&self) -> &'static str {
         "init"
@@ -326,8 +326,12 @@ impl crate::Dataset for Data {
     fn inspect(&self, conn: &mut dyn Connection) -> Result<Option<i64>, DbError> {
         inspect(conn)
     }
+    fn describe(&self, scale: &i64) -> String {
+        format!("pgbench tables at scale {scale}")
+    }
+    /// `tpcb` has no drop verb: `init --replace` loads the tables again.
     fn refuse_existing(&self, shown: &str, scale: &i64) -> String {
-        format!("{shown} already holds pgbench tables at scale {scale}: add --replace to load them again")
+        format!("{shown} already holds {}: add --replace to load them again", self.describe(scale))
     }
     fn build_label(&self, o: &InitOptions) -> String {
         format!("tpcb init scale {}", o.scale)

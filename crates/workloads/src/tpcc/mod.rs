@@ -468,17 +468,11 @@ impl crate::Dataset for Data {
     fn title(&self) -> &'static str {
         "TPC-C"
     }
-    fn schema_words(&self) -> &'static str {
-        "TPC-C schema"
-    }
     fn inspect(&self, conn: &mut dyn Connection) -> Result<Option<SchemaInfo>, DbError> {
         inspect(conn)
     }
-    fn refuse_existing(&self, shown: &str, info: &SchemaInfo) -> String {
-        format!(
-            "{shown} already holds a TPC-C schema of {} warehouse(s): add --replace to rebuild it, or `storbench tpcc drop`",
-            info.warehouses
-        )
+    fn describe(&self, info: &SchemaInfo) -> String {
+        format!("a TPC-C schema of {} warehouse(s)", info.warehouses)
     }
     fn foreign_table(
         &self,

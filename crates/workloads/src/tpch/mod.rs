@@ -392,17 +392,11 @@ impl crate::Dataset for Data {
     fn title(&self) -> &'static str {
         "TPC-H"
     }
-    fn schema_words(&self) -> &'static str {
-        "TPC-H schema"
-    }
     fn inspect(&self, conn: &mut dyn Connection) -> Result<Option<SchemaInfo>, DbError> {
         inspect(conn)
     }
-    fn refuse_existing(&self, shown: &str, info: &SchemaInfo) -> String {
-        format!(
-            "{shown} already holds a TPC-H schema of scale {}: add --replace to rebuild it, or `storbench tpch drop`",
-            info.scale
-        )
+    fn describe(&self, info: &SchemaInfo) -> String {
+        format!("a TPC-H schema of scale {}", info.scale)
     }
     fn foreign_table(
         &self,
