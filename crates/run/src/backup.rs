@@ -11,7 +11,7 @@ use anyhow::{anyhow, Result};
 use serde_json::json;
 use storbench_db::Engine;
 use storbench_ops::backup::{self as ops, Backup, BackupError, BackupOptions, Database, LogicalRestore};
-use storbench_ops::backup::{physical, Checkpoint, Compress, Format, Kind, Method};
+use storbench_ops::backup::{physical, Kind};
 
 use crate::dbarg::{self, Db};
 use crate::error::{target_failed, unreachable, usage};
@@ -43,42 +43,31 @@ pub fn database(db: &Db) -> Database {
 
 /// What to back up, where and how (`storbench backup`'s flags).
 pub struct BackupRun {
-    /// The database URL.
+    /// The database URL, resolved when the run begins.
     pub db: String,
-    /// Where the backup goes: PATH, or MEDIUM:/path.
-    pub to: String,
-    /// How (the engine's default when none).
-    pub method: Option<Method>,
-    /// pg_basebackup's format.
-    pub format: Option<Format>,
-    /// Parallel jobs.
-    pub jobs: usize,
-    /// pg_basebackup's starting checkpoint.
-    pub checkpoint: Checkpoint,
-    /// Compression.
-    pub compress: Compress,
+    /// Where and how.
+    pub options: BackupOptions,
 }
 
 /// Backs up a database as a measured run: one recorded step, its result
 /// line through `screen`.
 pub fn backup(g: RecordOptions, screen: &dyn Screen, a: BackupRun) -> Result<ExitCode> {
     // Everything is validated before anything is created.
-    if a.jobs == 0 {
+    if a.options.jobs == 0 {
         return Err(usage("--jobs 0: must be at least 1"));
     }
     let db = Db::parse(&a.db)?;
     let engine = db.url.engine();
-    let mut plan = Backup::plan(BackupOptions {
-        db: database(&db),
-        to: a.to.clone(),
-        method: a.method,
-        format: a.format,
-        jobs: a.jobs,
-        checkpoint: a.checkpoint,
-        compress: a.compress,
-    })
-    .map_err(backup_err)?;
+    let mut plan = Backup::plan(database(&db), a.options).map_err(backup_err)?;
     let (method, out, parent) = (plan.method(), plan.out().to_path_buf(), plan.parent().to_path_buf());
+    let (o, method_name) = (plan.options(), method.name());
+    let config = json!({
+        "db": db.shown, "to": out, "method": method_name, "format": o.format.map(|f| format!("{f:?}").to_lowercase()),
+        "tool": plan.tool_name(),
+        "jobs": o.jobs, "compress": o.compress.name(),
+        "checkpoint": (method == ops::Method::Basebackup && engine == Engine::Postgres)
+            .then(|| format!("{:?}", o.checkpoint).to_lowercase()),
+    });
     let mut conn = db.open()?;
     let env =
         json!({ "db": dbarg::env(&db, conn.as_mut()), "backup_dir": storbench_sysmon::path_env(&parent) });
@@ -86,14 +75,6 @@ pub fn backup(g: RecordOptions, screen: &dyn Screen, a: BackupRun) -> Result<Exi
     plan.inspect(conn.as_mut(), !targets.is_empty()).map_err(backup_err)?;
     targets.push(parent);
     drop(conn);
-    let method_name = method.name();
-    let config = json!({
-        "db": db.shown, "to": out, "method": method_name, "format": a.format.map(|f| format!("{f:?}").to_lowercase()),
-        "tool": plan.tool_name(),
-        "jobs": a.jobs, "compress": a.compress.name(),
-        "checkpoint": (method == ops::Method::Basebackup && engine == Engine::Postgres)
-            .then(|| format!("{:?}", a.checkpoint).to_lowercase()),
-    });
     let mut rec =
         Recorder::begin(g, "backup", format!("backup {method_name} of {}", db.shown), config, env, &targets)?;
     // Beside other workloads (a plan's `together` cell): begin with them.

@@ -4,7 +4,8 @@
 //! instant, the database argument ([`dbarg`]), the error classes that give
 //! the exit codes ([`error`]), the interrupt flag workloads poll
 //! ([`interrupt`]); the steps of a workload driven through the runner
-//! ([`oltp`]), and the runs themselves: [`io`], [`tpcc`], [`tpcb`],
+//! ([`oltp`]), a workload's build, check and drop through the workload
+//! contract ([`dataset`]), and the runs themselves: [`io`], [`tpcc`], [`tpcb`],
 //! [`tpch`], [`backup`] and restore, a [`plan`]'s cells. Nothing here
 //! prints: what is said goes through the [`record::Voice`] or the
 //! [`oltp::Screen`] it is handed, or is returned as text.
@@ -12,6 +13,7 @@
 #![deny(missing_docs)]
 
 pub mod backup;
+pub mod dataset;
 pub mod dbarg;
 pub mod error;
 pub mod interrupt;

@@ -32,6 +32,17 @@ pub trait Screen: Sync {
     fn step_line(&self, line: &str);
     /// A result: the summary table and the lines under it.
     fn result(&self, text: &str);
+    /// A build's progress bar, read as `bar` says (a no-op when `quiet` or
+    /// not a terminal).
+    fn bar(&self, quiet: bool, bar: storbench_workloads::Bar) -> Box<dyn ProgressLine + '_>;
+}
+
+/// A build's progress bar.
+pub trait ProgressLine: Sync {
+    /// Shows how far the build is.
+    fn show(&self, p: storbench_workloads::Progress);
+    /// Removes the bar.
+    fn finish(&self);
 }
 
 /// One step's live line.
@@ -143,7 +154,7 @@ pub fn run_steps(
                 let partial = failure.is_some() || r.stopped;
                 let done = Done { label: &label, whole, spec, partial };
                 let shown = Shown { screen, live: live.as_ref() };
-                summary.push(record_step(&mut rec, clock, w, &steps, done, r, warnings, shown)?);
+                summary.push(record_step(&mut rec, clock, w, &steps, done, r, warnings, shown, Value::Null)?);
             }
             if stopped {
                 outcome = Outcome::Interrupted;
@@ -237,7 +248,7 @@ fn sensitivity(
         let done = Done { label: &label, whole, spec: &spec, partial: false };
         let tag = json!({ "scale": f, "of": base, "medium": plan.medium });
         let shown = Shown { screen, live: live.as_ref() };
-        record_rerun(rec, clock, w, steps, done, r, warnings, shown, tag).map_err(Outcome::Failed)?;
+        record_step(rec, clock, w, steps, done, r, warnings, shown, tag).map_err(Outcome::Failed)?;
         Ok(())
     });
     match ran {
@@ -302,25 +313,11 @@ struct Done<'a> {
     partial: bool,
 }
 
-/// Writes a finished step (with the workload's derived figures) and prints
-/// its line; returns its summary row's figures and flags.
+/// Writes a finished step (with the workload's derived figures and, for a
+/// sensitivity re-run, its tag `params.sensitivity` unless `tag` is null)
+/// and prints its line; returns its summary row's figures and flags.
 #[allow(clippy::too_many_arguments)]
 fn record_step(
-    rec: &mut Recorder,
-    clock: crate::record::StepClock,
-    w: &dyn Workload,
-    steps: &Steps<'_>,
-    d: Done<'_>,
-    r: StepResult,
-    warnings: &[String],
-    shown: Shown<'_>,
-) -> Result<(String, StepReport, Vec<String>)> {
-    record_rerun(rec, clock, w, steps, d, r, warnings, shown, Value::Null)
-}
-
-/// [`record_step`], with a sensitivity tag (`params.sensitivity`) unless null.
-#[allow(clippy::too_many_arguments)]
-fn record_rerun(
     rec: &mut Recorder,
     mut clock: crate::record::StepClock,
     w: &dyn Workload,
@@ -671,6 +668,11 @@ pub fn require_sqlite_file(db: &crate::dbarg::Db, build: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Loading connections when `--jobs` is not given: one per CPU.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
 }
 
 /// Makes the directory of an embedded database (for `init`/`build`).

@@ -81,15 +81,7 @@ pub fn run(g: RecordOptions, screen: &dyn Screen, a: TpcbRun) -> Result<ExitCode
     let db = Db::parse(&a.db)?;
     oltp::require_sqlite_file(&db, "tpcb init")?;
     let mut conn = db.open()?;
-    let scale = match tpcb::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))? {
-        None => {
-            return Err(usage(format!(
-                "no TPC-B tables (pgbench_branches) in {}: run `storbench tpcb init --db {}` first",
-                db.shown, db.shown
-            )))
-        }
-        Some(s) => s,
-    };
+    let scale = crate::dataset::built(&tpcb::Data, &db, conn.as_mut())?;
     if let Some(want) = a.scale.filter(|&w| w != scale) {
         return Err(usage(format!("--scale {want}: the tables in {} are at scale {scale}", db.shown)));
     }

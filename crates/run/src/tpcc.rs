@@ -61,12 +61,7 @@ pub fn run(g: RecordOptions, screen: &dyn Screen, a: TpccRun) -> Result<ExitCode
     let db = Db::parse(&a.db)?;
     oltp::require_sqlite_file(&db, "tpcc build")?;
     let mut conn = db.open()?;
-    let Some(info) = tpcc::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))? else {
-        return Err(usage(format!(
-            "no TPC-C schema in {}: run `storbench tpcc build --db {}` first",
-            db.shown, db.shown
-        )));
-    };
+    let info = crate::dataset::built(&tpcc::Data, &db, conn.as_mut())?;
     if let Some(want) = a.warehouses.filter(|&w| w != info.warehouses) {
         return Err(usage(format!(
             "--warehouses {want}: the schema in {} has {}",

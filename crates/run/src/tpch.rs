@@ -187,12 +187,7 @@ pub fn run(g: RecordOptions, screen: &dyn Screen, a: TpchRun) -> Result<ExitCode
         ));
     }
     let mut conn = db.open()?;
-    let Some(info) = tpch::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))? else {
-        return Err(usage(format!(
-            "no TPC-H schema in {}: run `storbench tpch build --db {}` first",
-            db.shown, db.shown
-        )));
-    };
+    let info = crate::dataset::built(&tpch::Data, &db, conn.as_mut())?;
     let sf = info.scale;
     let streams = a.streams.unwrap_or_else(|| min_streams(sf));
     let subset = !a.queries.is_empty() && {

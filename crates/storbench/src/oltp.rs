@@ -7,15 +7,11 @@
 //! each step's line as it ends, `--progress` lines and the one-line warning
 //! on stderr. `--quiet` hides only the live line.
 
-use std::process::ExitCode;
-
 use anyhow::Result;
-use serde_json::Value;
-use storbench_metrics::StepReport;
+use storbench_workloads::{Bar, Progress};
 
 use crate::cli::Global;
 use crate::live::Live;
-use crate::record::{Outcome, Recorder};
 pub use storbench_run::oltp::*;
 
 /// The terminal as the driver shows itself on it.
@@ -33,6 +29,45 @@ impl Screen for Term<'_> {
     fn result(&self, text: &str) {
         result(self.0, text);
     }
+
+    fn bar(&self, quiet: bool, bar: Bar) -> Box<dyn ProgressLine + '_> {
+        Box::new(match bar {
+            Bar::Percent => {
+                BuildBar::Percent(Live::bar(quiet, 100, "building {bar:40} {pos}% {msg} (eta {eta})"))
+            }
+            Bar::Rows { what, total } => BuildBar::Rows(Live::bar(
+                quiet,
+                total,
+                &format!("loading {what} {{bar:40}} {{pos}}/{{len}} rows ({{per_sec}}, eta {{eta}})"),
+            )),
+        })
+    }
+}
+
+/// A build's bar: percent with the table being loaded, or one table's rows.
+enum BuildBar {
+    Percent(Live),
+    Rows(Live),
+}
+
+impl ProgressLine for BuildBar {
+    fn show(&self, p: Progress) {
+        match self {
+            BuildBar::Percent(bar) => {
+                if let Some(pct) = (p.rows_done * 100).checked_div(p.rows_total) {
+                    bar.pos(pct.min(100));
+                }
+                bar.set(p.table.to_string());
+            }
+            BuildBar::Rows(bar) => bar.pos(p.rows_done),
+        }
+    }
+
+    fn finish(&self) {
+        match self {
+            BuildBar::Percent(bar) | BuildBar::Rows(bar) => bar.finish(),
+        }
+    }
 }
 
 impl LiveLine for Live {
@@ -47,18 +82,6 @@ impl LiveLine for Live {
     fn finish(&self) {
         Live::finish(self);
     }
-}
-
-/// A build or init as its one recorded step
-/// (`storbench_run::oltp::build_step` on this terminal).
-pub fn build_step(
-    g: &Global,
-    rec: Recorder,
-    step: &str,
-    params: Value,
-    load: impl FnOnce() -> Result<(StepReport, String), Outcome>,
-) -> Result<ExitCode> {
-    storbench_run::oltp::build_step(&Term(g), rec, step, params, load)
 }
 
 /// The flag every database run shares that turns the wait-event sampler off.

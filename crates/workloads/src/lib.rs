@@ -9,6 +9,7 @@
 
 #![deny(missing_docs)]
 
+pub mod dataset;
 pub mod figures;
 mod names;
 pub mod rand_tpc;
@@ -17,5 +18,6 @@ pub mod tpcb;
 pub mod tpcc;
 pub mod tpch;
 
+pub use dataset::{Bar, BuildError, Built, Checked, Dataset, Progress};
 pub use figures::{build_report, BuildFigures, Column, FigureSpec};
 pub use runner::{Connector, Done, Probe, StepError, StepResult, StepSpec, Tick, Worker, Workload};

@@ -290,6 +290,89 @@ pub fn inspect(conn: &mut dyn Connection) -> Result<Option<i64>, DbError> {
     }
 }
 
+/// TPC-B's data behind the workload contract ([`crate::Dataset`]):
+/// pgbench's tables, built by `init`. It has no checks of its own.
+pub struct Data;
+
+/// A check of pgbench's tables: TPC-B has none.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub enum NoCheck {}
+
+impl crate::Checked for NoCheck {
+    fn passed(&self) -> bool {
+        match *self {}
+    }
+}
+
+impl crate::Dataset for Data {
+    type Options = InitOptions;
+    /// The scale.
+    type Info = i64;
+    type CheckOptions = ();
+    type Check = NoCheck;
+
+    fn name(&self) -> &'static str {
+        "tpcb"
+    }
+    fn title(&self) -> &'static str {
+        "TPC-B"
+    }
+    fn schema_words(&self) -> String {
+        "TPC-B tables (pgbench_branches)".into()
+    }
+    fn build_verb(&self) -> &'static str {
+        "init"
+    }
+    fn inspect(&self, conn: &mut dyn Connection) -> Result<Option<i64>, DbError> {
+        inspect(conn)
+    }
+    fn describe(&self, scale: &i64) -> String {
+        format!("pgbench tables at scale {scale}")
+    }
+    /// `tpcb` has no drop verb: `init --replace` loads the tables again.
+    fn refuse_existing(&self, shown: &str, scale: &i64) -> String {
+        format!("{shown} already holds {}: add --replace to load them again", self.describe(scale))
+    }
+    fn build_label(&self, o: &InitOptions) -> String {
+        format!("tpcb init scale {}", o.scale)
+    }
+    fn build_config(&self, o: &InitOptions) -> serde_json::Value {
+        serde_json::json!({ "scale": o.scale, "fillfactor": o.fillfactor, "jobs": o.jobs })
+    }
+    fn build_params(&self, o: &InitOptions) -> serde_json::Value {
+        serde_json::json!({ "scale": o.scale })
+    }
+    fn bar(&self, o: &InitOptions) -> crate::Bar {
+        crate::Bar::Rows { what: "accounts", total: (o.scale * ACCOUNTS) as u64 }
+    }
+    fn build(
+        &self,
+        connect: Connector<'_>,
+        o: &InitOptions,
+        _stop: &std::sync::atomic::AtomicBool,
+        progress: &(dyn Fn(crate::Progress) + Sync),
+    ) -> Result<crate::Built, crate::BuildError> {
+        let p = |p: LoadProgress| {
+            progress(crate::Progress { rows_done: p.rows_done, rows_total: p.rows_total, table: "" })
+        };
+        let s = init(connect, o, &p)?;
+        let line = format!(
+            "tpcb init: {} rows in {:.1} s ({:.0} rows/s), keys and statistics {:.1} s",
+            s.rows,
+            s.load_seconds,
+            crate::figures::load_rate(s.rows, s.load_seconds),
+            s.index_seconds
+        );
+        Ok(crate::Built { report: s.report(), line })
+    }
+    fn check(&self, _: &mut dyn Connection, _: &i64, _: ()) -> Result<Vec<NoCheck>, DbError> {
+        Ok(Vec::new())
+    }
+    fn drop(&self, conn: &mut dyn Connection) -> Result<(), DbError> {
+        drop(conn)
+    }
+}
+
 /// Whether `table` exists, asked of the catalogue: querying a missing table
 /// to find out would write an ERROR into the server's log.
 pub(crate) fn table_exists(conn: &mut dyn Connection, table: &str) -> Result<bool, DbError> {

@@ -91,10 +91,10 @@ impl Compress {
     }
 }
 
-/// What to back up, where and how.
+/// Where to back up to and how (the database is [`Backup::plan`]'s own
+/// argument, so a front end holds these beside the URL it has yet to
+/// resolve).
 pub struct BackupOptions {
-    /// The database (a server's, or an SQLite file).
-    pub db: Database,
     /// Where the backup goes: PATH or MEDIUM:/path; it must not exist yet.
     pub to: String,
     /// How; the engine's default when not given (dump, or SQLite's online).
@@ -111,6 +111,7 @@ pub struct BackupOptions {
 
 /// A backup checked and ready to run.
 pub struct Backup {
+    db: Database,
     o: BackupOptions,
     method: Method,
     out: PathBuf,
@@ -142,8 +143,7 @@ fn method_for(db: &Database, method: Option<Method>) -> Result<Method, BackupErr
 }
 
 /// The format, jobs and compression the engine and method allow.
-fn check_flags(o: &BackupOptions, method: Method) -> Result<(), BackupError> {
-    let engine = o.db.url.engine();
+fn check_flags(engine: Engine, o: &BackupOptions, method: Method) -> Result<(), BackupError> {
     let usage = |m: String| Err(BackupError::Usage(m));
     if o.format.is_some() && method != Method::Basebackup {
         return usage("--format: only --method basebackup has a format (plain or tar)".into());
@@ -204,10 +204,10 @@ impl Backup {
     /// jobs and compression against the engine, the target (new, its
     /// parent there), the tool (found, its version able), an SQLite file
     /// that exists.
-    pub fn plan(o: BackupOptions) -> Result<Backup, BackupError> {
-        let engine = o.db.url.engine();
-        let method = method_for(&o.db, o.method)?;
-        check_flags(&o, method)?;
+    pub fn plan(db: Database, o: BackupOptions) -> Result<Backup, BackupError> {
+        let engine = db.url.engine();
+        let method = method_for(&db, o.method)?;
+        check_flags(engine, &o, method)?;
         let out = resolve_target(&o.to)?;
         if out.exists() {
             return Err(BackupError::Usage(format!(
@@ -225,10 +225,15 @@ impl Backup {
             )));
         }
         let bin = tool_for(engine, method, o.compress)?;
-        if engine == Engine::Sqlite && !o.db.sqlite_path().is_some_and(|p| p.is_file()) {
-            return Err(BackupError::Usage(format!("{}: no such SQLite file", o.db.shown)));
+        if engine == Engine::Sqlite && !db.sqlite_path().is_some_and(|p| p.is_file()) {
+            return Err(BackupError::Usage(format!("{}: no such SQLite file", db.shown)));
         }
-        Ok(Backup { o, method, out, parent, bin, logical: None })
+        Ok(Backup { db, o, method, out, parent, bin, logical: None })
+    }
+
+    /// The options it was planned with.
+    pub fn options(&self) -> &BackupOptions {
+        &self.o
     }
 
     /// The method (the engine's default when none was given).
@@ -255,14 +260,14 @@ impl Backup {
     /// `data_dir_here` says whether the server's data directory is on this
     /// machine, which mariadb-backup needs.
     pub fn inspect(&mut self, conn: &mut dyn Connection, data_dir_here: bool) -> Result<(), BackupError> {
-        if self.o.db.url.engine() == Engine::Mysql && self.method == Method::Basebackup && !data_dir_here {
+        if self.db.url.engine() == Engine::Mysql && self.method == Method::Basebackup && !data_dir_here {
             // mariadb-backup copies the files under the server's data directory.
             return Err(BackupError::Usage(format!(
                 "--method basebackup: {}'s data directory is not on this machine; mariadb-backup runs where the server does",
-                self.o.db.shown
+                self.db.shown
             )));
         }
-        self.logical = db_bytes(&self.o.db, conn, self.method == Method::Basebackup);
+        self.logical = db_bytes(&self.db, conn, self.method == Method::Basebackup);
         Ok(())
     }
 
@@ -301,13 +306,13 @@ impl Backup {
 
     /// Runs the tool (or SQLite's API).
     fn take(&self) -> Result<Usage, BackupError> {
-        let (o, out) = (&self.o, &self.out);
+        let (o, db, out) = (&self.o, &self.db, &self.out);
         let bin = || self.bin.as_ref().expect("found by plan");
-        match (o.db.url.engine(), self.method) {
-            (Engine::Sqlite, m) => sqlite_backup(&o.db, out, m),
+        match (db.url.engine(), self.method) {
+            (Engine::Sqlite, m) => sqlite_backup(db, out, m),
             (Engine::Postgres, Method::Basebackup) => {
                 let mut c = Command::new(bin());
-                pg_conn(&mut c, &o.db);
+                pg_conn(&mut c, db);
                 c.arg("-D").arg(out).arg("-X").arg("stream").arg("--no-sync");
                 c.arg(match o.checkpoint {
                     Checkpoint::Fast => "--checkpoint=fast",
@@ -327,7 +332,7 @@ impl Backup {
             }
             (Engine::Postgres, _) => {
                 let mut c = Command::new(bin());
-                pg_conn(&mut c, &o.db);
+                pg_conn(&mut c, db);
                 c.arg("-Fd").arg("-j").arg(o.jobs.to_string()).arg("-f").arg(out);
                 // -Z LEVEL is gzip in every version; --compress=METHOD from 16.
                 match o.compress {
@@ -338,7 +343,7 @@ impl Backup {
                 run_tool(c, "pg_dump")
             }
             (_, Method::Basebackup) => {
-                let s = server_parts(&o.db)?;
+                let s = server_parts(db)?;
                 let mut c = Command::new(bin());
                 // --no-defaults (first: the tool reads it there only): none of
                 // the host's option files (/etc/my.cnf, /etc/mysql/my.cnf,
@@ -350,7 +355,7 @@ impl Backup {
                 c.arg(format!("--parallel={}", o.jobs));
                 run_tool(c, "mariadb-backup")
             }
-            _ => mysql_dump(&o.db, bin(), out),
+            _ => mysql_dump(db, bin(), out),
         }
     }
 }

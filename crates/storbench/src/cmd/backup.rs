@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 // The options' value enums are the library's own (its `clap` feature).
-use storbench_ops::backup::{Checkpoint, Compress, Format, Method};
+use storbench_ops::backup::{BackupOptions, Checkpoint, Compress, Format, Method};
 use storbench_run::backup::{BackupRun, RestoreRun};
 
 use crate::cli::Global;
@@ -87,8 +87,7 @@ pub struct RestoreArgs {
 
 /// Runs `storbench backup` (`storbench_run::backup::backup`).
 pub fn backup(g: &Global, a: BackupArgs) -> Result<ExitCode> {
-    let run = BackupRun {
-        db: a.db,
+    let options = BackupOptions {
         to: a.to,
         method: a.method,
         format: a.format,
@@ -96,6 +95,7 @@ pub fn backup(g: &Global, a: BackupArgs) -> Result<ExitCode> {
         checkpoint: a.checkpoint,
         compress: a.compress,
     };
+    let run = BackupRun { db: a.db, options };
     storbench_run::backup::backup(g.into(), &Term(g), run)
 }
 

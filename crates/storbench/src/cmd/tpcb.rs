@@ -11,16 +11,14 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use serde_json::json;
+use storbench_run::dataset;
+use storbench_run::tpcb::TpcbRun;
 use storbench_workloads::tpcb::{self, InitOptions};
 
 use crate::cli::Global;
-use crate::dbarg::{self, Db};
+use crate::dbarg::Db;
 use crate::error::usage;
-use crate::live::Live;
-use crate::oltp::{self};
-use crate::record::{Outcome, Recorder};
-use storbench_run::tpcb::TpcbRun;
+use crate::oltp;
 
 /// Options of `storbench tpcb`.
 #[derive(Debug, Args)]
@@ -124,10 +122,6 @@ pub fn run(g: &Global, a: TpcbArgs) -> Result<ExitCode> {
     }
 }
 
-fn default_jobs() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
-}
-
 fn init(g: &Global, a: InitArgs) -> Result<ExitCode> {
     if !(1..=100_000).contains(&a.scale) {
         return Err(usage(format!("--scale {}: must be 1 to 100000", a.scale)));
@@ -135,43 +129,13 @@ fn init(g: &Global, a: InitArgs) -> Result<ExitCode> {
     if !(10..=100).contains(&a.fillfactor) {
         return Err(usage(format!("--fillfactor {}: must be 10 to 100", a.fillfactor)));
     }
-    let jobs = a.jobs.unwrap_or_else(default_jobs);
+    let jobs = a.jobs.unwrap_or_else(oltp::default_jobs);
     if jobs == 0 {
         return Err(usage("--jobs 0: must be at least 1"));
     }
     let db = Db::parse(&a.db.db)?;
-    oltp::make_sqlite_dir(&db)?;
-    let mut conn = db.open()?;
-    if let Some(scale) = tpcb::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))? {
-        if !a.replace {
-            return Err(usage(format!(
-                "{} already holds pgbench tables at scale {scale}: add --replace to load them again",
-                db.shown
-            )));
-        }
-    }
-    let env = json!({ "db": dbarg::env(&db, conn.as_mut()) });
-    let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
-    drop(conn);
-    let config = json!({ "db": db.shown, "scale": a.scale, "fillfactor": a.fillfactor, "jobs": jobs });
-    let rec = Recorder::begin(g, "tpcb-init", format!("tpcb init scale {}", a.scale), config, env, &targets)?;
-    let total = (a.scale * tpcb::ACCOUNTS) as u64;
-    oltp::build_step(g, rec, "init", json!({ "scale": a.scale }), || {
-        let bar =
-            Live::bar(g.quiet, total, "loading accounts {bar:40} {pos}/{len} rows ({per_sec}, eta {eta})");
-        let opts = InitOptions { scale: a.scale, fillfactor: a.fillfactor, jobs };
-        let res = tpcb::init(&db.connector(), &opts, &|p| bar.pos(p.rows_done));
-        bar.finish();
-        let s = res.map_err(|e| Outcome::Failed(anyhow::anyhow!("loading {}: {e}", db.shown)))?;
-        let line = format!(
-            "tpcb init: {} rows in {:.1} s ({:.0} rows/s), keys and statistics {:.1} s",
-            s.rows,
-            s.load_seconds,
-            storbench_workloads::figures::load_rate(s.rows, s.load_seconds),
-            s.index_seconds
-        );
-        Ok((s.report(), line))
-    })
+    let opts = InitOptions { scale: a.scale, fillfactor: a.fillfactor, jobs };
+    dataset::build(g.into(), &oltp::Term(g), &tpcb::Data, &db, opts, a.replace)
 }
 
 fn run_steps(g: &Global, a: RunArgs) -> Result<ExitCode> {

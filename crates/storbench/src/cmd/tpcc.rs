@@ -9,16 +9,14 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use serde_json::json;
-use storbench_workloads::tpcc::{self};
+use storbench_run::dataset;
+use storbench_run::tpcc::TpccRun;
+use storbench_workloads::tpcc;
 
 use crate::cli::Global;
-use crate::dbarg::{self, Db};
+use crate::dbarg::Db;
 use crate::error::{usage, EXIT_FAILED};
-use crate::live::Live;
-use crate::oltp::{self};
-use crate::record::{Outcome, Recorder};
-use storbench_run::tpcc::TpccRun;
+use crate::oltp;
 
 /// Options of `storbench tpcc`.
 #[derive(Debug, Args)]
@@ -125,66 +123,20 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
     if !(1..=100_000).contains(&a.warehouses) {
         return Err(usage(format!("--warehouses {}: must be 1 to 100000", a.warehouses)));
     }
-    let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
+    let jobs = a.jobs.unwrap_or_else(oltp::default_jobs);
     if jobs == 0 {
         return Err(usage("--jobs 0: must be at least 1"));
     }
     let db = Db::parse(&a.db.db)?;
-    oltp::make_sqlite_dir(&db)?;
-    let mut conn = db.open()?;
-    if let Some(info) = tpcc::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))? {
-        if !a.replace {
-            return Err(usage(format!(
-                "{} already holds a TPC-C schema of {} warehouse(s): add --replace to rebuild it, or `storbench tpcc drop`",
-                db.shown, info.warehouses
-            )));
-        }
-        tpcc::drop(conn.as_mut()).map_err(|e| db.usage_error(e))?;
-    }
-    if let Some(t) = tpcc::foreign_table(conn.as_mut()).map_err(|e| db.usage_error(e))? {
-        return Err(usage(format!(
-            "{} holds a table '{t}' that is not TPC-C's (TPC-H's?): build TPC-C in another database",
-            db.shown
-        )));
-    }
-    let env = json!({ "db": dbarg::env(&db, conn.as_mut()) });
-    let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
-    drop(conn);
-    let config = json!({ "db": db.shown, "warehouses": a.warehouses, "jobs": jobs });
-    let label = format!("tpcc build {} warehouses", a.warehouses);
-    let rec = Recorder::begin(g, "tpcc-build", label, config, env, &targets)?;
-    oltp::build_step(g, rec, "build", json!({ "warehouses": a.warehouses, "jobs": jobs }), || {
-        let bar = Live::bar(g.quiet, 100, "building {bar:40} {pos}% {msg} (eta {eta})");
-        let res = tpcc::build(&db.connector(), a.warehouses, jobs, &|p| {
-            if let Some(pct) = (p.rows_done * 100).checked_div(p.rows_total) {
-                bar.pos(pct.min(100));
-            }
-            bar.set(p.table.to_string());
-        });
-        bar.finish();
-        let s = res.map_err(|e| Outcome::Failed(anyhow::anyhow!("building in {}: {e}", db.shown)))?;
-        let line = format!(
-            "tpcc build: {} warehouse(s), indexes and procedures included: {}",
-            a.warehouses,
-            storbench_workloads::figures::build_summary(
-                s.rows,
-                s.seconds,
-                s.load_seconds,
-                s.index_seconds,
-                s.analyze_seconds
-            )
-        );
-        Ok((s.report(), line))
-    })
+    let opts = tpcc::BuildOptions { warehouses: a.warehouses, jobs };
+    dataset::build(g.into(), &oltp::Term(g), &tpcc::Data, &db, opts, a.replace)
 }
 
 fn check(g: &Global, a: DbArg) -> Result<ExitCode> {
     let db = Db::parse(&a.db)?;
     let mut conn = db.open()?;
-    if tpcc::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))?.is_none() {
-        return Err(usage(format!("no TPC-C schema in {}", db.shown)));
-    }
-    let results = tpcc::check(conn.as_mut()).map_err(|e| anyhow::anyhow!("checking {}: {e}", db.shown))?;
+    let info = dataset::built(&tpcc::Data, &db, conn.as_mut())?;
+    let results = dataset::check(&tpcc::Data, &db, conn.as_mut(), &info, ())?;
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header(vec!["#", "condition", "result", "detail"]);
@@ -211,9 +163,7 @@ fn check(g: &Global, a: DbArg) -> Result<ExitCode> {
 
 fn drop_schema(g: &Global, a: DbArg) -> Result<ExitCode> {
     let db = Db::parse(&a.db)?;
-    let mut conn = db.open()?;
-    tpcc::drop(conn.as_mut())
-        .map_err(|e| anyhow::anyhow!("dropping the TPC-C schema in {}: {e}", db.shown))?;
+    dataset::drop(&tpcc::Data, &db)?;
     if !g.quiet {
         eprintln!("tpcc: schema dropped from {}", db.shown);
     }

@@ -12,23 +12,20 @@
 //! stderr and `--quiet` hides it.
 
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::json;
+use storbench_run::dataset;
+use storbench_run::tpch::{create_managed_database, parse_db, TpchRun};
+use storbench_workloads::tpch;
 use storbench_workloads::tpch::test::TestKind as Kind;
-use storbench_workloads::tpch::{self};
 
 use crate::cli::Global;
-use crate::dbarg::{self};
 use crate::error::{usage, EXIT_FAILED};
-use crate::live::Live;
 use crate::oltp;
-use crate::record::{Outcome, Recorder};
-use storbench_run::tpch::{create_managed_database, db_env, parse_db, TpchRun};
 
 /// Options of `storbench tpch`.
 #[derive(Debug, Args)]
@@ -168,67 +165,14 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
     if !(0.01..=100.0).contains(&scale) {
         return Err(usage(format!("--scale {scale}: must be 0.01 to 100")));
     }
-    let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
+    let jobs = a.jobs.unwrap_or_else(oltp::default_jobs);
     if jobs == 0 || jobs > 256 {
         return Err(usage(format!("--jobs {jobs}: must be 1 to 256")));
     }
     oltp::make_sqlite_dir(&db)?;
     create_managed_database(&a.db.db)?;
-    let mut conn = db.open()?;
-    if let Some(info) = tpch::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))? {
-        if !a.replace {
-            return Err(usage(format!(
-                "{} already holds a TPC-H schema of scale {}: add --replace to rebuild it, or `storbench tpch drop`",
-                db.shown, info.scale
-            )));
-        }
-    }
-    if let Some(t) = tpch::foreign_table(conn.as_mut()).map_err(|e| db.usage_error(e))? {
-        return Err(usage(format!(
-            "{} holds a table '{t}' that is not TPC-H's (TPC-C's?): build TPC-H in another database",
-            db.shown
-        )));
-    }
-    if a.replace {
-        tpch::drop(conn.as_mut()).map_err(|e| db.usage_error(e))?;
-    }
-    let env = json!({ "db": db_env(&db, conn.as_mut()) });
-    let targets: Vec<_> = dbarg::data_dir(&db, conn.as_mut()).into_iter().collect();
-    std::mem::drop(conn);
-    let config = json!({ "db": db.shown, "scale": scale, "jobs": jobs, "indexes": tpch::schema::INDEXES });
-    let rec = Recorder::begin(g, "tpch-build", format!("tpch build SF {scale}"), config, env, &targets)?;
-    oltp::build_step(g, rec, "build", json!({ "scale": scale, "jobs": jobs }), || {
-        let bar = Live::bar(g.quiet, 100, "building {bar:40} {pos}% {msg} (eta {eta})");
-        let stop = crate::interrupt::flag();
-        let res = tpch::build_until(&db.connector(), scale, jobs, stop, &|p| {
-            if let Some(pct) = (p.rows_done * 100).checked_div(p.rows_total) {
-                bar.pos(pct.min(100));
-            }
-            bar.set(p.table.to_string());
-        });
-        bar.finish();
-        let s = match res {
-            Ok(s) => s,
-            Err(_) if stop.load(Ordering::Relaxed) => {
-                eprintln!(
-                    "tpch build: interrupted; the half-loaded schema stays until `--replace` or `storbench tpch drop`"
-                );
-                return Err(Outcome::Interrupted);
-            }
-            Err(e) => return Err(Outcome::Failed(anyhow::anyhow!("building in {}: {e}", db.shown))),
-        };
-        let line = format!(
-            "tpch build: SF {scale}, {}",
-            storbench_workloads::figures::build_summary(
-                s.rows,
-                s.seconds,
-                s.load_seconds,
-                s.index_seconds,
-                s.analyze_seconds
-            )
-        );
-        Ok((s.report(), line))
-    })
+    let opts = tpch::BuildOptions { scale, jobs };
+    dataset::build(g.into(), &oltp::Term(g), &tpch::Data, &db, opts, a.replace)
 }
 
 /// What `tpch run` validates before it connects: the per-query timeout and
@@ -294,16 +238,14 @@ fn check(g: &Global, a: CheckArgs) -> Result<ExitCode> {
     let db = parse_db(&a.db.db)?;
     oltp::require_sqlite_file(&db, "tpch build")?;
     let mut conn = db.open()?;
-    let Some(info) = tpch::inspect(conn.as_mut()).map_err(|e| db.usage_error(e))? else {
-        return Err(usage(format!("no TPC-H schema in {}", db.shown)));
-    };
-    let mut other = match &a.against {
+    let info = dataset::built(&tpch::Data, &db, conn.as_mut())?;
+    let against = match &a.against {
         Some(url) => {
             let o = parse_db(url)?;
             oltp::require_sqlite_file(&o, "tpch build")?;
             let mut c = o.open()?;
             match tpch::inspect(c.as_mut()).map_err(|e| o.usage_error(e))? {
-                Some(i) if i.scale == info.scale => Some((o, c)),
+                Some(i) if i.scale == info.scale => Some((o.shown, c)),
                 Some(i) => {
                     return Err(usage(format!(
                         "--against {}: scale {} differs from {}'s {}",
@@ -321,13 +263,9 @@ fn check(g: &Global, a: CheckArgs) -> Result<ExitCode> {
         }
         None => None,
     };
-    let against_shown = other.as_ref().map(|(o, _)| o.shown.clone());
-    let against: Option<&mut dyn storbench_db::Connection> = match other.as_mut() {
-        Some((_, c)) => Some(c.as_mut()),
-        None => None,
-    };
-    let results = tpch::check(conn.as_mut(), against, info.scale, &a.queries, &|_| {})
-        .map_err(|e| anyhow::anyhow!("checking {}: {e}", db.shown))?;
+    let (against_shown, against) = against.unzip();
+    let opts = tpch::CheckOptions { queries: a.queries, against };
+    let results = dataset::check(&tpch::Data, &db, conn.as_mut(), &info, opts)?;
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header(vec!["query", "rows", "result", "first difference"]);
@@ -361,9 +299,7 @@ fn check(g: &Global, a: CheckArgs) -> Result<ExitCode> {
 
 fn drop_schema(g: &Global, a: DbArg) -> Result<ExitCode> {
     let db = parse_db(&a.db)?;
-    let mut conn = db.open()?;
-    tpch::drop(conn.as_mut())
-        .map_err(|e| anyhow::anyhow!("dropping the TPC-H schema in {}: {e}", db.shown))?;
+    dataset::drop(&tpch::Data, &db)?;
     if !g.quiet {
         eprintln!("tpch: schema dropped from {}", db.shown);
     }

@@ -1,8 +1,9 @@
 //! The TPC-C-like workload: schema, parallel load, server-side routines,
 //! the five transactions and the consistency checks.
 //!
-//! Library half only: `storbench tpcc` calls [`build`], [`inspect`],
-//! [`check`], [`drop`] and drives a [`Tpcc`] with the runner.
+//! Library half only: `storbench tpcc` builds, inspects, checks and drops
+//! through [`Data`] (the workload contract, [`crate::Dataset`]) and drives
+//! a [`Tpcc`] with the runner.
 
 mod check;
 mod load;
@@ -95,17 +96,9 @@ impl Default for Options {
     }
 }
 
-/// Load progress, reported from the loader threads.
-#[derive(Clone, Copy, Debug)]
-pub struct LoadProgress {
-    /// Rows written so far.
-    pub rows_done: u64,
-    /// Rows expected (order lines estimated at their mean).
-    pub rows_total: u64,
-    /// Table of the batch just written, or the phase (`indexes`,
-    /// `procedures`, `analyze`).
-    pub table: &'static str,
-}
+/// Load progress, reported from the loader threads (the table is the
+/// table of the batch just written, or the phase).
+pub use crate::dataset::Progress as LoadProgress;
 
 /// What [`build`] did.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -443,6 +436,86 @@ pub fn drop(conn: &mut dyn Connection) -> Result<(), DbError> {
     let ours = crate::names::holds_any(conn, &OWN_TABLES)?;
     let stmts = schema::drop(conn.dialect());
     run_all(conn, &crate::names::keep_foreign(stmts, ours))
+}
+
+/// How `tpcc build` builds: warehouses and loading connections.
+#[derive(Clone, Copy, Debug)]
+pub struct BuildOptions {
+    /// Warehouses, at least 1.
+    pub warehouses: u32,
+    /// Connections loading in parallel.
+    pub jobs: usize,
+}
+
+/// TPC-C's data behind the workload contract ([`crate::Dataset`]).
+pub struct Data;
+
+impl crate::Checked for CheckResult {
+    fn passed(&self) -> bool {
+        self.passed
+    }
+}
+
+impl crate::Dataset for Data {
+    type Options = BuildOptions;
+    type Info = SchemaInfo;
+    type CheckOptions = ();
+    type Check = CheckResult;
+
+    fn name(&self) -> &'static str {
+        "tpcc"
+    }
+    fn title(&self) -> &'static str {
+        "TPC-C"
+    }
+    fn inspect(&self, conn: &mut dyn Connection) -> Result<Option<SchemaInfo>, DbError> {
+        inspect(conn)
+    }
+    fn describe(&self, info: &SchemaInfo) -> String {
+        format!("a TPC-C schema of {} warehouse(s)", info.warehouses)
+    }
+    fn foreign_table(
+        &self,
+        conn: &mut dyn Connection,
+    ) -> Result<Option<(&'static str, &'static str)>, DbError> {
+        Ok(foreign_table(conn)?.map(|t| (t, "TPC-H")))
+    }
+    fn build_label(&self, o: &BuildOptions) -> String {
+        format!("tpcc build {} warehouses", o.warehouses)
+    }
+    fn build_config(&self, o: &BuildOptions) -> serde_json::Value {
+        serde_json::json!({ "warehouses": o.warehouses, "jobs": o.jobs })
+    }
+    fn build_params(&self, o: &BuildOptions) -> serde_json::Value {
+        self.build_config(o)
+    }
+    fn build(
+        &self,
+        connect: Connector<'_>,
+        o: &BuildOptions,
+        _stop: &std::sync::atomic::AtomicBool,
+        progress: &(dyn Fn(crate::Progress) + Sync),
+    ) -> Result<crate::Built, crate::BuildError> {
+        let s = build(connect, o.warehouses, o.jobs, progress)?;
+        let line = format!(
+            "tpcc build: {} warehouse(s), indexes and procedures included: {}",
+            o.warehouses,
+            crate::figures::build_summary(
+                s.rows,
+                s.seconds,
+                s.load_seconds,
+                s.index_seconds,
+                s.analyze_seconds
+            )
+        );
+        Ok(crate::Built { report: s.report(), line })
+    }
+    fn check(&self, conn: &mut dyn Connection, _: &SchemaInfo, _: ()) -> Result<Vec<CheckResult>, DbError> {
+        check(conn)
+    }
+    fn drop(&self, conn: &mut dyn Connection) -> Result<(), DbError> {
+        drop(conn)
+    }
 }
 
 /// The run-time C for C_LAST: differs from `c_load` by 65..=119, never 96

@@ -27,16 +27,9 @@ pub use params::{stream_order, Param, Params};
 pub use queries::QueryText;
 pub use refresh::RefreshCount;
 
-/// Load progress, reported from the loader threads.
-#[derive(Clone, Copy, Debug)]
-pub struct LoadProgress {
-    /// Rows written so far.
-    pub rows_done: u64,
-    /// Rows expected (lineitems estimated at their mean of 4 per order).
-    pub rows_total: u64,
-    /// Table of the batch just written, or the phase (`indexes`, `analyze`).
-    pub table: &'static str,
-}
+/// Load progress, reported from the loader threads (the table is the
+/// table of the batch just written, or the phase).
+pub use crate::dataset::Progress as LoadProgress;
 
 /// What [`build`] did.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -357,6 +350,109 @@ pub fn drop(conn: &mut dyn Connection) -> Result<(), DbError> {
     let ours = crate::names::holds_any(conn, &OWN_TABLES)?;
     let stmts = schema::drop(conn.dialect(), (0..=40).map(queries::view_name));
     run_all(conn, &crate::names::keep_foreign(stmts, ours))
+}
+
+/// How `tpch build` builds: the scale factor and loading connections.
+#[derive(Clone, Copy, Debug)]
+pub struct BuildOptions {
+    /// Scale factor, above 0.
+    pub scale: f64,
+    /// Connections loading in parallel.
+    pub jobs: usize,
+}
+
+/// How `tpch check` checks: which queries (all when empty), and the
+/// database whose answers to compare with instead of the SF 1 reference
+/// answers.
+pub struct CheckOptions {
+    /// Only these queries.
+    pub queries: Vec<u8>,
+    /// Another engine's database of the same scale.
+    pub against: Option<Box<dyn Connection>>,
+}
+
+/// TPC-H's data behind the workload contract ([`crate::Dataset`]).
+pub struct Data;
+
+impl crate::Checked for CheckResult {
+    fn passed(&self) -> bool {
+        CheckResult::passed(self)
+    }
+}
+
+impl crate::Dataset for Data {
+    type Options = BuildOptions;
+    type Info = SchemaInfo;
+    type CheckOptions = CheckOptions;
+    type Check = CheckResult;
+
+    fn name(&self) -> &'static str {
+        "tpch"
+    }
+    fn title(&self) -> &'static str {
+        "TPC-H"
+    }
+    fn inspect(&self, conn: &mut dyn Connection) -> Result<Option<SchemaInfo>, DbError> {
+        inspect(conn)
+    }
+    fn describe(&self, info: &SchemaInfo) -> String {
+        format!("a TPC-H schema of scale {}", info.scale)
+    }
+    fn foreign_table(
+        &self,
+        conn: &mut dyn Connection,
+    ) -> Result<Option<(&'static str, &'static str)>, DbError> {
+        Ok(foreign_table(conn)?.map(|t| (t, "TPC-C")))
+    }
+    fn build_label(&self, o: &BuildOptions) -> String {
+        format!("tpch build SF {}", o.scale)
+    }
+    fn build_config(&self, o: &BuildOptions) -> serde_json::Value {
+        serde_json::json!({ "scale": o.scale, "jobs": o.jobs, "indexes": schema::INDEXES })
+    }
+    fn build_params(&self, o: &BuildOptions) -> serde_json::Value {
+        serde_json::json!({ "scale": o.scale, "jobs": o.jobs })
+    }
+    fn build(
+        &self,
+        connect: Connector<'_>,
+        o: &BuildOptions,
+        stop: &AtomicBool,
+        progress: &(dyn Fn(crate::Progress) + Sync),
+    ) -> Result<crate::Built, crate::BuildError> {
+        let s = match build_until(connect, o.scale, o.jobs, stop, progress) {
+            Ok(s) => s,
+            Err(_) if stop.load(Ordering::Relaxed) => return Err(crate::BuildError::Interrupted),
+            Err(e) => return Err(e.into()),
+        };
+        let line = format!(
+            "tpch build: SF {}, {}",
+            o.scale,
+            crate::figures::build_summary(
+                s.rows,
+                s.seconds,
+                s.load_seconds,
+                s.index_seconds,
+                s.analyze_seconds
+            )
+        );
+        Ok(crate::Built { report: s.report(), line })
+    }
+    fn check(
+        &self,
+        conn: &mut dyn Connection,
+        info: &SchemaInfo,
+        mut o: CheckOptions,
+    ) -> Result<Vec<CheckResult>, DbError> {
+        let against: Option<&mut dyn Connection> = match o.against.as_mut() {
+            Some(c) => Some(c.as_mut()),
+            None => None,
+        };
+        check(conn, against, info.scale, &o.queries, &|_| {})
+    }
+    fn drop(&self, conn: &mut dyn Connection) -> Result<(), DbError> {
+        drop(conn)
+    }
 }
 
 /// How one query or refresh function ended.
