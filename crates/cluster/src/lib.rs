@@ -2,17 +2,15 @@
 //! part of the load a shard `i/N` runs and when all shards begin together
 //! ([`shard`]), and the exact merge of N shard runs into one ([`merge`]):
 //! counts and rates add, histograms merge so percentiles are of the whole,
-//! server-side figures are taken once; and live metrics for Prometheus
-//! ([`exporter`]); Kubernetes manifests for a sharded plan ([`k8s`]).
-//! This crate never prints.
+//! server-side figures are taken once; Kubernetes manifests for a sharded
+//! plan ([`k8s`]). Live metrics for Prometheus, which single runs serve too,
+//! are the crate `storbench-exporter`. This crate never prints.
 
 #![deny(missing_docs)]
 
-pub mod exporter;
 pub mod k8s;
 pub mod merge;
 pub mod shard;
 
-pub use exporter::{Exporter, ExporterError, LiveValues};
 pub use merge::{merge, write_merged, MergeError, Merged, ShardRun};
 pub use shard::{parse_start, split_aligned, split_range, wait_until, Shard, ShardError, StartAt};

@@ -1,4 +1,4 @@
-//! Runs one profile: the shared step runner ([`storbench_metrics::runner`])
+//! Runs one profile: the shared step runner ([`storbench_runner`])
 //! starts one thread per profile thread; each opens its own [`Queue`] from
 //! the chosen [`IoEngine`] and builds its offset generator before the clock
 //! starts, then keeps its queue full until the window ends. Each thread has
@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use storbench_metrics::runner::{self, Clock, Interval, Sampler, Shared, StepPlan};
 use storbench_metrics::{LatencyHistogram, ProcessCpu, StepReport, Unit};
+use storbench_runner::{Clock, Interval, Sampler, Shared, StepPlan};
 
 use crate::dist::Offsets;
 use crate::engines::{Completion, IoEngine, Op, Queue};
@@ -241,7 +241,7 @@ pub fn run_profile(
     };
     let mut sampler =
         IoSampler { lives: &lives, prev: vec![(0, 0, 0); threads], report: StepReport::default(), tick };
-    let ran = runner::run_step(&plan, stop, &setup, &work, &mut sampler).map_err(|f| f.error)?;
+    let ran = storbench_runner::run_step(&plan, stop, &setup, &work, &mut sampler).map_err(|f| f.error)?;
     if let Some(e) = loop_error.into_inner().expect("loop error") {
         return Err(IoError::Engine(e));
     }

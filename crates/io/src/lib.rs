@@ -2,7 +2,7 @@
 //! block device, per-I/O latency in HDR histograms, optional rate and
 //! verification. Engines sit behind one small trait ([`IoEngine`]):
 //! io_uring (default), psync, and null (no device) for testing the runner.
-//! Profiles run on the shared step runner (`storbench_metrics::runner`).
+//! Profiles run on the shared step runner (`storbench_runner`).
 //! Nothing here prints.
 
 #![deny(missing_docs)]

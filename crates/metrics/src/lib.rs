@@ -5,9 +5,9 @@
 //! into a step's figures; percentiles of a pooled run always come from merged
 //! histograms, never from averaging per-worker percentiles (the pitfall fio's
 //! users hit). This crate uses no other storbench crate and does no I/O (it reads
-//! the process's own CPU time, [`ProcessCpu`]). [`runner`] is the one step
-//! runner (threads, barrier, step clock, per-second sampler) that the I/O
-//! engine and the database workloads share.
+//! the process's own CPU time, [`ProcessCpu`]). The step runner the I/O
+//! engine and the database workloads share is the crate above this one,
+//! `storbench-runner`.
 //!
 //! Error bound: histograms are HDR histograms with 3 significant digits, so any
 //! recorded value is reported within 0.1 % of its true value (fio's log-linear
@@ -30,5 +30,4 @@ pub use figure::{Figure, Sample, StepReport, Unit};
 pub use histogram::{HistogramError, LatencyHistogram, Summary};
 pub use live::{live_bucket, LiveLatency, LIVE_BOUNDS_S};
 
-pub mod runner;
 pub mod units;

@@ -78,7 +78,7 @@ pub fn backup(g: RecordOptions, screen: &dyn Screen, a: BackupRun) -> Result<Exi
     let mut rec =
         Recorder::begin(g, "backup", format!("backup {method_name} of {}", db.shown), config, env, &targets)?;
     // Beside other workloads (a plan's `together` cell): begin with them.
-    storbench_metrics::runner::wait_for_start_instant(crate::interrupt::flag());
+    storbench_runner::wait_for_start_instant(crate::interrupt::flag());
     let clock = rec.clock();
     let r = match plan.run(crate::interrupt::flag()) {
         Ok(r) => r,

@@ -5,7 +5,7 @@
 use anyhow::{anyhow, Result};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::{json, Value};
-use storbench_cluster::LiveValues;
+use storbench_exporter::LiveValues;
 use storbench_io::{run_profile, Prepared, Profile, RunOptions, Tick, Verdict};
 use storbench_metrics::units::format_size;
 use storbench_metrics::StepReport;

@@ -22,7 +22,7 @@ use storbench_sysmon::Monitor;
 
 use crate::error::{usage, EXIT_INTERRUPTED};
 use crate::shard::Sharding;
-use storbench_cluster::{Exporter, LiveValues};
+use storbench_exporter::{Exporter, LiveValues};
 
 /// Where a recording says things: the front end's terminal, a log.
 #[derive(Clone, Copy)]

@@ -87,7 +87,7 @@ impl Sharding {
     pub fn arm(&self) {
         if let StartAt::At(t) = self.start {
             let ms = t.timestamp_millis().max(0) as u64;
-            storbench_metrics::runner::begin_next_step_at(
+            storbench_runner::begin_next_step_at(
                 std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms),
             );
         }

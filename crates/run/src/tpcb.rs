@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use serde_json::json;
-use storbench_cluster::LiveValues;
+use storbench_exporter::LiveValues;
 use storbench_metrics::units::parse_duration;
 use storbench_workloads::tpcb::{self, Tpcb};
 use storbench_workloads::StepSpec;

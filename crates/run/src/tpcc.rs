@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use serde_json::json;
-use storbench_cluster::LiveValues;
+use storbench_exporter::LiveValues;
 use storbench_workloads::tpcc::{self, Options, Tpcc};
 use storbench_workloads::StepSpec;
 

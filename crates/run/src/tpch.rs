@@ -220,7 +220,7 @@ pub fn run(g: RecordOptions, screen: &dyn Screen, a: TpchRun) -> Result<ExitCode
     let connect = db.connector();
     oltp::sample_waits(&mut rec, a.waits, &connect);
     // Beside other workloads (a plan's `together` cell): begin with them.
-    storbench_metrics::runner::wait_for_start_instant(crate::interrupt::flag());
+    storbench_runner::wait_for_start_instant(crate::interrupt::flag());
     let opts =
         RunOptions { scale: sf, seed: a.seed, validation: a.validation, only: a.queries.clone(), timeout };
     let kind = a.test;

@@ -26,10 +26,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use storbench_db::{Cancel, Connection, DbError};
-use storbench_metrics::runner::{self, Interval, Sampler, Shared, StepPlan};
 use storbench_metrics::{
     live_bucket, Figure, LatencyHistogram, LiveLatency, ProcessCpu, StepReport, Unit, LIVE_BOUNDS_S,
 };
+use storbench_runner::{self as runner, Interval, Sampler, Shared, StepPlan};
 
 /// Values read from the database at the start and end of the measured
 /// window (e.g. commit counters, the sum of next order ids).

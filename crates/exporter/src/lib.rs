@@ -29,6 +29,11 @@
 //! Whoever sees the per-second ticks calls [`Exporter::update`]; the values
 //! stay until the next update, and a step change ([`Exporter::step`]) drops
 //! the previous step's series so a dashboard never shows a stale step.
+//!
+//! A single run serves it as well as a shard, so it is a crate of its own
+//! (on `metrics` only), not part of `cluster`. It never prints.
+
+#![deny(missing_docs)]
 
 use std::convert::Infallible;
 use std::net::{SocketAddr, TcpListener};

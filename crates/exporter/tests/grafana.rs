@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::Value;
-use storbench_cluster::{Exporter, LiveValues};
+use storbench_exporter::{Exporter, LiveValues};
 use storbench_metrics::{LiveLatency, LIVE_BOUNDS_S};
 
 /// The metric names and label names a scrape shows, with every family set.

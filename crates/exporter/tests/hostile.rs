@@ -8,8 +8,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use storbench_cluster::exporter::{HEAD_TIMEOUT, MAX_HEAD};
-use storbench_cluster::{Exporter, LiveValues};
+use storbench_exporter::{Exporter, LiveValues, HEAD_TIMEOUT, MAX_HEAD};
 
 fn exporter() -> Exporter {
     let e = Exporter::start("127.0.0.1:0", "ab12cd34", "0/1").unwrap();

@@ -10,13 +10,16 @@
 //! clock stamped before it would put that time inside the measured window
 //! and understate every rate by set-up ÷ duration when there is no ramp-up.
 //!
-//! This module spawns threads and sleeps; it does no I/O and never prints.
+//! This crate spawns threads and sleeps; it does no I/O and never prints.
+//! It uses only `metrics` (for the process's CPU time).
+
+#![deny(missing_docs)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::ProcessCpu;
+use storbench_metrics::ProcessCpu;
 
 /// The step's clock, fixed once every worker is ready.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
