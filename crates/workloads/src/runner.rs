@@ -8,7 +8,7 @@
 //! second for the per-second samples and the progress callback, and the
 //! histograms are merged when the step ends. Connection time is kept out of
 //! the step: every user connects, then all start together, and the step's
-//! clock starts then (the shared [`storbench_metrics::runner`] does this for
+//! clock starts then (the shared [`storbench_runner`] does this for
 //! the I/O engine too).
 //!
 //! A call blocked on the server (a row lock) would hold its user, and so
@@ -439,7 +439,7 @@ impl Sampler for Collector<'_> {
 /// window. `stop` ends the step early (Ctrl-C); what was measured is kept
 /// and `stopped` is set. `tick` is called once a second from this thread.
 ///
-/// The step is run by the shared runner ([`storbench_metrics::runner`]):
+/// The step is run by the shared runner ([`storbench_runner`]):
 /// every user connects in its own thread, and the clock starts when the
 /// last one is connected, so connecting never counts in the window.
 pub fn run_step(
