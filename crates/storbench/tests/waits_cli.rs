@@ -98,11 +98,12 @@ fn tpcb_on_postgres_with_8_clients_at_scale_1_waits_on_locks_and_each_second_s_s
     result.unwrap();
 }
 
-/// SQLite's waits are its connections' time in the VFS's calls (the
-/// timing shim): at `synchronous=full` each commit's WAL flush shows as
-/// `IO:Sync` in the run record and the store, each second's shares sum to
-/// one, and one client is at most one active connection; at
-/// `synchronous=off` SQLite never flushes, so the sync share is gone.
+/// SQLite's waits are its connections' states in the VFS's calls (the
+/// timing shim), sampled: at `synchronous=full` the looks catch the
+/// commits in their WAL flush, `IO:Sync` in the run record and the store;
+/// each second's shares sum to one, and one client is at most one active
+/// connection; at `synchronous=off` SQLite never flushes, so the sync
+/// share is gone.
 #[test]
 fn tpcb_on_sqlite_records_the_time_its_commits_spend_in_the_vfs_s_sync() {
     let d = tempfile::tempdir().unwrap();
