@@ -449,8 +449,11 @@ mod tests {
         let mut c = open_with(&dir, "?synchronous=full");
         assert!(c.server_info().unwrap().settings["vfs"] == vfs::NAME);
         let timings = c.vfs_timings().expect("timed");
+        // (Its CPU between the flushes may go unseen: a looker sharing
+        // the writer's core runs while the writer waits; the test at
+        // synchronous=off sees it.)
         let seen = watch(&timings, || commits(&mut c));
-        assert!(seen.sync > 0 && seen.cpu > 0, "{seen:?}");
+        assert!(seen.sync > 0, "{seen:?}");
         assert_eq!(seen.most_active, 1, "{seen:?}");
         // Between calls the connection is open and idle: not counted.
         assert_eq!(timings.states(), VfsStates { idle: 1, ..VfsStates::default() });
