@@ -34,7 +34,7 @@ pub use pgwire::TlsInfo;
 pub use transaction::Transaction;
 pub use url::{redact_text, DbUrl, Engine};
 pub use value::{Row, Stmt, Value};
-pub use vfs::{VfsTimings, VfsTotals};
+pub use vfs::{VfsStates, VfsTimings};
 
 /// The SQL dialect a connection speaks: what a workload picks its DDL and
 /// procedure text by. The runner never looks at it.
@@ -168,11 +168,12 @@ pub trait Connection: Send {
         None
     }
 
-    /// SQLite: the time this database's connections (every one in this
-    /// process) spend in SQLite and in its VFS's reads, writes, syncs and
-    /// busy waits — what the wait sampler reads. Otherwise why there is
-    /// none, as a clause: a server's connection, SQLite opened with
-    /// `?timing=off`, or the timing VFS not registered.
+    /// SQLite: this database's connections (every one in this process),
+    /// each with the state it is in now (in a call of SQLite or not, and
+    /// in which of its VFS's reads, writes, syncs and busy waits) — what
+    /// the wait sampler reads. Otherwise why there is none, as a clause: a
+    /// server's connection, SQLite opened with `?timing=off`, or the
+    /// timing VFS not registered.
     fn vfs_timings(&self) -> Result<std::sync::Arc<VfsTimings>, String> {
         Err("the database is not SQLite".into())
     }

@@ -1,49 +1,44 @@
-//! SQLite's waits, timed in its VFS (issue 28): a `sqlite3_vfs` named
+//! SQLite's waits, seen in its VFS (issue 28): a `sqlite3_vfs` named
 //! [`NAME`], registered once per process, that wraps the default VFS
-//! (`unix`) and forwards every call to it unchanged, timing the calls a
-//! connection waits in — `xRead`, `xWrite` (and `xTruncate`), `xSync`, and
-//! the VFS's `xSleep`, which SQLite's busy handler sleeps in while another
-//! connection holds the write lock — beside the time storbench's
-//! connections spend inside SQLite at all (`active`: every call of a
-//! `SqliteConn`, timed by [`Active`], its close included). `waits.rs`
-//! turns them into the same per-second shares the servers' sessions give.
+//! (`unix`) and forwards every call to it unchanged, keeping for each
+//! connection the state it is in now, as PostgreSQL's `pg_stat_activity`
+//! keeps a backend's: not in a call of SQLite; in one and running (CPU);
+//! or in one and waiting in `xRead`, `xWrite` (and `xTruncate`), `xSync`,
+//! or the VFS's `xSleep`, which SQLite's busy handler sleeps in while
+//! another connection holds the write lock. A call of a `SqliteConn` (its
+//! close included) is [`Active`]. The wait sampler (`waits.rs`) reads
+//! every open connection's state at each of its looks (ten a second) and
+//! counts connections per class, exactly as it counts a server's
+//! sessions.
 //!
-//! Cheap on the hot path (the goal: under 1 % of a CPU-bound run): each
-//! connection has counters of its own ([`ConnTimes`], a cache line that
-//! only its thread writes, with plain loads and stores, no atomic
-//! read-modify-write), a file holds its connection's counters from open to
-//! close (no reference count touched per call), and a timed call reads the
-//! clock twice: the CPU's time-stamp counter where the kernel keeps time
-//! by it (x86-64, clocksource `tsc`: invariant and the same on every
-//! CPU; about 10 ns a read against 25-30 ns for `Instant::now()` on the
-//! reference host), else the monotonic clock. A database's
-//! [`VfsTimings`] lists its connections' counters, read only by the wait
-//! sampler's looks (ten a second) and folded into a closed total when a
-//! connection is gone. A look counts a call or a wait in progress up to
-//! the look, so each look holds the time between it and the last one,
-//! nothing from before (a long call, or one begun before the sampler
-//! opened, is not lumped into the look after it ends).
+//! Cheap on the hot path (the goal: under 1 % of a CPU-bound run):
+//! entering or leaving a call or a wait is a load and a store or two of
+//! the connection's own state, relaxed, on a cache line that only its
+//! thread writes ([`ConnState`]); no clock is read, no lock taken, no
+//! reference count touched (a file holds its connection's state from open
+//! to close). What it must not do: time anything. Time comes from the
+//! looks, as for PostgreSQL: a class's share of the looks is its share of
+//! the connections' time, to the sampling's error.
 //!
 //! Which connection a file belongs to: the one whose call is running on
 //! this thread when SQLite opens the file (its main file at connect, its
 //! WAL and temporary files on first use; a connection runs on one thread
 //! at a time, and SQLite does its file I/O on the calling thread). A file
 //! opened outside such a call (none in storbench) is forwarded but not
-//! timed.
+//! seen.
 //!
 //! This is the crate's only `unsafe` code: C-ABI callbacks over the
-//! structures SQLite hands them, and the time-stamp counter. Each wrapper
-//! finds the wrapped file right behind its own header (the layout SQLite's
-//! shims, e.g. `vfstrace.c`, use) and calls the wrapped VFS's method of the
-//! same name with the same arguments; a method the wrapped VFS or file does
-//! not have is reported as SQLite's "not available" for it.
+//! structures SQLite hands them. Each wrapper finds the wrapped file right
+//! behind its own header (the layout SQLite's shims, e.g. `vfstrace.c`,
+//! use) and calls the wrapped VFS's method of the same name with the same
+//! arguments; a method the wrapped VFS or file does not have is reported
+//! as SQLite's "not available" for it.
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::time::{Duration, Instant};
 
 use rusqlite::ffi;
 
@@ -51,257 +46,125 @@ use rusqlite::ffi;
 pub const NAME: &str = "storbench-timed";
 const NAME_C: &std::ffi::CStr = c"storbench-timed";
 
-/// The clock the counters count in: ticks of the time-stamp counter, or
-/// nanoseconds; never 0 (0 marks "no call in progress").
-mod clock {
-    use super::*;
+/// A connection's states, in `ConnState::state`: not in a call, in one
+/// and running, in one of the waits (every state from `READ` on is a
+/// wait).
+const IDLE: u8 = 0;
+const CPU: u8 = 1;
+const READ: u8 = 2;
+const WRITE: u8 = 3;
+const SYNC: u8 = 4;
+const BUSY: u8 = 5;
+const STATES: usize = 6;
 
-    /// Ticks are the time-stamp counter's (set once, at registration).
-    static TSC: AtomicBool = AtomicBool::new(false);
-    /// Nanoseconds per tick as a fraction (ns, ticks), and the start of
-    /// the monotonic clock's count.
-    static SCALE: OnceLock<(u128, u128, Instant)> = OnceLock::new();
-
-    /// Picks the clock, once: the time-stamp counter where the kernel's
-    /// own clocksource is it (so it is invariant and synchronised),
-    /// calibrated against the monotonic clock over 2 ms.
-    pub(super) fn init() {
-        SCALE.get_or_init(|| {
-            let epoch = Instant::now();
-            match tsc_per_ns() {
-                Some((ns, ticks)) => {
-                    TSC.store(true, Ordering::Relaxed);
-                    (ns, ticks, epoch)
-                }
-                None => (1, 1, epoch),
-            }
-        });
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    fn tsc_per_ns() -> Option<(u128, u128)> {
-        let source =
-            std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource");
-        if source.ok()?.trim() != "tsc" {
-            return None;
-        }
-        // A tick read between two clock reads close together (a
-        // preemption between them would misplace it).
-        let pair = || {
-            for _ in 0..100 {
-                let a = Instant::now();
-                let t = rdtsc();
-                let b = Instant::now();
-                if b - a < Duration::from_micros(5) {
-                    return Some((a + (b - a) / 2, t));
-                }
-            }
-            None
-        };
-        let (i0, t0) = pair()?;
-        std::thread::sleep(Duration::from_millis(2));
-        let (i1, t1) = pair()?;
-        let (ns, ticks) = ((i1 - i0).as_nanos(), t1.checked_sub(t0)? as u128);
-        (ns > 0 && ticks > 0).then_some((ns, ticks))
-    }
-
-    #[cfg(not(target_arch = "x86_64"))]
-    fn tsc_per_ns() -> Option<(u128, u128)> {
-        None
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    fn rdtsc() -> u64 {
-        // SAFETY: every x86-64 CPU has RDTSC; it reads a counter and
-        // touches no memory.
-        unsafe { core::arch::x86_64::_rdtsc() }
-    }
-
-    /// Now, in ticks.
-    #[inline(always)]
-    pub(super) fn now() -> u64 {
-        #[cfg(target_arch = "x86_64")]
-        if TSC.load(Ordering::Relaxed) {
-            return rdtsc().max(1);
-        }
-        let epoch = SCALE.get().map_or_else(Instant::now, |s| s.2);
-        epoch.elapsed().as_nanos() as u64 + 1
-    }
-
-    /// Ticks as nanoseconds.
-    pub(super) fn ns(ticks: u64) -> u64 {
-        match SCALE.get() {
-            Some(&(ns, per, _)) => (ticks as u128 * ns / per) as u64,
-            None => ticks,
-        }
-    }
-}
-
-/// The classes of time, as indexes into [`ConnTimes`]' totals.
-const READ: usize = 0;
-const WRITE: usize = 1;
-const SYNC: usize = 2;
-const BUSY: usize = 3;
-const ACTIVE: usize = 4;
-const CLASSES: usize = 5;
-
-/// One connection's time (ticks) per class, written by the thread running
-/// the connection (one at a time: a connection is used by one thread at a
-/// time, and its files' I/O happens in its calls), read by the sampler.
-/// A call or wait in progress is its start; when it ends, its time is
-/// added to its class's total and the start cleared, together, inside a
-/// sequence lock (`seq` odd meanwhile), so a reader sees either the start
-/// or the total with the call in it, never both or neither. Starting one
-/// only stores its start, which a reader may see or not: both are whole.
-/// Cache lines of its own: no other connection writes near it.
+/// One connection's state now, written by the thread running the
+/// connection (one at a time: a connection is used by one thread at a
+/// time, and its files' I/O happens in its calls), read by the sampler's
+/// looks. A single byte, so a look sees a whole state; relaxed, as a look
+/// needs no order with anything else (a look a few nanoseconds early or
+/// late is still a sample). A cache line of its own: no other
+/// connection's thread writes near it.
 #[derive(Debug, Default)]
 #[repr(align(64))]
-pub(crate) struct ConnTimes {
-    seq: AtomicU64,
-    total: [AtomicU64; CLASSES],
-    call_from: AtomicU64,
-    wait_from: AtomicU64,
-    wait_class: AtomicU64,
+pub(crate) struct ConnState {
+    state: AtomicU8,
 }
 
-impl ConnTimes {
-    /// Adds `ticks` to `class` and clears `from` (the start it ran from),
-    /// as one change to readers.
+impl ConnState {
+    /// A wait of `class` begins; the state to go back to when it ends
+    /// (`None`: it was in a wait already, which keeps the state — none
+    /// nests in SQLite; the outer one names it).
     #[inline(always)]
-    fn end(&self, class: usize, ticks: u64, from: &AtomicU64) {
-        let s = self.seq.load(Ordering::Relaxed);
-        self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
-        fence(Ordering::Release);
-        let t = &self.total[class];
-        t.store(t.load(Ordering::Relaxed).wrapping_add(ticks), Ordering::Relaxed);
-        from.store(0, Ordering::Relaxed);
-        self.seq.store(s.wrapping_add(2), Ordering::Release);
-    }
-
-    /// A wait of `class` begins; `None` when one is already in progress
-    /// (none nests in SQLite; the outer one keeps the time).
-    #[inline(always)]
-    fn wait_begins(&self, class: usize) -> Option<u64> {
-        if self.wait_from.load(Ordering::Relaxed) != 0 {
+    fn wait_begins(&self, class: u8) -> Option<u8> {
+        let before = self.state.load(Ordering::Relaxed);
+        if before >= READ {
             return None;
         }
-        let t = clock::now();
-        self.wait_class.store(class as u64, Ordering::Relaxed);
-        self.wait_from.store(t, Ordering::Release);
-        Some(t)
+        self.state.store(class, Ordering::Relaxed);
+        Some(before)
     }
 
-    /// The wait begun at `from` ends.
+    /// The wait ends: back to the state it began in.
     #[inline(always)]
-    fn wait_ends(&self, from: u64) {
-        let class = self.wait_class.load(Ordering::Relaxed) as usize;
-        self.end(class.min(BUSY), clock::now().saturating_sub(from), &self.wait_from);
+    fn wait_ends(&self, before: u8) {
+        self.state.store(before, Ordering::Relaxed);
     }
 
-    /// The totals now (ticks), a call or wait in progress counted up to
-    /// now. Any thread.
-    fn read(&self) -> [u64; CLASSES] {
-        loop {
-            let s = self.seq.load(Ordering::Acquire);
-            if s % 2 == 1 {
-                std::hint::spin_loop();
-                continue;
-            }
-            let mut v = [0; CLASSES];
-            for (v, t) in v.iter_mut().zip(&self.total) {
-                *v = t.load(Ordering::Relaxed);
-            }
-            let call = self.call_from.load(Ordering::Relaxed);
-            let wait = self.wait_from.load(Ordering::Acquire);
-            let class = self.wait_class.load(Ordering::Relaxed) as usize;
-            fence(Ordering::Acquire);
-            if self.seq.load(Ordering::Relaxed) != s {
-                continue;
-            }
-            let now = clock::now();
-            if call != 0 {
-                v[ACTIVE] = v[ACTIVE].wrapping_add(now.saturating_sub(call));
-            }
-            if wait != 0 {
-                v[class.min(BUSY)] = v[class.min(BUSY)].wrapping_add(now.saturating_sub(wait));
-            }
-            return v;
-        }
+    /// The state now. Any thread.
+    fn now(&self) -> u8 {
+        self.state.load(Ordering::Relaxed)
     }
 }
 
-/// Time a database's connections in this process spent in SQLite and in
-/// its VFS's calls, summed over them: every connection's counters while it
-/// is open, and those of the closed ones.
+/// A database's connections in this process (every one through the
+/// timing VFS while it is open), for the sampler's looks.
 #[derive(Debug, Default)]
 pub struct VfsTimings {
-    conns: Mutex<Conns>,
+    open: Mutex<Vec<Arc<ConnState>>>,
 }
 
-#[derive(Debug, Default)]
-struct Conns {
-    open: Vec<Arc<ConnTimes>>,
-    closed: [u64; CLASSES],
-}
-
-/// [`VfsTimings`] read at one instant, in nanoseconds since the first
-/// connection to the database opened.
+/// How many of a database's connections are in each state at one look,
+/// as PostgreSQL's `pg_stat_activity` counts sessions.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct VfsTotals {
-    /// In `xRead`: pages read from the database and WAL files.
-    pub read_ns: u64,
-    /// In `xWrite` and `xTruncate`.
-    pub write_ns: u64,
-    /// In `xSync`: the flushes of the WAL (at commit) and of the database
+pub struct VfsStates {
+    /// Open, and not inside a call of SQLite (storbench's own time, or a
+    /// transaction left open between statements).
+    pub idle: u32,
+    /// Inside a call (a statement, begin, commit, load, close) and in none
+    /// of the waits below: running, or runnable.
+    pub cpu: u32,
+    /// In `xRead`: a page read from the database or WAL file.
+    pub read: u32,
+    /// In `xWrite` or `xTruncate`.
+    pub write: u32,
+    /// In `xSync`: the flush of the WAL (at commit) or of the database
     /// file (at a checkpoint).
-    pub sync_ns: u64,
-    /// In `xSleep`: the busy handler waiting for another connection's lock.
-    pub busy_ns: u64,
-    /// Inside any call of storbench's connections (statements, begin,
-    /// commit, load, close): what the times above are part of.
-    pub active_ns: u64,
+    pub sync: u32,
+    /// In `xSleep`: the busy handler waiting for another connection's
+    /// lock.
+    pub busy: u32,
+}
+
+impl VfsStates {
+    /// The connections inside a call: those not idle.
+    pub fn active(&self) -> u32 {
+        self.cpu + self.read + self.write + self.sync + self.busy
+    }
 }
 
 impl VfsTimings {
-    /// The totals now: calls and waits in progress counted up to now.
-    pub fn totals(&self) -> VfsTotals {
-        let mut conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
-        let mut sum = [0u64; CLASSES];
-        let Conns { open, closed } = &mut *conns;
-        open.retain(|c| {
-            let v = c.read();
-            // Only this list holds it: the connection and its files are
-            // gone, and nothing writes to it any more.
-            let gone = Arc::strong_count(c) == 1;
-            let into = if gone { &mut *closed } else { &mut sum };
-            for (a, b) in into.iter_mut().zip(v) {
-                *a = a.wrapping_add(b);
-            }
-            !gone
-        });
-        for (a, b) in sum.iter_mut().zip(*closed) {
-            *a = a.wrapping_add(b);
+    /// One look: the open connections counted by the state each is in
+    /// now. Connections closed since the last look are dropped from the
+    /// list here.
+    pub fn states(&self) -> VfsStates {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let mut n = [0u32; STATES];
+        // Only this list holds a gone one: the connection and its files
+        // are closed, and nothing writes to it any more.
+        open.retain(|c| Arc::strong_count(c) > 1);
+        for c in open.iter() {
+            n[(c.now() as usize).min(STATES - 1)] += 1;
         }
-        VfsTotals {
-            read_ns: clock::ns(sum[READ]),
-            write_ns: clock::ns(sum[WRITE]),
-            sync_ns: clock::ns(sum[SYNC]),
-            busy_ns: clock::ns(sum[BUSY]),
-            active_ns: clock::ns(sum[ACTIVE]),
+        VfsStates {
+            idle: n[IDLE as usize],
+            cpu: n[CPU as usize],
+            read: n[READ as usize],
+            write: n[WRITE as usize],
+            sync: n[SYNC as usize],
+            busy: n[BUSY as usize],
         }
     }
 
-    /// Counters for a new connection to the database.
-    pub(crate) fn connect(&self) -> Arc<ConnTimes> {
-        let c = Arc::new(ConnTimes::default());
-        self.conns.lock().unwrap_or_else(|e| e.into_inner()).open.push(c.clone());
+    /// The state of a new connection to the database.
+    pub(crate) fn connect(&self) -> Arc<ConnState> {
+        let c = Arc::new(ConnState::default());
+        self.open.lock().unwrap_or_else(|e| e.into_inner()).push(c.clone());
         c
     }
 }
 
-/// The timings of the database at `path`, shared by every connection to
-/// it in this process (the path as its directory resolves, so two
+/// The connections of the database at `path`, shared by every connection
+/// to it in this process (the path as its directory resolves, so two
 /// spellings of one file share them).
 pub(crate) fn timings_for(path: &Path) -> Arc<VfsTimings> {
     static ALL: Mutex<Vec<(PathBuf, Weak<VfsTimings>)>> = Mutex::new(Vec::new());
@@ -320,54 +183,50 @@ pub(crate) fn timings_for(path: &Path) -> Arc<VfsTimings> {
 }
 
 thread_local! {
-    /// The counters of the connection whose call runs on this thread (an
+    /// The state of the connection whose call runs on this thread (an
     /// `Arc`'s pointer, held by the [`Active`] that set it; null outside
     /// calls).
-    static CURRENT: Cell<*const ConnTimes> = const { Cell::new(std::ptr::null()) };
+    static CURRENT: Cell<*const ConnState> = const { Cell::new(std::ptr::null()) };
 }
 
-/// A connection's call in progress: files SQLite opens meanwhile on this
-/// thread are timed into the connection's counters, and the call's time
-/// is its `active` time (a call inside another of the same connection's
-/// adds nothing).
+/// A connection's call in progress: the connection is in a call (CPU,
+/// unless a wait says otherwise) until it ends, and files SQLite opens
+/// meanwhile on this thread are the connection's (a call inside another
+/// of the same connection changes nothing).
 pub(crate) struct Active<'a> {
-    conn: &'a Arc<ConnTimes>,
-    from: u64,
-    before: *const ConnTimes,
+    conn: &'a ConnState,
+    outer: bool,
+    before: *const ConnState,
 }
 
 impl<'a> Active<'a> {
     /// The call begins.
     #[inline(always)]
-    pub(crate) fn new(conn: &'a Arc<ConnTimes>) -> Active<'a> {
+    pub(crate) fn new(conn: &'a Arc<ConnState>) -> Active<'a> {
         let before = CURRENT.try_with(|c| c.replace(Arc::as_ptr(conn))).unwrap_or(std::ptr::null());
-        let from = if conn.call_from.load(Ordering::Relaxed) == 0 {
-            let t = clock::now();
-            conn.call_from.store(t, Ordering::Relaxed);
-            t
-        } else {
-            0
-        };
-        Active { conn, from, before }
+        let outer = conn.state.load(Ordering::Relaxed) == IDLE;
+        if outer {
+            conn.state.store(CPU, Ordering::Relaxed);
+        }
+        Active { conn, outer, before }
     }
 }
 
 impl Drop for Active<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        if self.from != 0 {
-            self.conn.end(ACTIVE, clock::now().saturating_sub(self.from), &self.conn.call_from);
+        if self.outer {
+            self.conn.state.store(IDLE, Ordering::Relaxed);
         }
         let _ = CURRENT.try_with(|c| c.set(self.before));
     }
 }
 
 /// Registers the shim (once per process); an error says why it could not
-/// be, and connections then open on the default VFS untimed.
+/// be, and connections then open on the default VFS unseen.
 pub(crate) fn register() -> Result<(), String> {
     static DONE: OnceLock<Result<(), String>> = OnceLock::new();
     DONE.get_or_init(|| {
-        clock::init();
         // SAFETY: sqlite3_vfs_find(NULL) returns the default VFS, which
         // SQLite keeps for the life of the process (storbench never
         // unregisters one), or null.
@@ -415,14 +274,14 @@ pub(crate) fn register() -> Result<(), String> {
     .clone()
 }
 
-/// Our file: SQLite's header (our methods), the counters of the
-/// connection it belongs to (an `Arc`'s pointer, its count raised at open
-/// and lowered at close; null when untimed), then the wrapped VFS's own
-/// file, `szOsFile` bytes of it.
+/// Our file: SQLite's header (our methods), the state of the connection
+/// it belongs to (an `Arc`'s pointer, its count raised at open and
+/// lowered at close; null when no connection's), then the wrapped VFS's
+/// own file, `szOsFile` bytes of it.
 #[repr(C)]
 struct TimedFile {
     base: ffi::sqlite3_file,
-    conn: *const ConnTimes,
+    conn: *const ConnState,
 }
 
 /// The wrapped VFS of ours.
@@ -501,18 +360,18 @@ forward_vfs!(x_get_system_call, xGetSystemCall, (z: *const c_char) -> ffi::sqlit
 forward_vfs!(x_next_system_call, xNextSystemCall, (z: *const c_char) -> *const c_char, std::ptr::null());
 forward_vfs!(x_sleep_real, xSleep, (us: c_int) -> c_int, 0);
 
-/// `xSleep`, timed as the busy handler's wait for another connection.
+/// `xSleep`, seen as the busy handler's wait for another connection.
 unsafe extern "C" fn x_sleep(vfs: *mut ffi::sqlite3_vfs, us: c_int) -> c_int {
     let current = CURRENT.try_with(Cell::get).unwrap_or(std::ptr::null());
-    // SAFETY: a non-null CURRENT is the counters of the connection whose
+    // SAFETY: a non-null CURRENT is the state of the connection whose
     // call runs on this thread, which its `Active` keeps alive until it
     // resets CURRENT.
     let conn = unsafe { current.as_ref() };
-    let from = conn.and_then(|c| c.wait_begins(BUSY));
+    let before = conn.and_then(|c| c.wait_begins(BUSY));
     // SAFETY: forwarded as SQLite called it.
     let slept = unsafe { x_sleep_real(vfs, us) };
-    if let (Some(c), Some(from)) = (conn, from) {
-        c.wait_ends(from);
+    if let (Some(c), Some(before)) = (conn, before) {
+        c.wait_ends(before);
     }
     slept
 }
@@ -530,7 +389,7 @@ unsafe extern "C" fn x_open(
     // bytes at `file`; the wrapped xOpen gets its part and the arguments
     // SQLite gave us. SQLite calls xClose (ours) exactly when pMethods is
     // set after xOpen, even on failure; when it is not, nothing else
-    // holds the counters, so they are released here. A non-null CURRENT
+    // holds the state, so they are released here. A non-null CURRENT
     // is an `Arc`'s pointer that its `Active` keeps alive meanwhile, so
     // its count can be raised.
     unsafe {
@@ -557,7 +416,7 @@ unsafe extern "C" fn x_open(
     }
 }
 
-/// Drops the file's hold on its connection's counters.
+/// Drops the file's hold on its connection's state.
 ///
 /// # Safety
 /// `f` is one of our files, not released before.
@@ -589,19 +448,19 @@ macro_rules! forward_file {
     };
 }
 
-/// A forwarded file method timed as a wait of class `$class` of the
-/// file's connection.
-macro_rules! timed_file {
+/// A forwarded file method that is a wait of class `$class` of the file's
+/// connection while it runs.
+macro_rules! wait_file {
     ($name:ident, $plain:ident, $class:ident, ($($a:ident: $t:ty),*)) => {
         unsafe extern "C" fn $name(file: *mut ffi::sqlite3_file, $($a: $t),*) -> c_int {
-            // SAFETY: `file` is ours and open, so its connection's counters
-            // (when not null) are held until its xClose.
+            // SAFETY: `file` is ours and open, so its connection's state
+            // (when not null) is held until its xClose.
             let conn = unsafe { (*file.cast::<TimedFile>()).conn.as_ref() };
-            let from = conn.and_then(|c| c.wait_begins($class));
+            let before = conn.and_then(|c| c.wait_begins($class));
             // SAFETY: forwarded as SQLite called it.
             let rc = unsafe { $plain(file, $($a),*) };
-            if let (Some(c), Some(from)) = (conn, from) {
-                c.wait_ends(from);
+            if let (Some(c), Some(before)) = (conn, before) {
+                c.wait_ends(before);
             }
             rc
         }
@@ -622,10 +481,10 @@ forward_file!(
 );
 forward_file!(truncate_plain, xTruncate, (size: ffi::sqlite3_int64) -> c_int, ffi::SQLITE_IOERR_TRUNCATE);
 forward_file!(sync_plain, xSync, (flags: c_int) -> c_int, ffi::SQLITE_IOERR_FSYNC);
-timed_file!(x_read, read_plain, READ, (buf: *mut c_void, n: c_int, off: ffi::sqlite3_int64));
-timed_file!(x_write, write_plain, WRITE, (buf: *const c_void, n: c_int, off: ffi::sqlite3_int64));
-timed_file!(x_truncate, truncate_plain, WRITE, (size: ffi::sqlite3_int64));
-timed_file!(x_sync, sync_plain, SYNC, (flags: c_int));
+wait_file!(x_read, read_plain, READ, (buf: *mut c_void, n: c_int, off: ffi::sqlite3_int64));
+wait_file!(x_write, write_plain, WRITE, (buf: *const c_void, n: c_int, off: ffi::sqlite3_int64));
+wait_file!(x_truncate, truncate_plain, WRITE, (size: ffi::sqlite3_int64));
+wait_file!(x_sync, sync_plain, SYNC, (flags: c_int));
 forward_file!(close_plain, xClose, () -> c_int, ffi::SQLITE_OK);
 forward_file!(x_file_size, xFileSize, (size: *mut ffi::sqlite3_int64) -> c_int, ffi::SQLITE_IOERR_FSTAT);
 forward_file!(x_lock, xLock, (level: c_int) -> c_int, ffi::SQLITE_IOERR_LOCK);
@@ -655,7 +514,7 @@ forward_file!(x_fetch, xFetch, (off: ffi::sqlite3_int64, n: c_int, out: *mut *mu
 });
 forward_file!(x_unfetch, xUnfetch, (off: ffi::sqlite3_int64, p: *mut c_void) -> c_int, ffi::SQLITE_OK);
 
-/// `xClose`: closes the wrapped file, then drops its hold on the counters.
+/// `xClose`: closes the wrapped file, then drops its hold on the state.
 unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
     // SAFETY: SQLite closes each file once; after the wrapped close nothing
     // times into it.
@@ -691,5 +550,53 @@ const fn methods(version: c_int) -> ffi::sqlite3_io_methods {
         xShmUnmap: Some(x_shm_unmap),
         xFetch: Some(x_fetch),
         xUnfetch: Some(x_unfetch),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_is_cpu_a_wait_in_it_names_it_and_a_wait_inside_a_wait_keeps_the_outer() {
+        let db = VfsTimings::default();
+        let (a, b) = (db.connect(), db.connect());
+        assert_eq!(db.states(), VfsStates { idle: 2, ..VfsStates::default() });
+        let call = Active::new(&a);
+        assert_eq!(db.states(), VfsStates { idle: 1, cpu: 1, ..VfsStates::default() });
+        // A call inside the call changes nothing, and ending it ends
+        // nothing.
+        drop(Active::new(&a));
+        assert_eq!(db.states().cpu, 1);
+        let sync = a.wait_begins(SYNC).expect("not in a wait");
+        assert_eq!(db.states(), VfsStates { idle: 1, sync: 1, ..VfsStates::default() });
+        // A wait inside the wait: the outer one names the state until it
+        // ends.
+        assert_eq!(a.wait_begins(BUSY), None);
+        assert_eq!(db.states().sync, 1);
+        a.wait_ends(sync);
+        assert_eq!(db.states(), VfsStates { idle: 1, cpu: 1, ..VfsStates::default() });
+        // The other connection's wait is its own.
+        let _b_call = Active::new(&b);
+        let read = b.wait_begins(READ).unwrap();
+        assert_eq!(db.states(), VfsStates { cpu: 1, read: 1, ..VfsStates::default() });
+        assert_eq!(db.states().active(), 2);
+        b.wait_ends(read);
+        drop(call);
+        assert_eq!(db.states(), VfsStates { idle: 1, cpu: 1, ..VfsStates::default() });
+    }
+
+    #[test]
+    fn a_closed_connection_is_not_counted_and_a_call_sets_the_thread_s_connection() {
+        let db = VfsTimings::default();
+        let a = db.connect();
+        {
+            let _call = Active::new(&a);
+            assert_eq!(CURRENT.with(Cell::get), Arc::as_ptr(&a));
+        }
+        assert!(CURRENT.with(Cell::get).is_null());
+        drop(a);
+        assert_eq!(db.states(), VfsStates::default());
+        assert!(db.open.lock().unwrap().is_empty());
     }
 }

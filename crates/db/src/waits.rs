@@ -10,19 +10,17 @@
 //! shares sum to 1, and `wait.aas` (average active sessions) says how many
 //! sessions the shares are of.
 //!
-//! SQLite has no server and no sessions to look at: its waits are the time
-//! its connections spend in the VFS's calls, which storbench's connections
-//! time themselves (`vfs.rs`, a shim over the default VFS): at each look
-//! the nanoseconds since the last look in `xRead` (`IO.Read`), `xWrite`
-//! and `xTruncate` (`IO.Write`), `xSync` (`IO.Sync`) and the busy
+//! SQLite has no server and no sessions to look at: storbench's
+//! connections keep their own state, as a server keeps its sessions'
+//! (`vfs.rs`, a shim over the default VFS), and a look counts the
+//! database's open connections by the state each is in at the look,
+//! exactly as PostgreSQL's look counts sessions: in `xRead` (`IO.Read`),
+//! `xWrite` or `xTruncate` (`IO.Write`), `xSync` (`IO.Sync`), the busy
 //! handler's `xSleep` (`Lock.Busy`, waiting for another connection's write
-//! lock), and as `CPU` the rest of the time the connections spent inside
-//! SQLite's calls at all (statements, begin, commit); each over the look's
-//! wall time, so a class counts average connections in it, as a server's
-//! counts sessions, and `wait.aas` is the average number of connections
-//! inside SQLite. A call or a wait in progress at a look counts up to the
-//! look, so each look holds exactly the time since the last one (the
-//! first: since the source opened), whatever began earlier.
+//! lock), or inside a call of SQLite (a statement, begin, commit) and in
+//! none of these (`CPU`); a connection outside SQLite's calls is not
+//! active and not counted. So `wait.aas` is the average number of
+//! connections inside SQLite, and the shares are computed as a server's.
 //!
 //! It never blocks the run: its queries run in its own thread on its own
 //! connection; a failed look is skipped (counted in `wait.missed`), a lost
@@ -40,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use storbench_metrics::{StepReport, Unit};
 
-use crate::{Connection, Dialect, Stmt, VfsTimings, VfsTotals};
+use crate::{Connection, Dialect, Stmt, VfsTimings};
 
 /// Looks per second.
 pub const HZ: u32 = 10;
@@ -56,7 +54,7 @@ pub const LOOKS: &str = "wait.samples";
 pub const MISSED: &str = "wait.missed";
 
 /// What the active sessions wait on at one instant: class → sessions (for
-/// SQLite: average connections in the class since the last look).
+/// SQLite: its connections inside a call, by the state each is in).
 /// A class is `Type.Event` (`IO.WALSync`, `Lock.transactionid`) or `CPU`.
 pub type Snapshot = Vec<(String, f64)>;
 
@@ -118,40 +116,19 @@ pub struct WaitSource {
 enum How {
     /// A server's sessions, by this query.
     Query(Stmt),
-    /// SQLite's times (`vfs.rs`), against the last look's.
-    Vfs(VfsLook),
+    /// SQLite's connections' states (`vfs.rs`).
+    Vfs(Arc<VfsTimings>),
 }
 
-/// SQLite's times at the last look.
-struct VfsLook {
-    timings: std::sync::Arc<VfsTimings>,
-    last: VfsTotals,
-    at: Instant,
-}
-
-impl VfsLook {
-    /// The classes' average connections since the last look.
-    fn look(&mut self) -> Snapshot {
-        let (now, at) = (self.timings.totals(), Instant::now());
-        let (a, b) = (now, std::mem::replace(&mut self.last, now));
-        let wall = at.duration_since(std::mem::replace(&mut self.at, at)).as_nanos().max(1) as f64;
-        let waits = [
-            ("IO.Read", a.read_ns.saturating_sub(b.read_ns)),
-            ("IO.Write", a.write_ns.saturating_sub(b.write_ns)),
-            ("IO.Sync", a.sync_ns.saturating_sub(b.sync_ns)),
-            ("Lock.Busy", a.busy_ns.saturating_sub(b.busy_ns)),
-        ];
-        // Every wait is inside a call of its connection, counted up to the
-        // same instant: the rest of the calls' time is CPU.
-        let waited: u64 = waits.iter().map(|(_, ns)| ns).sum();
-        let cpu = a.active_ns.saturating_sub(b.active_ns).saturating_sub(waited);
-        waits
-            .into_iter()
-            .chain([(CPU, cpu)])
-            .filter(|(_, ns)| *ns > 0)
-            .map(|(c, ns)| (c.to_string(), ns as f64 / wall))
-            .collect()
-    }
+/// SQLite's connections counted per class, as a server's sessions are:
+/// those inside a call, by the wait each is in, or `CPU`.
+fn vfs_look(timings: &VfsTimings) -> Snapshot {
+    let s = timings.states();
+    [("IO.Read", s.read), ("IO.Write", s.write), ("IO.Sync", s.sync), ("Lock.Busy", s.busy), (CPU, s.cpu)]
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(c, n)| (c.to_string(), n as f64))
+        .collect()
 }
 
 /// PostgreSQL's type and event as a class: `IO.WALSync`; no type is `CPU`.
@@ -226,9 +203,8 @@ impl WaitSource {
             Dialect::Sqlite => {
                 let timings = conn
                     .vfs_timings()
-                    .map_err(|why| format!("{why}, so no time in its VFS's calls is kept"))?;
-                let vfs = VfsLook { last: timings.totals(), timings, at: Instant::now() };
-                return Ok(WaitSource { conn, how: How::Vfs(vfs) });
+                    .map_err(|why| format!("{why}, so its connections' waits are not kept"))?;
+                return Ok(WaitSource { conn, how: How::Vfs(timings) });
             }
         };
         let mut s = WaitSource { conn, how: How::Query(Stmt::new(look)) };
@@ -236,12 +212,12 @@ impl WaitSource {
         Ok(s)
     }
 
-    /// One look: what each active session waits on now (SQLite: what its
-    /// connections spent their time in since the last look).
+    /// One look: what each active session waits on now (SQLite: each
+    /// connection inside a call).
     pub fn look(&mut self) -> Result<Snapshot, crate::DbError> {
         let look = match &mut self.how {
             How::Query(q) => q,
-            How::Vfs(v) => return Ok(v.look()),
+            How::Vfs(v) => return Ok(vfs_look(v)),
         };
         let rows = self.conn.query(look, &[])?;
         let mut out: Snapshot = Vec::with_capacity(rows.len());
@@ -425,74 +401,75 @@ mod tests {
         assert_eq!(display_class("IO.file/innodb/x.ibd"), "IO:file/innodb/x.ibd");
     }
 
+    /// A SQLite look counts connections as a server's counts sessions:
+    /// one blocked in the busy handler is one `Lock.Busy`, one holding a
+    /// transaction open between its statements is not active, and a
+    /// closed one is nothing.
     #[test]
-    fn sqlite_s_looks_are_its_connections_time_in_the_vfs() {
+    fn a_sqlite_look_counts_its_connections_by_the_state_each_is_in() {
         let dir = tempfile::tempdir().unwrap();
         let url = |o: &str| crate::DbUrl::parse(&format!("sqlite:{}/w.db{o}", dir.path().display())).unwrap();
-        let mut w = crate::connect(&url("")).unwrap();
-        w.batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)").unwrap();
-        let mut src = WaitSource::open(crate::connect(&url("")).unwrap()).unwrap();
-        let ins = Stmt::new("INSERT INTO t (v) VALUES ($1)");
-        for i in 0..30 {
-            w.begin().unwrap();
-            w.execute(&ins, &[i.into()]).unwrap();
-            w.commit().unwrap();
-        }
-        let snap = src.look().unwrap();
-        let get = |c: &str| snap.iter().find(|(k, _)| k == c).map(|(_, v)| *v);
-        assert!(get("IO.Sync").is_some_and(|v| v > 0.0), "{snap:?}");
-        assert!(get(CPU).is_some_and(|v| v > 0.0), "{snap:?}");
-        // One connection, every call inside the look's window: at most one
-        // connection active on average.
-        let sum: f64 = snap.iter().map(|(_, v)| v).sum();
-        assert!(sum > 0.0 && sum <= 1.0 + 1e-9, "{sum} in {snap:?}");
-        // Nothing ran since: nothing to share.
-        assert!(src.look().unwrap().is_empty());
-        let off = WaitSource::open(crate::connect(&url("?timing=off")).unwrap()).err().unwrap();
-        assert!(off.contains("timing=off"), "{off}");
-    }
-
-    /// Regression: a call's time was counted when it ended, so a call
-    /// begun before the sampler opened (here a writer queued 0.4 s for the
-    /// lock) was lumped whole into the look after it ended, and a look in
-    /// the middle of a long wait did not see it. Each look holds the time
-    /// since the last one.
-    #[test]
-    fn a_sqlite_look_holds_the_time_since_the_last_one_and_no_more() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = crate::DbUrl::parse(&format!("sqlite:{}/w.db", dir.path().display())).unwrap();
-        let mut a = crate::connect(&url).unwrap();
+        let mut a = crate::connect(&url("")).unwrap();
         a.batch("CREATE TABLE t (id INTEGER PRIMARY KEY)").unwrap();
-        let timings = a.vfs_timings().unwrap();
+        let mut src = WaitSource::open(crate::connect(&url("")).unwrap()).unwrap();
+        // Open, between calls: nobody is active.
+        assert_eq!(src.look().unwrap(), Snapshot::new());
         a.begin().unwrap();
-        let mut b = crate::connect(&url).unwrap();
+        let mut b = crate::connect(&url("")).unwrap();
         let waiter = std::thread::spawn(move || {
             b.begin().unwrap();
             b.commit().unwrap();
         });
+        // The waiter sleeps in its busy handler and tries again (a moment
+        // of CPU) until the lock is free; the holder is idle meanwhile.
         let deadline = Instant::now() + Duration::from_secs(30);
-        while timings.totals().busy_ns == 0 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
+        let mut busy = None;
+        while busy.is_none() && Instant::now() < deadline {
+            busy = Some(src.look().unwrap()).filter(|s| s.iter().any(|(c, _)| c == "Lock.Busy"));
+            std::thread::sleep(Duration::from_millis(2));
         }
-        std::thread::sleep(Duration::from_millis(400));
-        let mut src = WaitSource::open(crate::connect(&url).unwrap()).unwrap();
-        std::thread::sleep(Duration::from_millis(300));
-        // The waiter has been in its busy handler the whole look.
-        // (The counters' clock and the look's are read a few µs apart:
-        // a share may pass a whole connection by that much.)
-        let during = src.look().unwrap();
-        let get = |s: &Snapshot, c: &str| s.iter().find(|(k, _)| k == c).map_or(0.0, |(_, v)| *v);
-        let busy = get(&during, "Lock.Busy");
-        let sum: f64 = during.iter().map(|(_, v)| v).sum();
-        assert!(busy > 0.6 && sum <= 1.001, "{during:?}");
+        assert_eq!(busy, Some(vec![("Lock.Busy".to_string(), 1.0)]));
         a.commit().unwrap();
         waiter.join().unwrap();
-        // The waiter's begin ended now: only its time since the last look
-        // counts, so two connections are at most two on average.
-        let after = src.look().unwrap();
-        let sum: f64 = after.iter().map(|(_, v)| v).sum();
-        assert!(sum <= 2.001, "{after:?}");
-        assert!(get(&after, "Lock.Busy") <= 1.001, "{after:?}");
+        assert_eq!(src.look().unwrap(), Snapshot::new());
+        drop(a);
+        assert_eq!(src.look().unwrap(), Snapshot::new());
+        let off = WaitSource::open(crate::connect(&url("?timing=off")).unwrap()).err().unwrap();
+        assert!(off.contains("timing=off"), "{off}");
+    }
+
+    /// At `synchronous=full` on a disk (/tmp here is ext4) a commit spends
+    /// most of its time in the WAL's flush, so the sampler's looks (ten a
+    /// second) see the committing connection in `IO.Sync`; every look sees
+    /// at most the one connection.
+    #[test]
+    fn a_sampler_s_looks_see_full_commits_in_io_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let url =
+            crate::DbUrl::parse(&format!("sqlite:{}/s.db?synchronous=full", dir.path().display())).unwrap();
+        let mut w = crate::connect(&url).unwrap();
+        w.batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)").unwrap();
+        let start = Instant::now();
+        let sampler = WaitSampler::start(WaitSource::open(crate::connect(&url).unwrap()).unwrap());
+        let ins = Stmt::new("INSERT INTO t (v) VALUES ($1)");
+        let mut i = 0i64;
+        while sampler.looks() < 12 {
+            w.begin().unwrap();
+            w.execute(&ins, &[i.into()]).unwrap();
+            w.commit().unwrap();
+            i += 1;
+        }
+        let r = sampler.window(start, start, Instant::now());
+        drop(sampler);
+        let sync = r.get("wait.share.IO.Sync").unwrap_or(0.0);
+        let aas = r.get(AAS).unwrap();
+        assert!(sync > 0.0, "{r:?}");
+        assert!(aas > 0.0 && aas <= 1.0, "{r:?}");
+        let sum: f64 = ["IO.Sync", "IO.Write", "IO.Read", "Lock.Busy", CPU]
+            .iter()
+            .filter_map(|c| r.get(&format!("{SHARE}{c}")))
+            .sum();
+        assert!((sum - 1.0).abs() < 1e-9, "{r:?}");
     }
 
     #[test]
