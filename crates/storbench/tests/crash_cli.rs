@@ -313,7 +313,18 @@ fn postgres_tpcc_crash_points_lose_no_order_when_honest_and_lose_orders_when_the
         "sata-ssd",
         "--record",
     ]);
-    s.ok(&["pg", "up", "crash-tpcc1", "--data", "crash-tpcc", "-c", "shared_buffers=64MB"]);
+    let up: serde_json::Value = serde_json::from_str(&s.ok(&[
+        "--json",
+        "pg",
+        "up",
+        "crash-tpcc1",
+        "--data",
+        "crash-tpcc",
+        "-c",
+        "shared_buffers=64MB",
+    ]))
+    .unwrap();
+    let port = up["port"].as_u64().unwrap_or_else(|| panic!("{up}"));
     // Without a TPC-C schema: refused, naming what to do.
     let (code, _, err) = s.run(&[
         "durability",
@@ -356,6 +367,44 @@ fn postgres_tpcc_crash_points_lose_no_order_when_honest_and_lose_orders_when_the
     clean(honest, 3, "an honest device with synchronous commits");
     let lying = cell(&cells, "", "lying");
     assert!(lying["lost_max"].as_i64().unwrap() > 0, "a cache that ignores flushes loses orders: {lying}");
+    // An index that no longer matches its table (the function of its
+    // expression changed under it): TPC-C's conditions never read it,
+    // pg_amcheck does, so every recovered point is inconsistent.
+    common::managed_psql(
+        port,
+        "CREATE FUNCTION sb_probe_f(int) RETURNS int IMMUTABLE LANGUAGE sql AS 'SELECT $1'; \
+         CREATE TABLE sb_probe (a int); INSERT INTO sb_probe SELECT generate_series(1, 100); \
+         CREATE INDEX sb_probe_i ON sb_probe (sb_probe_f(a)); \
+         CREATE OR REPLACE FUNCTION sb_probe_f(int) RETURNS int IMMUTABLE LANGUAGE sql AS 'SELECT -$1'",
+    );
+    let (code, cells) = matrix(
+        &s,
+        &[
+            "--db",
+            "managed:crash-tpcc1",
+            "--medium",
+            "crash-tpcc",
+            "--workload",
+            "tpcc",
+            "--clients",
+            "2",
+            "--cut-after",
+            "1s",
+            "--crash-points",
+            "2",
+            "--cache",
+            "honest",
+        ],
+    );
+    assert_eq!(code, 1, "bad points exit 1");
+    let broken = cell(&cells, "", "honest");
+    assert_eq!((broken["tried"].as_u64(), broken["inconsistent"].as_u64()), (Some(2), Some(2)), "{broken}");
+    assert_eq!((broken["lost_max"].as_i64(), broken["failed"].as_u64()), (Some(0), Some(0)), "{broken}");
+    for b in broken["bad_points"].as_array().unwrap() {
+        let why = b["inconsistent"].as_str().unwrap_or("");
+        assert!(why.contains("pg_amcheck") && why.contains("sb_probe_i"), "found by pg_amcheck: {broken}");
+    }
+    common::managed_psql(port, "DROP TABLE sb_probe; DROP FUNCTION sb_probe_f(int)");
     nothing_left(&s);
 }
 
