@@ -650,3 +650,51 @@ fn every_tpcc_crash_point_is_covered_by_its_wal_extent_and_recovery_agrees() {
     }
     nothing_left(&s);
 }
+
+/// The mariadbd servers (not `mariadb-install-db`'s bootstrap) whose
+/// socket is in this test's directory.
+fn mariadbds(s: &State) -> Vec<u32> {
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", &format!("mariadbd .*--socket={}.*--skip-grant-tables", s.path("").display())])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse().ok()).collect()
+}
+
+/// A storbench killed outright (SIGKILL: no Ctrl-C handling, no drops)
+/// during a MariaDB crash-point run takes its own mariadbd, whose data is
+/// on the medium, with it.
+#[test]
+fn a_killed_storbench_leaves_no_mariadbd_of_its_crash_points_running() {
+    let s = State::new();
+    let mnt = medium(&s, "crash-maria-kill");
+    let mut child = s
+        .sb()
+        .args(["durability", "--db", "mysql://root@localhost/test", "--medium", "crash-maria-kill"])
+        .args(["--clients", "1", "--cut-after", "30s", "--crash-points", "2", "--cache", "honest"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once its server runs on the medium (made by
+    // mariadb-install-db first), with the run's clients at work.
+    let t0 = std::time::Instant::now();
+    let mut running = Vec::new();
+    while running.is_empty() && t0.elapsed().as_secs() < 90 && child.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        running = mariadbds(&s);
+    }
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    let gone = (0..50).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        mariadbds(&s).is_empty()
+    });
+    let left = mariadbds(&s);
+    for &pid in &left {
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    assert!(!running.is_empty(), "no mariadbd of the run on {mnt} was seen running");
+    assert!(gone, "mariadbd {left:?} outlived the storbench that started it");
+}
