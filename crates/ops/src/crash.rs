@@ -171,6 +171,9 @@ struct RunLog {
     /// TPC-C on PostgreSQL: where its WAL was and where each acknowledged
     /// New-Order's commit record ends in it, for the WAL-extent reduction.
     wal: Option<WalLog>,
+    /// TPC-C on PostgreSQL without `wal`: why the run has none (the
+    /// reduction is then off).
+    wal_off: Option<String>,
 }
 
 /// The run's WAL as [`walprefix`] reads it: positions `lo..hi` (the redo
@@ -208,7 +211,7 @@ fn save_run(journal: &Path, label: &str, r: &RunLog) -> Result<(), OpsError> {
     let p = run_file(journal, label);
     let doc = serde_json::json!({
         "start_ns": r.start, "end_ns": r.end, "acks": r.acks.times, "districts": r.districts, "pages": r.pages,
-        "wal": r.wal.as_ref().map(WalLog::to_json),
+        "wal": r.wal.as_ref().map(WalLog::to_json), "wal_off": r.wal_off,
     });
     std::fs::write(&p, doc.to_string()).map_err(|e| OpsError::Failed(format!("writing {}: {e}", p.display())))
 }
@@ -229,7 +232,16 @@ fn load_run(journal: &Path, label: &str) -> Result<RunLog, OpsError> {
     let districts: Vec<[i64; 3]> = serde_json::from_value(v["districts"].clone()).unwrap_or_default();
     let pages: Vec<(u64, u64)> = serde_json::from_value(v["pages"].clone()).unwrap_or_default();
     let wal = WalLog::from_json(&v["wal"]);
-    Ok(RunLog { acks: AckLog { times }, start: num("start_ns"), end: num("end_ns"), districts, pages, wal })
+    let wal_off = v["wal_off"].as_str().map(str::to_string);
+    Ok(RunLog {
+        acks: AckLog { times },
+        start: num("start_ns"),
+        end: num("end_ns"),
+        districts,
+        pages,
+        wal,
+        wal_off,
+    })
 }
 
 /// What one crash point showed.
@@ -331,6 +343,9 @@ pub struct Cell {
     pub to_recover: usize,
     /// With the reduction: the distinct non-WAL states among the points.
     pub states: usize,
+    /// What the reader must know of how the cell was checked: the
+    /// WAL-extent reduction off (`--crash-points all` on TPC-C), and why.
+    pub note: Option<String>,
 }
 
 impl Cell {
@@ -389,6 +404,12 @@ pub enum Event<'a> {
         recover: usize,
         /// Distinct non-WAL states among the points.
         states: usize,
+    },
+    /// The WAL-extent reduction is off for a cell it would serve
+    /// (`--crash-points all` on TPC-C): every point is recovered.
+    ReductionOff {
+        /// Why, in a phrase.
+        why: &'a str,
     },
     /// A cell is complete.
     CellDone(&'a Cell),
@@ -571,7 +592,15 @@ fn commit_for(d: Duration, conns: Vec<Box<dyn storbench_db::Connection>>) -> Run
     let writers = Writers::start(TABLE, conns);
     std::thread::sleep(d);
     let acks = writers.stop_timed();
-    RunLog { acks, start, end: monotonic_ns(), districts: Vec::new(), pages: Vec::new(), wal: None }
+    RunLog {
+        acks,
+        start,
+        end: monotonic_ns(),
+        districts: Vec::new(),
+        pages: Vec::new(),
+        wal: None,
+        wal_off: None,
+    }
 }
 
 /// TPC-C for `o.run_for` under setting `s` on a schema built beforehand:
@@ -650,12 +679,24 @@ fn tpcc_workload(o: &Options, inst: &Instance, s: &[(String, String)]) -> Result
     let times = acked.iter().map(|a| a.iter().map(|x| x.0).collect()).collect();
     let xids: Vec<Vec<u64>> = acked.iter().map(|a| a.iter().map(|x| x.1).collect()).collect();
     // Without every commit's place the reduction is off (all points are recovered).
-    let wal = match before {
-        Some(b) if xids.iter().flatten().all(|&x| x != 0) => wal_after(admin.as_mut(), inst, b, &xids)?,
-        _ => None,
+    let unknown = xids.iter().flatten().filter(|&&x| x == 0).count();
+    let (wal, wal_off) = match before {
+        None => (None, Some("the server did not give its redo point before the run".to_string())),
+        Some(_) if unknown > 0 => (
+            None,
+            Some(format!(
+                "{unknown} of {} acknowledged New-Orders have no transaction id (a TPC-C schema without \
+                 stored routines commits each in client SQL; `tpcc build --replace` makes them)",
+                xids.iter().map(Vec::len).sum::<usize>()
+            )),
+        ),
+        Some(b) => match wal_after(admin.as_mut(), inst, b, &xids)? {
+            Ok(w) => (Some(w), None),
+            Err(why) => (None, Some(why)),
+        },
     };
     settings.reset()?;
-    Ok(RunLog { acks: AckLog { times }, start, end, districts, pages: Vec::new(), wal })
+    Ok(RunLog { acks: AckLog { times }, start, end, districts, pages: Vec::new(), wal, wal_off })
 }
 
 /// A New-Order in a transaction of its own making, so its id can be read
@@ -703,14 +744,15 @@ fn wal_before(c: &mut dyn storbench_db::Connection) -> Result<Option<(u64, u64, 
 
 /// After the run: the WAL's end once flushed, each segment's place on the
 /// image, and each acknowledged New-Order's commit record's end (from
-/// `pg_waldump` over the run's WAL). `None` when a segment of the run is
-/// gone (recycled by a checkpoint within it): its bytes' places are lost.
+/// `pg_waldump` over the run's WAL). An `Err` saying so when a segment of
+/// the run is gone (recycled by a checkpoint within it): its bytes' places
+/// are lost.
 fn wal_after(
     c: &mut dyn storbench_db::Connection,
     inst: &Instance,
     (lo, tli, seg): (u64, u64, u64),
     xids: &[Vec<u64>],
-) -> Result<Option<WalLog>, OpsError> {
+) -> Result<Result<WalLog, String>, OpsError> {
     let q = |c: &mut dyn storbench_db::Connection, sql: &str| -> Result<u64, OpsError> {
         let t = c.query_one(&Stmt::new(sql), &[])?.text(0)?;
         lsn(&t).ok_or_else(|| OpsError::Failed(format!("reading the WAL position: '{t}'")))
@@ -729,7 +771,13 @@ fn wal_after(
         match crash::file_map(&f) {
             Ok(x) => map
                 .extend(x.into_iter().map(|(logical, physical, len)| (physical, len, segno * seg + logical))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Err(format!(
+                    "WAL segment {} of the run was recycled by a checkpoint within it (the places of \
+                     its bytes on the image are lost); a shorter --cut-after or a larger max_wal_size keeps it",
+                    f.file_name().unwrap_or_default().to_string_lossy()
+                )))
+            }
             Err(e) => return Err(OpsError::Failed(format!("mapping the WAL: {e}"))),
         }
     }
@@ -746,7 +794,7 @@ fn wal_after(
         .iter()
         .map(|d| d.iter().map(|x| commits.get(x).copied().unwrap_or(u64::MAX)).collect())
         .collect();
-    Ok(Some(WalLog { lo, hi, until_ns, map, ends }))
+    Ok(Ok(WalLog { lo, hi, until_ns, map, ends }))
 }
 
 /// From `pg_waldump` lines, each COMMIT record's transaction id and where
@@ -854,6 +902,15 @@ fn check_cell(
         (Some(w), Selection::All) if !o.torn_pages => Some(reduce(&journal, w, &run.acks, &all)?),
         _ => None,
     };
+    // Where it would serve but cannot, said (every point is then
+    // recovered, which for a run of seconds takes hours): the rows
+    // workload and sampled points never use it.
+    let off =
+        (o.workload == Workload::Tpcc && o.selection == Selection::All && !o.torn_pages && reduced.is_none())
+            .then(|| run.wal_off.clone().unwrap_or_else(|| "the recorded run kept no WAL positions".into()));
+    if let Some(why) = &off {
+        on(Event::ReductionOff { why });
+    }
     if let Some(r) = &reduced {
         on(Event::Reduced {
             predicted: all.len() - r.recover.len(),
@@ -874,6 +931,7 @@ fn check_cell(
         points: all.len(),
         to_recover: reduced.as_ref().map_or(0, |r| r.recover.len()),
         states: reduced.as_ref().map_or(0, |r| r.states),
+        note: off.map(|why| format!("WAL-extent reduction off: {why}; every point is recovered")),
         ..Cell::default()
     };
     let scratch = Scratch::new(&o.scratch)?;

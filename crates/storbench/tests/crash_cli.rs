@@ -405,6 +405,50 @@ fn postgres_tpcc_crash_points_lose_no_order_when_honest_and_lose_orders_when_the
         assert!(why.contains("pg_amcheck") && why.contains("sb_probe_i"), "found by pg_amcheck: {broken}");
     }
     common::managed_psql(port, "DROP TABLE sb_probe; DROP FUNCTION sb_probe_f(int)");
+    // A schema without stored routines: no New-Order's transaction id is
+    // read before it commits, so `all` has no WAL-extent reduction, and
+    // says so (a line, even with --quiet, and a note on the cell).
+    // Interrupted once said: every point would be recovered.
+    common::managed_psql(port, "UPDATE storbench_tpcc_meta SET procedures = 0");
+    let mut child = s
+        .sb()
+        .args(["--json", "durability", "--db", "managed:crash-tpcc1", "--medium", "crash-tpcc"])
+        .args(["--workload", "tpcc", "--clients", "2", "--cut-after", "500ms", "--crash-points", "all"])
+        .args(["--cache", "honest"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for l in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(l.clone());
+            all.push_str(&l);
+            all.push('\n');
+        }
+        all
+    });
+    // Bounded: without the line the run would go on through every point.
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    let said = std::iter::from_fn(|| {
+        rx.recv_timeout(give_up.saturating_duration_since(std::time::Instant::now())).ok()
+    })
+    .find(|l| l.contains("WAL-extent reduction off"));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = reader.join().unwrap();
+    common::managed_psql(port, "UPDATE storbench_tpcc_meta SET procedures = 1");
+    let said = said.unwrap_or_else(|| panic!("no line says the reduction is off: {err}"));
+    assert!(said.contains("stored routines") && said.contains("every point is recovered"), "{said}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {} {err}", String::from_utf8_lossy(&out.stdout)));
+    let off = &doc["cells"][0];
+    let note = off["note"].as_str().unwrap_or_else(|| panic!("no note: {off}"));
+    assert!(note.starts_with("WAL-extent reduction off:") && note.contains("stored routines"), "{off}");
+    assert_eq!(off["predicted"], 0, "{off}");
     nothing_left(&s);
 }
 

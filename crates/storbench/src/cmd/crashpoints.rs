@@ -259,6 +259,12 @@ fn estimate(o: &Options) -> String {
 }
 
 fn progress(g: &Global, e: Event) {
+    // Said even with --quiet: it changes what the run costs (every point
+    // recovered) and what its figures rest on.
+    if let Event::ReductionOff { why } = e {
+        eprintln!("storbench: warning: WAL-extent reduction off: {why}; every point is recovered");
+        return;
+    }
     if g.quiet {
         return;
     }
@@ -304,7 +310,7 @@ fn progress(g: &Global, e: Event) {
             c.failed,
             c.disagreed
         ),
-        Event::CellDone(_) => {}
+        Event::CellDone(_) | Event::ReductionOff { .. } => {}
     }
 }
 
@@ -390,7 +396,7 @@ fn store(
         let setting = if c.setting.is_empty() { "default" } else { &c.setting };
         let params = serde_json::json!({
             "setting": c.setting, "cache": c.mode, "first_bad": c.first_bad.as_ref().map(|(i, _)| *i),
-            "bad_points": bad_points(c),
+            "bad_points": bad_points(c), "note": c.note,
         });
         st.write_step(
             run.id,
@@ -427,7 +433,7 @@ fn print_matrix(
                     "points_losing": c.points_losing, "inconsistent": c.inconsistent, "failed": c.failed,
                     "first_bad": c.first_bad.as_ref().map(|(i, _)| *i),
                     "first_bad_why": c.first_bad.as_ref().map(|(_, out)| format!("{out:?}")),
-                    "seconds_per_point": per_point(c),
+                    "seconds_per_point": per_point(c), "note": c.note,
                 })
             })
             .collect();
@@ -458,6 +464,10 @@ fn print_matrix(
                 .map(|(i, _)| format!("#{i} (--crash-point {i})"))
                 .unwrap_or_else(|| "-".into())
         ));
+    }
+    for c in cells.iter().filter(|c| c.note.is_some()) {
+        let setting = if c.setting.is_empty() { "default" } else { &c.setting };
+        t.push(format!("{setting} / {}: {}", c.mode, c.note.as_deref().unwrap_or_default()));
     }
     if cells.iter().any(|c| c.predicted > 0) {
         t.push(
