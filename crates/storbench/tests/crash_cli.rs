@@ -742,3 +742,50 @@ fn a_killed_storbench_leaves_no_mariadbd_of_its_crash_points_running() {
     assert!(!running.is_empty(), "no mariadbd of the run on {mnt} was seen running");
     assert!(gone, "mariadbd {left:?} outlived the storbench that started it");
 }
+
+/// bench/crash-points.sh's progress: the per-point lines of a real run
+/// (SQLite, every point) summed up by bench/crash-progress.py into a line
+/// per tenth of a cell's points, the last one saying every point was done;
+/// the other lines pass through.
+#[test]
+fn the_bench_scripts_progress_sums_up_the_point_lines() {
+    let s = State::new();
+    let mnt = medium(&s, "crash-progress");
+    let db = format!("sqlite:{mnt}/t.db");
+    // Not --quiet (State::sb's): the point lines are what is summed up.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_storbench"))
+        .current_dir(s.dir.path())
+        .env("STORBENCH_STATE", s.state())
+        .env("STORBENCH_RESULTS", s.path("r.db"))
+        .args(["--json", "durability", "--db", &db, "--medium", "crash-progress", "--clients", "1"])
+        .args(["--cut-after", "150ms", "--crash-points", "all", "--cache", "honest"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let points = doc["cells"][0]["tried"].as_u64().unwrap();
+    let lines = err.lines().filter(|l| l.contains("] point ")).count() as u64;
+    assert!(
+        points > 12 && lines == points,
+        "a line per point to sum up: {points} points, {lines} lines: {err}"
+    );
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/crash-progress.py");
+    let mut sum = std::process::Command::new("python3")
+        .arg(script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut sum.stdin.take().unwrap(), &out.stderr).unwrap();
+    let summed = sum.wait_with_output().unwrap();
+    assert!(summed.status.success());
+    let summed = String::from_utf8_lossy(&summed.stdout);
+    eprintln!("{points} points summed up:\n{summed}");
+    assert!(!summed.contains("] point "), "no line per point: {summed}");
+    let progress: Vec<&str> = summed.lines().filter(|l| l.starts_with("  [honest] ")).collect();
+    assert!((2..=11).contains(&progress.len()), "a line per tenth: {summed}");
+    let last = progress.last().unwrap();
+    assert!(last.starts_with(&format!("  [honest] {points}/{points} points: 0 losing")), "{summed}");
+    assert!(summed.lines().any(|l| l.starts_with("run: ")), "other lines pass: {summed}");
+    no_scratch_left(&s);
+}
