@@ -81,9 +81,9 @@ pub enum Workload {
     /// Numbered rows, one commit each ([`crate::acked`]): the rows acknowledged per client.
     #[default]
     Rows,
-    /// TPC-C on a schema built beforehand (`tpcc build`), PostgreSQL only:
-    /// the New-Orders acknowledged per district, and `tpcc check`'s
-    /// consistency conditions after recovery.
+    /// TPC-C on a schema built beforehand (`tpcc build`), PostgreSQL or
+    /// SQLite: the New-Orders acknowledged per district, and `tpcc
+    /// check`'s consistency conditions after recovery.
     Tpcc,
 }
 
@@ -462,9 +462,10 @@ pub fn run(o: &Options, stop: &AtomicBool, on: &mut dyn FnMut(Event)) -> Result<
 /// log and the run's window on CLOCK_MONOTONIC.
 fn workload(o: &Options, s: &[(String, String)]) -> Result<RunLog, OpsError> {
     match &o.target {
-        Target::Sqlite { .. } | Target::Mariadb { .. } if o.workload == Workload::Tpcc => {
-            Err(OpsError::Usage("--workload tpcc: PostgreSQL only (give --db managed:NAME)".into()))
-        }
+        Target::Mariadb { .. } if o.workload == Workload::Tpcc => Err(OpsError::Usage(
+            "--workload tpcc: PostgreSQL or SQLite (give --db managed:NAME or sqlite:PATH)".into(),
+        )),
+        Target::Sqlite { path, .. } if o.workload == Workload::Tpcc => tpcc_sqlite_workload(o, path, s),
         Target::Mariadb { data, database, .. } => {
             let scratch = Scratch::new(&o.scratch)?;
             let run_dir = scratch.dir.join("live");
@@ -620,62 +621,13 @@ fn tpcc_workload(o: &Options, inst: &Instance, s: &[(String, String)]) -> Result
         ))
     })?;
     let settings = Altered::apply(open()?, s)?;
-    let districts: Vec<[i64; 3]> = admin
-        .query(&Stmt::new("SELECT d_w_id, d_id, d_next_o_id FROM district ORDER BY d_w_id, d_id"), &[])?
-        .iter()
-        .map(|r| Ok([r.int(0)?, r.int(1)?, r.int(2)?]))
-        .collect::<Result<_, storbench_db::DbError>>()?;
+    let districts = tpcc_districts(admin.as_mut())?;
     admin.batch("CHECKPOINT")?;
     let before = wal_before(admin.as_mut())?;
     let conns = (0..o.clients).map(|_| open()).collect::<Result<Vec<_>, _>>()?;
-    let seed = monotonic_ns();
-    let wl = std::sync::Arc::new(Tpcc::new(tpcc::Options { seed, ..tpcc::Options::default() }, &info));
-    let index: std::sync::Arc<std::collections::HashMap<(i64, i64), usize>> =
-        std::sync::Arc::new(districts.iter().enumerate().map(|(i, d)| ((d[0], d[1]), i)).collect());
-    let halt = std::sync::Arc::new(AtomicBool::new(false));
     let every = o.checkpoint_every.map(|d| checkpoints(open(), d)).transpose()?;
-    let start = monotonic_ns();
-    let threads: Vec<_> = conns
-        .into_iter()
-        .enumerate()
-        .map(|(u, mut conn)| {
-            let (wl, index, halt) = (wl.clone(), index.clone(), halt.clone());
-            std::thread::spawn(move || {
-                let keys = wl.keys();
-                let mut rng = TpcRng::seeded(seed.wrapping_add(u as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
-                let home = (u as i64 % keys.warehouses) + 1;
-                let mut input = Input::default();
-                let mut acks: Vec<(u64, usize, u64)> = Vec::new();
-                while !halt.load(Ordering::Relaxed) && !conn.is_closed() {
-                    let kind = tpcc::deal(&mut rng);
-                    input.choose(kind, home, &keys, &mut rng);
-                    // An error (a serialization failure, a deadlock) is not an
-                    // acknowledgement: the order is not counted.
-                    if kind != tpcc::NEW_ORDER {
-                        let _ = wl.run_input(conn.as_mut(), &input);
-                    } else if let Some(xid) = new_order(conn.as_mut(), &wl, &input) {
-                        if let Some(&i) = index.get(&(input.w, input.d)) {
-                            acks.push((monotonic_ns(), i, xid));
-                        }
-                    }
-                }
-                acks
-            })
-        })
-        .collect();
-    std::thread::sleep(o.run_for);
-    halt.store(true, Ordering::Relaxed);
+    let (acked, start, end) = tpcc_drive(o, conns, &info, &districts, true);
     drop(every);
-    let mut acked = vec![Vec::new(); districts.len()];
-    for t in threads {
-        for (at, i, xid) in t.join().unwrap_or_default() {
-            acked[i].push((at, xid));
-        }
-    }
-    let end = monotonic_ns();
-    for a in &mut acked {
-        a.sort_unstable();
-    }
     let times = acked.iter().map(|a| a.iter().map(|x| x.0).collect()).collect();
     let xids: Vec<Vec<u64>> = acked.iter().map(|a| a.iter().map(|x| x.1).collect()).collect();
     // Without every commit's place the reduction is off (all points are recovered).
@@ -697,6 +649,111 @@ fn tpcc_workload(o: &Options, inst: &Instance, s: &[(String, String)]) -> Result
     };
     settings.reset()?;
     Ok(RunLog { acks: AckLog { times }, start, end, districts, pages: Vec::new(), wal, wal_off })
+}
+
+/// TPC-C on SQLite for `o.run_for` under setting `s` (`PRAGMA key=value`
+/// on every connection) on a schema built beforehand in the file `path`:
+/// the acknowledged New-Orders per district, as on PostgreSQL (no
+/// WAL-extent reduction: SQLite's points are each recovered).
+fn tpcc_sqlite_workload(o: &Options, path: &Path, s: &[(String, String)]) -> Result<RunLog, OpsError> {
+    let url = DbUrl::parse(&format!("sqlite:{}", path.display())).map_err(OpsError::Usage)?;
+    let open = || -> Result<_, OpsError> {
+        let mut c = connect(&url)?;
+        for (k, v) in s {
+            c.batch(&format!("PRAGMA {k}={v}"))?;
+        }
+        Ok(c)
+    };
+    let no_schema = || {
+        OpsError::Usage(format!(
+            "--workload tpcc: no TPC-C schema in {0}; build one first (storbench tpcc build --db sqlite:{0})",
+            path.display()
+        ))
+    };
+    if !path.exists() {
+        return Err(no_schema());
+    }
+    let mut admin = open()?;
+    let info = tpcc::inspect(admin.as_mut())?.ok_or_else(no_schema)?;
+    let districts = tpcc_districts(admin.as_mut())?;
+    drop(admin);
+    let conns = (0..o.clients).map(|_| open()).collect::<Result<Vec<_>, _>>()?;
+    let (acked, start, end) = tpcc_drive(o, conns, &info, &districts, false);
+    let times = acked.iter().map(|a| a.iter().map(|x| x.0).collect()).collect();
+    Ok(RunLog { acks: AckLog { times }, start, end, districts, pages: Vec::new(), wal: None, wal_off: None })
+}
+
+/// Each district's `(w_id, d_id, d_next_o_id)`, before the run.
+fn tpcc_districts(c: &mut dyn storbench_db::Connection) -> Result<Vec<[i64; 3]>, OpsError> {
+    Ok(c.query(&Stmt::new("SELECT d_w_id, d_id, d_next_o_id FROM district ORDER BY d_w_id, d_id"), &[])?
+        .iter()
+        .map(|r| Ok([r.int(0)?, r.int(1)?, r.int(2)?]))
+        .collect::<Result<_, storbench_db::DbError>>()?)
+}
+
+/// The clients run TPC-C's mix without think times on `conns` for
+/// `o.run_for`: per district (the order of `districts`), each New-Order
+/// that came back committed, with its acknowledgement time and (`xid`,
+/// PostgreSQL) its transaction id, in time order; and the run's window.
+#[allow(clippy::type_complexity)]
+fn tpcc_drive(
+    o: &Options,
+    conns: Vec<Box<dyn storbench_db::Connection>>,
+    info: &tpcc::SchemaInfo,
+    districts: &[[i64; 3]],
+    xid: bool,
+) -> (Vec<Vec<(u64, u64)>>, u64, u64) {
+    let seed = monotonic_ns();
+    let wl = std::sync::Arc::new(Tpcc::new(tpcc::Options { seed, ..tpcc::Options::default() }, info));
+    let index: std::sync::Arc<std::collections::HashMap<(i64, i64), usize>> =
+        std::sync::Arc::new(districts.iter().enumerate().map(|(i, d)| ((d[0], d[1]), i)).collect());
+    let halt = std::sync::Arc::new(AtomicBool::new(false));
+    let start = monotonic_ns();
+    let threads: Vec<_> = conns
+        .into_iter()
+        .enumerate()
+        .map(|(u, mut conn)| {
+            let (wl, index, halt) = (wl.clone(), index.clone(), halt.clone());
+            std::thread::spawn(move || {
+                let keys = wl.keys();
+                let mut rng = TpcRng::seeded(seed.wrapping_add(u as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
+                let home = (u as i64 % keys.warehouses) + 1;
+                let mut input = Input::default();
+                let mut acks: Vec<(u64, usize, u64)> = Vec::new();
+                while !halt.load(Ordering::Relaxed) && !conn.is_closed() {
+                    let kind = tpcc::deal(&mut rng);
+                    input.choose(kind, home, &keys, &mut rng);
+                    // An error (a serialization failure, a deadlock) is not an
+                    // acknowledgement: the order is not counted.
+                    if kind != tpcc::NEW_ORDER {
+                        let _ = wl.run_input(conn.as_mut(), &input);
+                    } else if let Some(xid) = if xid {
+                        new_order(conn.as_mut(), &wl, &input)
+                    } else {
+                        matches!(wl.run_input(conn.as_mut(), &input), Ok(false)).then_some(0)
+                    } {
+                        if let Some(&i) = index.get(&(input.w, input.d)) {
+                            acks.push((monotonic_ns(), i, xid));
+                        }
+                    }
+                }
+                acks
+            })
+        })
+        .collect();
+    std::thread::sleep(o.run_for);
+    halt.store(true, Ordering::Relaxed);
+    let mut acked = vec![Vec::new(); districts.len()];
+    for t in threads {
+        for (at, i, xid) in t.join().unwrap_or_default() {
+            acked[i].push((at, xid));
+        }
+    }
+    let end = monotonic_ns();
+    for a in &mut acked {
+        a.sort_unstable();
+    }
+    (acked, start, end)
 }
 
 /// A New-Order in a transaction of its own making, so its id can be read
@@ -905,9 +962,11 @@ fn check_cell(
     // Where it would serve but cannot, said (every point is then
     // recovered, which for a run of seconds takes hours): the rows
     // workload and sampled points never use it.
-    let off =
-        (o.workload == Workload::Tpcc && o.selection == Selection::All && !o.torn_pages && reduced.is_none())
-            .then(|| run.wal_off.clone().unwrap_or_else(|| "the recorded run kept no WAL positions".into()));
+    let pg = matches!(o.target, Target::Postgres { .. });
+    let off = (pg && o.workload == Workload::Tpcc && o.selection == Selection::All && !o.torn_pages)
+        .then_some(())
+        .filter(|_| reduced.is_none())
+        .map(|_| run.wal_off.clone().unwrap_or_else(|| "the recorded run kept no WAL positions".into()));
     if let Some(why) = &off {
         on(Event::ReductionOff { why });
     }
@@ -1101,7 +1160,7 @@ fn check_point(
     let out = match &o.target {
         Target::Sqlite { mount, path } => {
             let rel = path.strip_prefix(mount).unwrap_or(path);
-            check_sqlite(&at.join(rel), acked)
+            check_sqlite(&at.join(rel), districts, acked)
         }
         Target::Mariadb { mount, data, database } => {
             let rel = data.strip_prefix(mount).unwrap_or(data);
@@ -1124,8 +1183,10 @@ fn check_point(
 }
 
 /// SQLite on a crash image: open (its WAL or rollback journal recovers),
-/// `PRAGMA integrity_check`, and the acknowledged rows looked for.
-fn check_sqlite(db: &Path, acked: &[i64]) -> Outcome {
+/// `PRAGMA integrity_check`, and the acknowledged rows looked for; with
+/// TPC-C (`districts` not empty) the acknowledged New-Orders per district
+/// and `tpcc check`'s consistency conditions instead of the rows.
+fn check_sqlite(db: &Path, districts: &[[i64; 3]], acked: &[i64]) -> Outcome {
     let mut out = Outcome::default();
     if !db.exists() {
         // SQLite would open an empty database in its place: every
@@ -1149,6 +1210,27 @@ fn check_sqlite(db: &Path, acked: &[i64]) -> Outcome {
         Ok(rows) if rows.len() == 1 && rows[0] == "ok" => {}
         Ok(rows) => out.inconsistent = Some(rows.into_iter().take(3).collect::<Vec<_>>().join("; ")),
         Err(e) => out.inconsistent = Some(e.to_string()),
+    }
+    if !districts.is_empty() {
+        drop(conn);
+        let checked = DbUrl::parse(&format!("sqlite:{}", db.display()))
+            .map_err(|e| storbench_db::DbError::new(storbench_db::ErrorKind::Connect, e))
+            .and_then(|u| connect(&u))
+            .and_then(|mut c| {
+                let first = out.inconsistent.take();
+                check_tpcc(c.as_mut(), districts, acked, &mut out)?;
+                // integrity_check's complaint first, the conditions' after.
+                if first.is_some() {
+                    out.inconsistent = first;
+                }
+                Ok(())
+            });
+        if let Err(e) = checked {
+            if out.inconsistent.is_none() {
+                out.error(&e.to_string(), false);
+            }
+        }
+        return out;
     }
     let q = format!("SELECT count(*) FROM {TABLE} WHERE client = ?1 AND seq <= ?2");
     for (c, &n) in acked.iter().enumerate() {
