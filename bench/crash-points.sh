@@ -13,6 +13,7 @@
 #
 # --points all on TPC-C: every point, through the WAL-extent reduction
 # (docs/durability.md): the points it covers, the ones it recovers.
+# Progress is a summary (bench/crash-progress.py), not a line per point.
 #
 # Takes the measurement lock exclusively; $SB picks the binary (default: a
 # release build).
@@ -46,8 +47,11 @@ fi
 echo "data directory: $(du -sh "$STORBENCH_STATE/mnt/crashbench" | cut -f1), journal: $(du -sh "$STORBENCH_STATE/emu/crashbench.journal" | cut -f1)"
 sleep 3   # past the model's destage window
 t0=$(date +%s.%N)
+# Its stderr (a line per point) summed up by crash-progress.py: a line per
+# tenth of the points or per minute; the JSON goes to the file.
 "$SB" --json durability --db managed:crashbench-pg --medium crashbench --clients "$clients" --workload "$workload" \
-  --cut-after "$run" --crash-points "$points" --cache honest > "$work/out.json" || true
+  --cut-after "$run" --crash-points "$points" --cache honest 2>&1 > "$work/out.json" \
+  | python3 -u "$(dirname "$0")/crash-progress.py" >&2 || true
 wall=$(python3 -c "print($(date +%s.%N) - $t0)")
 python3 - "$work/out.json" "$wall" "$run" <<'PY'
 import json, sys

@@ -2,12 +2,13 @@
 //! whether a process runs ([`alive`], a zombie does not), which process a
 //! pid names over time ([`Identity`]), its children, stopping it with
 //! escalation and checking that it went ([`stop`]), running a command as
-//! another user ([`as_user`]), waiting for a condition or a child with a
+//! another user ([`as_user`], [`run_as`]), tying a child's life to its
+//! parent's ([`die_with_parent`]), waiting for a condition or a child with a
 //! timeout ([`wait_until`], [`wait_child`]), and the mount table, read in
 //! one place with one unescaping ([`mounts`], [`holders`]), memory groups
 //! ([`MemoryGroup`]), and the state directory where storbench records what
 //! it started so a later one can stop it ([`state_dir`]). Built on
-//! `procfs`, `nix` and `wait-timeout`; nothing here prints.
+//! `procfs`, `nix`, `libc` (`prctl`) and `wait-timeout`; nothing here prints.
 
 #![deny(missing_docs)]
 
@@ -251,6 +252,49 @@ pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
+/// Makes the process `c` spawns die (SIGKILL) when the thread that spawns
+/// it ends, which a kill of this whole process (even SIGKILL) includes:
+/// the kernel's `PR_SET_PDEATHSIG`, set in the child just before it execs.
+/// For a server that must not outlive storbench and is stopped, in the
+/// normal course, before the spawning thread's call returns: spawn it from
+/// a thread that lives as long as it should. The kernel clears the setting
+/// when the child changes its user or group ids or execs a set-user-ID
+/// program, so the child must start as the user it runs as
+/// ([`run_as`]), not switch to it itself. A parent gone between the fork
+/// and the setting is caught: the spawn fails.
+pub fn die_with_parent(c: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: prctl and getppid are async-signal-safe, and the closure
+    // allocates nothing (the error is a raw OS error).
+    unsafe {
+        c.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Makes `c` start as `user` and its login group (set before it execs, by
+/// the spawn itself) when this process is root and `user` is another;
+/// else nothing to do. An error when no such user exists.
+pub fn run_as(c: &mut Command, user: &str) -> Result<(), ProcError> {
+    use std::os::unix::process::CommandExt;
+    if !is_root() || user == "root" {
+        return Ok(());
+    }
+    let u = nix::unistd::User::from_name(user)
+        .map_err(|e| ProcError::Failed(format!("looking up user {user}: {e}")))?
+        .ok_or_else(|| ProcError::Refused(format!("no user named {user} on this machine")))?;
+    c.uid(u.uid.as_raw()).gid(u.gid.as_raw());
+    Ok(())
+}
+
 /// A command running `prog` as `user`: through `runuser -u USER --` when
 /// this process is root and `user` is another, else directly.
 pub fn as_user(user: &str, prog: &Path) -> Command {
@@ -266,6 +310,26 @@ pub fn as_user(user: &str, prog: &Path) -> Command {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_child_tied_to_its_parent_dies_when_the_spawning_thread_ends() {
+        let pid = std::thread::spawn(|| {
+            let mut c = Command::new("sleep");
+            c.arg("30");
+            die_with_parent(&mut c);
+            c.spawn().unwrap().id()
+        })
+        .join()
+        .unwrap();
+        let gone = wait_until(Duration::from_secs(5), || !alive(pid));
+        if !gone {
+            signal(pid, Signal::SIGKILL);
+        }
+        // Reap it (this process is its parent).
+        // SAFETY: waits for a child of this process, by its pid.
+        unsafe { libc::waitpid(pid as i32, std::ptr::null_mut(), 0) };
+        assert!(gone, "sleep {pid} outlived the thread that spawned it");
+    }
 
     #[test]
     fn a_stopped_child_is_gone_and_a_reaped_pid_is_not_alive() {

@@ -313,7 +313,18 @@ fn postgres_tpcc_crash_points_lose_no_order_when_honest_and_lose_orders_when_the
         "sata-ssd",
         "--record",
     ]);
-    s.ok(&["pg", "up", "crash-tpcc1", "--data", "crash-tpcc", "-c", "shared_buffers=64MB"]);
+    let up: serde_json::Value = serde_json::from_str(&s.ok(&[
+        "--json",
+        "pg",
+        "up",
+        "crash-tpcc1",
+        "--data",
+        "crash-tpcc",
+        "-c",
+        "shared_buffers=64MB",
+    ]))
+    .unwrap();
+    let port = up["port"].as_u64().unwrap_or_else(|| panic!("{up}"));
     // Without a TPC-C schema: refused, naming what to do.
     let (code, _, err) = s.run(&[
         "durability",
@@ -356,11 +367,93 @@ fn postgres_tpcc_crash_points_lose_no_order_when_honest_and_lose_orders_when_the
     clean(honest, 3, "an honest device with synchronous commits");
     let lying = cell(&cells, "", "lying");
     assert!(lying["lost_max"].as_i64().unwrap() > 0, "a cache that ignores flushes loses orders: {lying}");
+    // An index that no longer matches its table (the function of its
+    // expression changed under it): TPC-C's conditions never read it,
+    // pg_amcheck does, so every recovered point is inconsistent.
+    common::managed_psql(
+        port,
+        "CREATE FUNCTION sb_probe_f(int) RETURNS int IMMUTABLE LANGUAGE sql AS 'SELECT $1'; \
+         CREATE TABLE sb_probe (a int); INSERT INTO sb_probe SELECT generate_series(1, 100); \
+         CREATE INDEX sb_probe_i ON sb_probe (sb_probe_f(a)); \
+         CREATE OR REPLACE FUNCTION sb_probe_f(int) RETURNS int IMMUTABLE LANGUAGE sql AS 'SELECT -$1'",
+    );
+    let (code, cells) = matrix(
+        &s,
+        &[
+            "--db",
+            "managed:crash-tpcc1",
+            "--medium",
+            "crash-tpcc",
+            "--workload",
+            "tpcc",
+            "--clients",
+            "2",
+            "--cut-after",
+            "1s",
+            "--crash-points",
+            "2",
+            "--cache",
+            "honest",
+        ],
+    );
+    assert_eq!(code, 1, "bad points exit 1");
+    let broken = cell(&cells, "", "honest");
+    assert_eq!((broken["tried"].as_u64(), broken["inconsistent"].as_u64()), (Some(2), Some(2)), "{broken}");
+    assert_eq!((broken["lost_max"].as_i64(), broken["failed"].as_u64()), (Some(0), Some(0)), "{broken}");
+    for b in broken["bad_points"].as_array().unwrap() {
+        let why = b["inconsistent"].as_str().unwrap_or("");
+        assert!(why.contains("pg_amcheck") && why.contains("sb_probe_i"), "found by pg_amcheck: {broken}");
+    }
+    common::managed_psql(port, "DROP TABLE sb_probe; DROP FUNCTION sb_probe_f(int)");
+    // A schema without stored routines: no New-Order's transaction id is
+    // read before it commits, so `all` has no WAL-extent reduction, and
+    // says so (a line, even with --quiet, and a note on the cell).
+    // Interrupted once said: every point would be recovered.
+    common::managed_psql(port, "UPDATE storbench_tpcc_meta SET procedures = 0");
+    let mut child = s
+        .sb()
+        .args(["--json", "durability", "--db", "managed:crash-tpcc1", "--medium", "crash-tpcc"])
+        .args(["--workload", "tpcc", "--clients", "2", "--cut-after", "500ms", "--crash-points", "all"])
+        .args(["--cache", "honest"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for l in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(l.clone());
+            all.push_str(&l);
+            all.push('\n');
+        }
+        all
+    });
+    // Bounded: without the line the run would go on through every point.
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    let said = std::iter::from_fn(|| {
+        rx.recv_timeout(give_up.saturating_duration_since(std::time::Instant::now())).ok()
+    })
+    .find(|l| l.contains("WAL-extent reduction off"));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = reader.join().unwrap();
+    common::managed_psql(port, "UPDATE storbench_tpcc_meta SET procedures = 1");
+    let said = said.unwrap_or_else(|| panic!("no line says the reduction is off: {err}"));
+    assert!(said.contains("stored routines") && said.contains("every point is recovered"), "{said}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {} {err}", String::from_utf8_lossy(&out.stdout)));
+    let off = &doc["cells"][0];
+    let note = off["note"].as_str().unwrap_or_else(|| panic!("no note: {off}"));
+    assert!(note.starts_with("WAL-extent reduction off:") && note.contains("stored routines"), "{off}");
+    assert_eq!(off["predicted"], 0, "{off}");
     nothing_left(&s);
 }
 
 #[test]
-fn a_tpcc_workload_needs_postgres_and_crash_points() {
+fn a_tpcc_workload_needs_its_schema_on_postgres_or_sqlite_and_crash_points() {
     let s = State::new();
     let mnt = medium(&s, "crash-tpcc-bad");
     let db = format!("sqlite:{mnt}/t.db");
@@ -372,7 +465,16 @@ fn a_tpcc_workload_needs_postgres_and_crash_points() {
         assert_eq!((code, err.lines().count()), (2, 1), "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
     };
-    refused(&db, &["--workload", "tpcc", "--crash-points", "2"], "PostgreSQL only");
+    refused(
+        &db,
+        &["--workload", "tpcc", "--crash-points", "2"],
+        "build one first (storbench tpcc build --db sqlite:",
+    );
+    refused(
+        "mysql://root@localhost/test",
+        &["--workload", "tpcc", "--crash-points", "2"],
+        "PostgreSQL or SQLite",
+    );
     refused(&db, &["--workload", "tpc-c", "--crash-points", "2"], "--workload tpc-c: use rows or tpcc");
     refused("managed:x", &["--workload", "tpcc"], "only with --crash-points");
     refused("managed:x", &["--torn-pages"], "--torn-pages: only with --crash-points");
@@ -599,5 +701,204 @@ fn every_tpcc_crash_point_is_covered_by_its_wal_extent_and_recovery_agrees() {
     for k in ["inconsistent", "failed"] {
         assert_eq!(c[k], 0, "asynchronous commits stay consistent: {c}");
     }
+    nothing_left(&s);
+}
+
+/// The mariadbd servers (not `mariadb-install-db`'s bootstrap) whose
+/// socket is in this test's directory.
+fn mariadbds(s: &State) -> Vec<u32> {
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", &format!("mariadbd .*--socket={}.*--skip-grant-tables", s.path("").display())])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse().ok()).collect()
+}
+
+/// A storbench killed outright (SIGKILL: no Ctrl-C handling, no drops)
+/// during a MariaDB crash-point run takes its own mariadbd, whose data is
+/// on the medium, with it.
+#[test]
+fn a_killed_storbench_leaves_no_mariadbd_of_its_crash_points_running() {
+    let s = State::new();
+    let mnt = medium(&s, "crash-maria-kill");
+    let mut child = s
+        .sb()
+        .args(["durability", "--db", "mysql://root@localhost/test", "--medium", "crash-maria-kill"])
+        .args(["--clients", "1", "--cut-after", "30s", "--crash-points", "2", "--cache", "honest"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once its server runs on the medium (made by
+    // mariadb-install-db first), with the run's clients at work.
+    let t0 = std::time::Instant::now();
+    let mut running = Vec::new();
+    while running.is_empty() && t0.elapsed().as_secs() < 90 && child.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        running = mariadbds(&s);
+    }
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    let gone = (0..50).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        mariadbds(&s).is_empty()
+    });
+    let left = mariadbds(&s);
+    for &pid in &left {
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    assert!(!running.is_empty(), "no mariadbd of the run on {mnt} was seen running");
+    assert!(gone, "mariadbd {left:?} outlived the storbench that started it");
+}
+
+/// bench/crash-points.sh's progress: the per-point lines of a real run
+/// (SQLite, every point) summed up by bench/crash-progress.py into a line
+/// per tenth of a cell's points, the last one saying every point was done;
+/// the other lines pass through.
+#[test]
+fn the_bench_scripts_progress_sums_up_the_point_lines() {
+    let s = State::new();
+    let mnt = medium(&s, "crash-progress");
+    let db = format!("sqlite:{mnt}/t.db");
+    // Not --quiet (State::sb's): the point lines are what is summed up.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_storbench"))
+        .current_dir(s.dir.path())
+        .env("STORBENCH_STATE", s.state())
+        .env("STORBENCH_RESULTS", s.path("r.db"))
+        .args(["--json", "durability", "--db", &db, "--medium", "crash-progress", "--clients", "1"])
+        .args(["--cut-after", "150ms", "--crash-points", "all", "--cache", "honest"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let points = doc["cells"][0]["tried"].as_u64().unwrap();
+    let lines = err.lines().filter(|l| l.contains("] point ")).count() as u64;
+    assert!(
+        points > 12 && lines == points,
+        "a line per point to sum up: {points} points, {lines} lines: {err}"
+    );
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/crash-progress.py");
+    let mut sum = std::process::Command::new("python3")
+        .arg(script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut sum.stdin.take().unwrap(), &out.stderr).unwrap();
+    let summed = sum.wait_with_output().unwrap();
+    assert!(summed.status.success());
+    let summed = String::from_utf8_lossy(&summed.stdout);
+    eprintln!("{points} points summed up:\n{summed}");
+    assert!(!summed.contains("] point "), "no line per point: {summed}");
+    let progress: Vec<&str> = summed.lines().filter(|l| l.starts_with("  [honest] ")).collect();
+    assert!((2..=11).contains(&progress.len()), "a line per tenth: {summed}");
+    let last = progress.last().unwrap();
+    assert!(last.starts_with(&format!("  [honest] {points}/{points} points: 0 losing")), "{summed}");
+    assert!(summed.lines().any(|l| l.starts_with("run: ")), "other lines pass: {summed}");
+    no_scratch_left(&s);
+}
+
+/// SQLite under `--torn-pages`: only points that tear a write of the
+/// database file itself (its pages, from FIEMAP after the run). With
+/// `synchronous=full` in rollback-journal mode each page's old contents
+/// are in the journal, flushed before the file is written, so opening the
+/// database rolls a torn page back: nothing lost, `PRAGMA
+/// integrity_check` ok, at every such point. With `synchronous=off`
+/// nothing is flushed within the run: its one point (at the run's end)
+/// is bad (in one run: every row lost, "database disk image is malformed").
+#[test]
+fn sqlite_torn_database_pages_are_rolled_back_with_full_sync_and_break_the_database_without() {
+    let s = State::new();
+    let mnt = medium(&s, "crash-sqtorn");
+    let db = format!("sqlite:{mnt}/t.db");
+    let (code, cells) = matrix(
+        &s,
+        &[
+            "--db",
+            &db,
+            "--medium",
+            "crash-sqtorn",
+            "--clients",
+            "2",
+            "--cut-after",
+            "1s",
+            "--torn-pages",
+            "--crash-points",
+            "6",
+            "--settings",
+            "synchronous=full,off",
+            "--settings",
+            "journal_mode=delete",
+            "--cache",
+            "honest",
+        ],
+    );
+    let c = cell(&cells, "synchronous=full,journal_mode=delete", "honest");
+    assert!(c["acknowledged"].as_i64().unwrap() > 0, "{c}");
+    // One torn point per flush interval that writes the file: many here
+    // (each commit writes its pages between two flushes).
+    assert!(c["points"].as_u64().unwrap() >= 6, "torn database pages to try: {c}");
+    clean(c, 6, "a torn page rolled back from the flushed journal");
+    let off = cell(&cells, "synchronous=off,journal_mode=delete", "honest");
+    assert!(off["tried"].as_u64().unwrap() >= 1, "{off}");
+    let bad = ["lost_max", "inconsistent", "failed"].iter().any(|k| off[k].as_u64() > Some(0));
+    assert!(bad, "unflushed writes and a torn page: {off}");
+    assert_eq!(code, 1, "bad points exit 1");
+    no_scratch_left(&s);
+}
+
+/// TPC-C crash points on SQLite (a schema `tpcc build` made on the
+/// medium): with `synchronous=full` every sampled point keeps every
+/// acknowledged New-Order, passes `PRAGMA integrity_check` and TPC-C's
+/// consistency conditions; with `synchronous=off` (nothing flushed within
+/// the run) acknowledged New-Orders are lost, never more than were
+/// acknowledged, and the database stays consistent (WAL mode).
+#[test]
+fn sqlite_tpcc_crash_points_lose_no_order_with_full_sync_and_lose_orders_without() {
+    let s = State::new();
+    s.ok(&[
+        "media",
+        "create",
+        "crash-sqtpcc",
+        "--size",
+        "512M",
+        "--fs",
+        "ext4",
+        "--model",
+        "sata-ssd",
+        "--record",
+    ]);
+    let db = format!("sqlite:{}/tpcc.db", s.state().join("mnt/crash-sqtpcc").display());
+    s.ok(&["tpcc", "build", "--db", &db, "--warehouses", "1"]);
+    let (code, cells) = matrix(
+        &s,
+        &[
+            "--db",
+            &db,
+            "--medium",
+            "crash-sqtpcc",
+            "--workload",
+            "tpcc",
+            "--clients",
+            "2",
+            "--cut-after",
+            "2s",
+            "--crash-points",
+            "3",
+            "--settings",
+            "synchronous=full,off",
+            "--cache",
+            "honest",
+        ],
+    );
+    assert_eq!(code, 1, "bad points exit 1");
+    let full = cell(&cells, "synchronous=full", "honest");
+    assert!(full["acknowledged"].as_i64().unwrap() > 0, "New-Orders acknowledged: {full}");
+    clean(full, 3, "full sync on an honest device");
+    let off = cell(&cells, "synchronous=off", "honest");
+    let (lost, acked) = (off["lost_max"].as_i64().unwrap(), off["acknowledged"].as_i64().unwrap());
+    assert!(lost > 0 && lost <= acked, "unflushed commits are lost: {off}");
+    assert_eq!((off["inconsistent"].as_i64(), off["failed"].as_i64()), (Some(0), Some(0)), "{off}");
     nothing_left(&s);
 }

@@ -4,7 +4,8 @@
 //! checks, its own process group, the settings it is given (a backup's own
 //! InnoDB settings) and none of the machine's option files. Stopped by
 //! [`Mariadbd::stop`] or when dropped (or killed: [`Mariadbd::kill`]);
-//! never left running by a caller that returns.
+//! never left running by a caller that returns, nor by a storbench that
+//! is killed (it dies with the thread that started it).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -60,10 +61,24 @@ impl Mariadbd {
             .arg(format!("--pid-file={}", run.join("mariadbd.pid").display()))
             .arg(format!("--log-error={}", log.display()))
             .args(["--skip-networking", "--skip-grant-tables", "--skip-slave-start"]);
-        if let Some(u) = &user {
-            c.arg(format!("--user={u}"));
+        // Started as its user, not switched to it by `--user`: a switch of
+        // ids clears the tie to storbench below. As root, root needs `--user=root`.
+        match user.as_deref() {
+            Some("root") => {
+                c.arg("--user=root");
+            }
+            Some(u) => storbench_proc::run_as(&mut c, u)
+                .map_err(|e| BackupError::from(storbench_instances::InstanceError::from(e)))?,
+            None => {}
         }
         c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).process_group(0);
+        // A storbench killed outright (SIGKILL, the OOM killer) takes its
+        // server with it: every caller stops the server before the thread
+        // that started it returns, so the kernel's parent-death signal
+        // never fires early, and it cannot miss (a pid file reaped at the
+        // next start would leave the server running, its data directory
+        // busy, until then).
+        storbench_proc::die_with_parent(&mut c);
         let db = maria_db(&run.join("mariadbd.sock"), "mysql", data)?;
         let t0 = Instant::now();
         let child = c.spawn().map_err(|e| BackupError::Failed(format!("starting {}: {e}", bin.display())))?;
