@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use serde_json::{json, Value};
-use storbench_db::{Connection, Stmt};
+use storbench_db::Stmt;
 use storbench_metrics::StepReport;
 use storbench_report::Table;
 use storbench_workloads::tpch::test::{
@@ -16,8 +16,8 @@ use storbench_workloads::tpch::test::{
 };
 use storbench_workloads::tpch::{self, ItemResult, RunOptions};
 
-use crate::backup::{managed_database, managed_or_url};
-use crate::dbarg::{self, Db};
+use crate::backup::managed_or_url;
+use crate::dbarg::{self, db_env, managed_database, Db};
 use crate::error::usage;
 use crate::oltp::{self, Factors, Screen};
 use crate::record::{Outcome, RecordOptions, Recorder};
@@ -162,16 +162,6 @@ pub fn create_managed_database(s: &str) -> Result<()> {
         c.batch(&format!("CREATE DATABASE {name}")).map_err(|e| server.error(e))?;
     }
     Ok(())
-}
-
-/// What a run records about the database; a database of a managed
-/// instance records the instance and its placement as `managed:NAME` does.
-pub fn db_env(db: &Db, conn: &mut dyn Connection) -> Value {
-    let Some((inst, _)) = managed_database(&db.shown) else { return dbarg::env(db, conn) };
-    let as_instance = Db { url: db.url.clone(), shown: format!("managed:{inst}") };
-    let mut v = dbarg::env(&as_instance, conn);
-    v["url"] = json!(db.shown);
-    v
 }
 
 /// Runs the tests, recorded.
