@@ -13,7 +13,7 @@ use storbench_db::Engine;
 use storbench_ops::backup::{self as ops, Backup, BackupError, BackupOptions, Database, LogicalRestore};
 use storbench_ops::backup::{physical, Kind};
 
-use crate::dbarg::{self, Db};
+use crate::dbarg::{self, managed_database, Db};
 use crate::error::{target_failed, unreachable, usage};
 use crate::oltp::Screen;
 use crate::record::{Outcome, RecordOptions, Recorder};
@@ -111,11 +111,6 @@ pub fn backup(g: RecordOptions, screen: &dyn Screen, a: BackupRun) -> Result<Exi
 /// The same server URL naming another database.
 pub fn with_database(db: &Db, name: &str) -> Result<Db> {
     Db::parse(&ops::with_database(&db.url, name))
-}
-
-/// The instance and database of a `managed:NAME/DB` URL.
-pub fn managed_database(s: &str) -> Option<(&str, &str)> {
-    s.strip_prefix("managed:").and_then(|r| r.split_once('/'))
 }
 
 /// A URL, or `managed:NAME/DB`: the database DB in the managed instance

@@ -47,7 +47,7 @@ pub fn build<D: Dataset>(
     if replace {
         d.drop(conn.as_mut()).map_err(|e| db.usage_error(e))?;
     }
-    let env = json!({ "db": crate::tpch::db_env(db, conn.as_mut()) });
+    let env = json!({ "db": dbarg::db_env(db, conn.as_mut()) });
     let targets: Vec<_> = dbarg::data_dir(db, conn.as_mut()).into_iter().collect();
     std::mem::drop(conn);
     let mut config = json!({ "db": db.shown });

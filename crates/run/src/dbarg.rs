@@ -92,6 +92,21 @@ fn resolve_managed(name: &str) -> Result<DbUrl> {
     DbUrl::parse(&url).map_err(usage)
 }
 
+/// The instance and database of a `managed:NAME/DB` URL.
+pub fn managed_database(s: &str) -> Option<(&str, &str)> {
+    s.strip_prefix("managed:").and_then(|r| r.split_once('/'))
+}
+
+/// What a run records about the database; a database of a managed
+/// instance records the instance and its placement as `managed:NAME` does.
+pub fn db_env(db: &Db, conn: &mut dyn Connection) -> Value {
+    let Some((inst, _)) = managed_database(&db.shown) else { return env(db, conn) };
+    let as_instance = Db { url: db.url.clone(), shown: format!("managed:{inst}") };
+    let mut v = env(&as_instance, conn);
+    v["url"] = json!(db.shown);
+    v
+}
+
 /// What the run records about the database: URL (redacted), engine,
 /// version, non-default settings, and where its data lives when local.
 pub fn env(db: &Db, conn: &mut dyn Connection) -> Value {

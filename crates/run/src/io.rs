@@ -3,12 +3,12 @@
 //! results table's text; what makes the numbers comparable.
 
 use anyhow::{anyhow, Result};
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::{json, Value};
 use storbench_exporter::LiveValues;
 use storbench_io::{run_profile, Prepared, Profile, RunOptions, Tick, Verdict};
 use storbench_metrics::units::format_size;
 use storbench_metrics::StepReport;
+use storbench_report::Table;
 
 use crate::error::target_failed;
 use crate::oltp::{fmt_num, Screen};
@@ -213,13 +213,11 @@ pub fn results_text(rows: Vec<Vec<String>>, prep: &Prepared, profiles: &[Profile
         rows.iter().all(|r| r.get(i).is_none_or(|v| v == "-" || (header[i] == "errors" && v == "0")))
     };
     let keep: Vec<usize> = (0..header.len()).filter(|&i| i == 0 || !empty(i)).collect();
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(keep.iter().map(|&i| header[i]).collect::<Vec<_>>());
+    let mut t = Table::with_header(keep.iter().map(|&i| header[i]));
     for r in &rows {
-        t.add_row(keep.iter().map(|&i| r.get(i).cloned().unwrap_or_default()).collect::<Vec<_>>());
+        t.add_row(keep.iter().map(|&i| r.get(i).cloned().unwrap_or_default()));
     }
-    let mut out = t.to_string();
+    let mut out = t.to_text().trim_end_matches('\n').to_string();
     if !keep.contains(&10) {
         out.push_str("\nno I/O errors");
     }

@@ -11,11 +11,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{anyhow, Result};
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::{json, Value};
 use storbench_db::{Connection, DbError, Dialect, Stmt};
 use storbench_exporter::LiveValues;
 use storbench_metrics::{units::format_duration, StepReport};
+use storbench_report::Table;
 use storbench_workloads::runner::run_step;
 use storbench_workloads::{StepError, StepResult, StepSpec, Workload};
 
@@ -439,13 +439,11 @@ pub fn summary_table(columns: &[(&str, &str)], summary: &[(String, StepReport, V
     let keep: Vec<usize> = (0..head.len())
         .filter(|&i| i == 0 || rows.iter().any(|r| r.get(i).is_some_and(|v| v != "-")))
         .collect();
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(keep.iter().map(|&i| head[i].clone()).collect::<Vec<_>>());
+    let mut t = Table::with_header(keep.iter().map(|&i| head[i].clone()));
     for r in &rows {
-        t.add_row(keep.iter().map(|&i| r.get(i).cloned().unwrap_or_default()).collect::<Vec<_>>());
+        t.add_row(keep.iter().map(|&i| r.get(i).cloned().unwrap_or_default()));
     }
-    let mut out = t.to_string();
+    let mut out = t.to_text().trim_end_matches('\n').to_string();
     for (i, n) in notes.iter().enumerate() {
         out.push_str(&format!("\n[{}] {n}", i + 1));
     }

@@ -7,17 +7,17 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::{json, Value};
-use storbench_db::{Connection, Stmt};
+use storbench_db::Stmt;
 use storbench_metrics::StepReport;
+use storbench_report::Table;
 use storbench_workloads::tpch::test::{
     min_streams, run_tests, status_text, TestError, TestKind as Kind, TestSink, Tests,
 };
 use storbench_workloads::tpch::{self, ItemResult, RunOptions};
 
-use crate::backup::{managed_database, managed_or_url};
-use crate::dbarg::{self, Db};
+use crate::backup::managed_or_url;
+use crate::dbarg::{self, db_env, managed_database, Db};
 use crate::error::usage;
 use crate::oltp::{self, Factors, Screen};
 use crate::record::{Outcome, RecordOptions, Recorder};
@@ -123,18 +123,16 @@ pub fn rerun_sensitivity(
 /// The run's headline figures as printed: the TPC-H metrics, the
 /// geometric means and the phases' times (not each query's).
 pub fn summary_table(shown: &StepReport) -> String {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(vec!["figure", "value"]);
+    let mut t = Table::with_header(["figure", "value"]);
     for f in &shown.figures {
         if f.name.starts_with("tpch.")
             || f.name.ends_with("geomean")
             || f.name.ends_with(".seconds") && !f.name.starts_with('q')
         {
-            t.add_row(vec![f.name.clone(), format!("{:.3}", f.value)]);
+            t.add_row([f.name.clone(), format!("{:.3}", f.value)]);
         }
     }
-    t.to_string()
+    t.to_text().trim_end_matches('\n').to_string()
 }
 
 /// `--db` of a tpch verb: every form `--db` takes, and `managed:NAME/DB`,
@@ -164,16 +162,6 @@ pub fn create_managed_database(s: &str) -> Result<()> {
         c.batch(&format!("CREATE DATABASE {name}")).map_err(|e| server.error(e))?;
     }
     Ok(())
-}
-
-/// What a run records about the database; a database of a managed
-/// instance records the instance and its placement as `managed:NAME` does.
-pub fn db_env(db: &Db, conn: &mut dyn Connection) -> Value {
-    let Some((inst, _)) = managed_database(&db.shown) else { return dbarg::env(db, conn) };
-    let as_instance = Db { url: db.url.clone(), shown: format!("managed:{inst}") };
-    let mut v = dbarg::env(&as_instance, conn);
-    v["url"] = json!(db.shown);
-    v
 }
 
 /// Runs the tests, recorded.

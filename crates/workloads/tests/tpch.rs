@@ -77,6 +77,7 @@ fn build_and_power(url: &str) {
     assert_eq!(count(c.as_mut(), "lineitem"), 60_175);
 
     let opts = RunOptions { scale: SF, seed: 7, validation: false, only: Vec::new(), timeout: None };
+    rf1_that_fails_leaves_nothing(c.as_mut(), url);
     let rf1 = tpch::run_refresh(c.as_mut(), 0, Item::Rf1(1), SF);
     assert_eq!(rf1.status, Status::Ok, "{url}");
     assert_eq!(count(c.as_mut(), "orders"), 15_015);
@@ -91,6 +92,29 @@ fn build_and_power(url: &str) {
     assert_eq!(rf2.rows, rf1.rows, "RF2 deletes what RF1 inserted");
     assert_eq!(count(c.as_mut(), "orders"), 15_000);
     assert_eq!(count(c.as_mut(), "lineitem"), 60_175);
+}
+
+/// RF1 whose lineitems collide with a row already there fails after its
+/// orders went in: the transaction guard rolls the orders back, and the
+/// connection is left with no transaction open.
+fn rf1_that_fails_leaves_nothing(c: &mut dyn Connection, url: &str) {
+    let key = tpch::refresh::keys(1, SF)[0];
+    let cols = tpch::schema::columns("lineitem");
+    let select: Vec<String> =
+        cols.iter().map(|&n| if n == "l_orderkey" { key.to_string() } else { n.to_string() }).collect();
+    c.batch(&format!(
+        "INSERT INTO lineitem ({}) SELECT {} FROM lineitem WHERE l_orderkey = 1 AND l_linenumber = 1",
+        cols.join(", "),
+        select.join(", ")
+    ))
+    .unwrap();
+    let r = tpch::run_refresh(c, 0, Item::Rf1(1), SF);
+    assert!(matches!(r.status, Status::Failed(_)), "{url}: {:?}", r.status);
+    assert_eq!(count(c, "orders"), 15_000, "{url}: RF1's orders were rolled back");
+    c.begin().unwrap_or_else(|e| panic!("{url}: a transaction was left open: {e}"));
+    c.rollback().unwrap();
+    c.batch(&format!("DELETE FROM lineitem WHERE l_orderkey = {key}")).unwrap();
+    assert_eq!(count(c, "lineitem"), 60_175);
 }
 
 fn assert_all_pass(c: &mut dyn Connection, against: &mut dyn Connection) {

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 use clap::Args;
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::json;
 use storbench_emu::fit::{self, CellFit, Family};
 use storbench_io::{Prepared, Profile};
@@ -21,6 +20,7 @@ use storbench_ops::calibrate::validate::{self as val, Comparison, DbRow, Emulate
 use storbench_ops::calibrate::{
     self as cal, measure, model_file, CalError, Grid, StepFailure, Stepped, Timing,
 };
+use storbench_report::Table;
 
 use crate::cli::Global;
 use crate::error::{target_failed, usage};
@@ -150,16 +150,15 @@ fn num(v: Option<f64>) -> String {
 
 /// Prints a fit: each parameter with its source, then the error per cell.
 fn print_fit(f: &fit::Fitted, cells: &[CellFit], title: &str) {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(vec!["parameter", "value", "from"]);
+    let mut t = Table::with_header(["parameter", "value", "from"]);
     for p in &f.params {
-        t.add_row(vec![p.key.clone(), p.value.clone(), p.source.clone()]);
+        t.add_row([p.key.clone(), p.value.clone(), p.source.clone()]);
     }
-    println!("{t}");
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(vec!["cell", "IOPS", "model", "err", "mean µs", "model", "err", "p99 µs", "model", "err"]);
+    print!("{}", t.to_text());
+    let mut t = Table::with_header([
+        "cell", "IOPS", "model", "err", "mean µs", "model", "err", "p99 µs", "model", "err",
+    ]);
+    t.title = title.to_string();
     for c in cells {
         let [ei, em, ep] = c.errors();
         let (m, p) = (&c.measured, &c.predicted);
@@ -176,7 +175,7 @@ fn print_fit(f: &fit::Fitted, cells: &[CellFit], title: &str) {
             pct(ep),
         ]);
     }
-    println!("{title}\n{t}");
+    print!("{}", t.to_text());
     let refs: Vec<&CellFit> = cells.iter().collect();
     let [i, m, p] = fit::median_abs(&refs);
     println!(
@@ -420,9 +419,7 @@ fn cell_rows(cmp: &Comparison) -> Vec<serde_json::Value> {
 /// Prints the comparison: a row per cell, the medians, the envelope and
 /// the cells outside it.
 fn print_comparison(cmp: &Comparison, floor: Option<&Floor>) {
-    let mut tab = Table::new();
-    tab.load_preset(UTF8_FULL_CONDENSED);
-    tab.set_header(vec![
+    let mut tab = Table::with_header([
         "cell", "IOPS dev", "IOPS emu", "err", "mean dev", "mean emu", "err", "p50 dev", "p50 emu", "err",
         "p99 dev", "p99 emu", "err", "envelope",
     ]);
@@ -446,7 +443,7 @@ fn print_comparison(cmp: &Comparison, floor: Option<&Floor>) {
         ]);
     }
     let meds = &cmp.medians;
-    println!("{tab}");
+    print!("{}", tab.to_text());
     println!(
         "median |error| over {} cells inside the envelope: IOPS {}, mean {}, p50 {}, p99 {}",
         cmp.inside,
@@ -469,9 +466,7 @@ fn print_comparison(cmp: &Comparison, floor: Option<&Floor>) {
 
 /// Prints the database check: each step on the device and emulated.
 fn print_db(db: &[DbRow]) {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(vec!["database step", "device", "emulated", "err"]);
+    let mut t = Table::with_header(["database step", "device", "emulated", "err"]);
     for r in db {
         t.add_row(vec![
             r.step.clone(),
@@ -480,7 +475,7 @@ fn print_db(db: &[DbRow]) {
             pct(r.error_pct()),
         ]);
     }
-    println!("{t}");
+    print!("{}", t.to_text());
 }
 
 /// The model files `media models` lists: those given, else every `*.toml`

@@ -11,9 +11,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use storbench_media::{class, CreateOptions};
 use storbench_metrics::units::{format_size, parse_size, Given};
+use storbench_report::Table;
 
 use crate::cli::Global;
 use crate::error::{media_err, usage};
@@ -489,9 +489,8 @@ fn list(g: &Global) -> Result<ExitCode> {
         println!("no media (storbench media create NAME --size 4G ... makes one)");
         return Ok(ExitCode::SUCCESS);
     }
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(vec!["name", "device", "size", "fs", "block", "emulation", "mount point", "state"]);
+    let mut t =
+        Table::with_header(["name", "device", "size", "fs", "block", "emulation", "mount point", "state"]);
     for (m, s) in &all {
         t.add_row(vec![
             m.name.clone(),
@@ -515,7 +514,7 @@ fn list(g: &Global) -> Result<ExitCode> {
             },
         ]);
     }
-    println!("{t}");
+    print!("{}", t.to_text());
     if all.iter().any(|(_, s)| *s != storbench_media::State::Ready) {
         eprintln!("storbench: some media are stale; `storbench media destroy NAME` cleans them");
     }

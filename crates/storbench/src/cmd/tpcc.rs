@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use storbench_report::Table;
 use storbench_run::dataset;
 use storbench_run::tpcc::TpccRun;
 use storbench_workloads::tpcc;
@@ -137,9 +137,7 @@ fn check(g: &Global, a: DbArg) -> Result<ExitCode> {
     let mut conn = db.open()?;
     let info = dataset::built(&tpcc::Data, &db, conn.as_mut())?;
     let results = dataset::check(&tpcc::Data, &db, conn.as_mut(), &info, ())?;
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(vec!["#", "condition", "result", "detail"]);
+    let mut t = Table::with_header(["#", "condition", "result", "detail"]);
     for c in &results {
         t.add_row(vec![
             c.number.to_string(),
@@ -151,7 +149,7 @@ fn check(g: &Global, a: DbArg) -> Result<ExitCode> {
     if g.json {
         println!("{}", serde_json::to_string_pretty(&results)?);
     } else {
-        println!("{t}");
+        print!("{}", t.to_text());
     }
     let failed = results.iter().filter(|c| !c.passed).count();
     if failed > 0 {

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::json;
+use storbench_report::Table;
 use storbench_run::dataset;
 use storbench_run::tpch::{create_managed_database, parse_db, TpchRun};
 use storbench_workloads::tpch;
@@ -266,9 +266,7 @@ fn check(g: &Global, a: CheckArgs) -> Result<ExitCode> {
     let (against_shown, against) = against.unzip();
     let opts = tpch::CheckOptions { queries: a.queries, against };
     let results = dataset::check(&tpch::Data, &db, conn.as_mut(), &info, opts)?;
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(vec!["query", "rows", "result", "first difference"]);
+    let mut t = Table::with_header(["query", "rows", "result", "first difference"]);
     for r in &results {
         t.add_row(vec![
             format!("Q{}", r.query),
@@ -277,7 +275,7 @@ fn check(g: &Global, a: CheckArgs) -> Result<ExitCode> {
             r.error.clone().or_else(|| r.mismatch.as_ref().map(|m| m.detail.clone())).unwrap_or_default(),
         ]);
     }
-    oltp::result(g, t.to_string());
+    oltp::result(g, t.to_text().trim_end_matches('\n'));
     let failed: Vec<String> =
         results.iter().filter(|r| !r.passed()).map(|r| format!("Q{}", r.query)).collect();
     let reference = against_shown.unwrap_or_else(|| "the SF 1 reference answers".into());

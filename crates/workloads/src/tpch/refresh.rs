@@ -79,21 +79,14 @@ pub fn rf1_rows(pair: usize, sf: f64) -> Rf1Rows {
     Rf1Rows { orders, lines }
 }
 
-/// RF1: inserts `rows` in one transaction.
+/// RF1: inserts `rows` in one transaction (rolled back on any error,
+/// a failed COMMIT included, by the guard).
 pub fn rf1(conn: &mut dyn Connection, rows: &Rf1Rows) -> Result<RefreshCount, DbError> {
     let count = RefreshCount { orders: rows.orders.len() as u64, lineitems: rows.lines.len() as u64 };
-    conn.begin()?;
-    let r = (|| {
-        conn.load("orders", &columns("orders"), &rows.orders)?;
-        conn.load("lineitem", &columns("lineitem"), &rows.lines)
-    })();
-    match r {
-        Ok(()) => conn.commit().map(|_| count),
-        Err(e) => {
-            let _ = conn.rollback();
-            Err(e)
-        }
-    }
+    let mut tx = conn.transaction()?;
+    tx.load("orders", &columns("orders"), &rows.orders)?;
+    tx.load("lineitem", &columns("lineitem"), &rows.lines)?;
+    tx.commit().map(|_| count)
 }
 
 fn delete_keys(conn: &mut dyn Connection, keys: &[i64]) -> Result<RefreshCount, DbError> {
@@ -108,17 +101,12 @@ fn delete_keys(conn: &mut dyn Connection, keys: &[i64]) -> Result<RefreshCount, 
     Ok(count)
 }
 
-/// RF2 of pair `pair`, in one transaction.
+/// RF2 of pair `pair`, in one transaction (rolled back on any error).
 pub fn rf2(conn: &mut dyn Connection, pair: usize, sf: f64) -> Result<RefreshCount, DbError> {
     let keys = keys(pair, sf);
-    conn.begin()?;
-    match delete_keys(conn, &keys) {
-        Ok(c) => conn.commit().map(|_| c),
-        Err(e) => {
-            let _ = conn.rollback();
-            Err(e)
-        }
-    }
+    let mut tx = conn.transaction()?;
+    let count = delete_keys(&mut *tx, &keys)?;
+    tx.commit().map(|_| count)
 }
 
 /// Removes what an interrupted earlier run's RF1 of pairs `1..=pairs` left
@@ -136,14 +124,9 @@ pub fn clean(conn: &mut dyn Connection, pairs: usize, sf: f64) -> Result<(), DbE
             &[],
         )?;
         if leftover.int(0)? > 0 || all.len() > 1000 {
-            conn.begin()?;
-            match delete_keys(conn, &all) {
-                Ok(_) => conn.commit()?,
-                Err(e) => {
-                    let _ = conn.rollback();
-                    return Err(e);
-                }
-            }
+            let mut tx = conn.transaction()?;
+            delete_keys(&mut *tx, &all)?;
+            tx.commit()?;
         }
     }
     Ok(())
