@@ -1122,6 +1122,14 @@ fn reduce(journal: &Journal, w: &WalLog, acks: &AckLog, all: &[Point]) -> Result
     Ok(Reduction { outcomes, recover, states })
 }
 
+/// True when the filesystem on `dev` is XFS (`blkid`'s probe).
+fn is_xfs(dev: &str) -> bool {
+    Command::new("blkid")
+        .args(["-p", "-o", "value", "-s", "TYPE", dev])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "xfs")
+}
+
 /// One point: its image, mounted, the engine's recovery and the checks; all undone after.
 fn check_point(
     o: &Options,
@@ -1148,7 +1156,13 @@ fn check_point(
     m.device = Some(dev.clone());
     let at = scratch.dir.join("mnt");
     std::fs::create_dir_all(&at).map_err(|e| OpsError::Failed(format!("creating {}: {e}", at.display())))?;
-    if let Err(e) = run_cmd(Command::new("mount").arg(&dev).arg(&at)) {
+    let mut mount = Command::new("mount");
+    // XFS refuses a second filesystem of the same UUID while the medium's
+    // own is mounted: a crash image is a copy of it.
+    if is_xfs(&dev) {
+        mount.args(["-o", "nouuid"]);
+    }
+    if let Err(e) = run_cmd(mount.arg(&dev).arg(&at)) {
         let first = e.lines().next().unwrap_or("").to_string();
         tm.mount = split();
         drop(m);
