@@ -494,13 +494,7 @@ fn workload(o: &Options, s: &[(String, String)]) -> Result<RunLog, OpsError> {
                 let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
             }
             let url = DbUrl::parse(&format!("sqlite:{}", path.display())).map_err(OpsError::Usage)?;
-            let open = || -> Result<_, OpsError> {
-                let mut c = connect(&url)?;
-                for (k, v) in s {
-                    c.batch(&format!("PRAGMA {k}={v}"))?;
-                }
-                Ok(c)
-            };
+            let open = || open_sqlite(&url, s);
             open()?.batch(&acked::create_table(TABLE))?;
             let conns = (0..o.clients).map(|_| open()).collect::<Result<Vec<_>, _>>()?;
             Ok(commit_for(o.run_for, conns))
@@ -657,13 +651,7 @@ fn tpcc_workload(o: &Options, inst: &Instance, s: &[(String, String)]) -> Result
 /// WAL-extent reduction: SQLite's points are each recovered).
 fn tpcc_sqlite_workload(o: &Options, path: &Path, s: &[(String, String)]) -> Result<RunLog, OpsError> {
     let url = DbUrl::parse(&format!("sqlite:{}", path.display())).map_err(OpsError::Usage)?;
-    let open = || -> Result<_, OpsError> {
-        let mut c = connect(&url)?;
-        for (k, v) in s {
-            c.batch(&format!("PRAGMA {k}={v}"))?;
-        }
-        Ok(c)
-    };
+    let open = || open_sqlite(&url, s);
     let no_schema = || {
         OpsError::Usage(format!(
             "--workload tpcc: no TPC-C schema in {0}; build one first (storbench tpcc build --db sqlite:{0})",
@@ -1120,6 +1108,16 @@ fn reduce(journal: &Journal, w: &WalLog, acks: &AckLog, all: &[Point]) -> Result
     recover.sort_unstable();
     recover.dedup();
     Ok(Reduction { outcomes, recover, states })
+}
+
+/// A connection to the SQLite database at `url` with the cell's setting
+/// `s` applied (`PRAGMA key=value` each).
+fn open_sqlite(url: &DbUrl, s: &[(String, String)]) -> Result<Box<dyn storbench_db::Connection>, OpsError> {
+    let mut c = connect(url)?;
+    for (k, v) in s {
+        c.batch(&format!("PRAGMA {k}={v}"))?;
+    }
+    Ok(c)
 }
 
 /// True when the filesystem on `dev` is XFS (`blkid`'s probe).
