@@ -947,14 +947,7 @@ fn check_cell(
         (Some(w), Selection::All) if !o.torn_pages => Some(reduce(&journal, w, &run.acks, &all)?),
         _ => None,
     };
-    // Where it would serve but cannot, said (every point is then
-    // recovered, which for a run of seconds takes hours): the rows
-    // workload and sampled points never use it.
-    let pg = matches!(o.target, Target::Postgres { .. });
-    let off = (pg && o.workload == Workload::Tpcc && o.selection == Selection::All && !o.torn_pages)
-        .then_some(())
-        .filter(|_| reduced.is_none())
-        .map(|_| run.wal_off.clone().unwrap_or_else(|| "the recorded run kept no WAL positions".into()));
+    let off = if reduced.is_none() { reduction_off(o, run) } else { None };
     if let Some(why) = &off {
         on(Event::ReductionOff { why });
     }
@@ -1032,21 +1025,38 @@ fn check_cell(
             }
         }
     }
-    outcomes.sort_by_key(|(p, _)| p.index);
-    for (p, out) in outcomes {
-        cell.lost_max = cell.lost_max.max(out.lost);
-        cell.points_losing += usize::from(out.lost > 0);
-        cell.inconsistent += usize::from(out.inconsistent.is_some());
-        cell.failed += usize::from(out.failed.is_some());
-        cell.lost.push(out.lost);
-        if out.bad() {
-            if cell.first_bad.is_none() {
-                cell.first_bad = Some((p.index, out.clone()));
+    cell.tally(outcomes);
+    Ok(cell)
+}
+
+/// Why the WAL-extent reduction is off where it would serve (PostgreSQL
+/// TPC-C, every point, no torn pages): every point is then recovered,
+/// which for a run of seconds takes hours. `None` where it would not
+/// serve anyway (the rows workload, sampled points).
+fn reduction_off(o: &Options, run: &RunLog) -> Option<String> {
+    let pg = matches!(o.target, Target::Postgres { .. });
+    (pg && o.workload == Workload::Tpcc && o.selection == Selection::All && !o.torn_pages)
+        .then(|| run.wal_off.clone().unwrap_or_else(|| "the recorded run kept no WAL positions".into()))
+}
+
+impl Cell {
+    /// Counts the points' outcomes into the cell, in index order.
+    fn tally(&mut self, mut outcomes: Vec<(Point, Outcome)>) {
+        outcomes.sort_by_key(|(p, _)| p.index);
+        for (p, out) in outcomes {
+            self.lost_max = self.lost_max.max(out.lost);
+            self.points_losing += usize::from(out.lost > 0);
+            self.inconsistent += usize::from(out.inconsistent.is_some());
+            self.failed += usize::from(out.failed.is_some());
+            self.lost.push(out.lost);
+            if out.bad() {
+                if self.first_bad.is_none() {
+                    self.first_bad = Some((p.index, out.clone()));
+                }
+                self.bad.push((p.index, out));
             }
-            cell.bad.push((p.index, out));
         }
     }
-    Ok(cell)
 }
 
 /// The WAL-extent reduction of a cell's points (every one, in index order).
