@@ -201,13 +201,19 @@ fn in_use(dev: &Path, name: &str) -> Option<String> {
             return Some(format!("is in use by {}", holder.file_name().to_string_lossy()));
         }
     }
+    fs_type(dev).map(|fs| format!("holds a {fs} filesystem"))
+}
+
+/// The filesystem signature on a block device (`blkid`'s low-level probe:
+/// `xfs`, `ext4`, ...), `None` when it has none or cannot be read.
+pub fn fs_type(dev: &Path) -> Option<String> {
     let out = std::process::Command::new("blkid")
         .args(["-p", "-o", "value", "-s", "TYPE"])
         .arg(dev)
         .output()
         .ok()?;
     let fs = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (out.status.success() && !fs.is_empty()).then(|| format!("holds a {fs} filesystem"))
+    (out.status.success() && !fs.is_empty()).then_some(fs)
 }
 
 /// Creates (or resizes) and fills the file with incompressible data in 1 MiB

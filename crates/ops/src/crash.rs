@@ -1130,14 +1130,6 @@ fn open_sqlite(url: &DbUrl, s: &[(String, String)]) -> Result<Box<dyn storbench_
     Ok(c)
 }
 
-/// True when the filesystem on `dev` is XFS (`blkid`'s probe).
-fn is_xfs(dev: &str) -> bool {
-    Command::new("blkid")
-        .args(["-p", "-o", "value", "-s", "TYPE", dev])
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "xfs")
-}
-
 /// One point: its image, mounted, the engine's recovery and the checks; all undone after.
 fn check_point(
     o: &Options,
@@ -1167,7 +1159,7 @@ fn check_point(
     let mut mount = Command::new("mount");
     // XFS refuses a second filesystem of the same UUID while the medium's
     // own is mounted: a crash image is a copy of it.
-    if is_xfs(&dev) {
+    if storbench_io::target::fs_type(Path::new(&dev)).as_deref() == Some("xfs") {
         mount.args(["-o", "nouuid"]);
     }
     if let Err(e) = run_cmd(mount.arg(&dev).arg(&at)) {
