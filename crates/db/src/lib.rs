@@ -34,7 +34,7 @@ pub use pgwire::TlsInfo;
 pub use transaction::Transaction;
 pub use url::{redact_text, DbUrl, Engine};
 pub use value::{Row, Stmt, Value};
-pub use vfs::{VfsStates, VfsTimings};
+pub use vfs::{VfsConnections, VfsStates};
 
 /// The SQL dialect a connection speaks: what a workload picks its DDL and
 /// procedure text by. The runner never looks at it.
@@ -174,7 +174,7 @@ pub trait Connection: Send {
     /// the wait sampler reads. Otherwise why there is none, as a clause: a
     /// server's connection, SQLite opened with `?timing=off`, or the
     /// timing VFS not registered.
-    fn vfs_timings(&self) -> Result<std::sync::Arc<VfsTimings>, String> {
+    fn vfs_connections(&self) -> Result<std::sync::Arc<VfsConnections>, String> {
         Err("the database is not SQLite".into())
     }
 

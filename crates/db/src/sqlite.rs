@@ -16,7 +16,7 @@ use crate::error::{DbError, ErrorKind};
 use crate::placeholder::to_sqlite;
 use crate::url::DbUrl;
 use crate::value::{Row, Stmt, StmtCache, Value};
-use crate::vfs::{self, Active, ConnState, VfsTimings};
+use crate::vfs::{self, Active, ConnState, VfsConnections};
 use crate::{Caps, Connection, Counters, Dialect, ServerInfo};
 
 pub(crate) struct SqliteConn {
@@ -39,7 +39,7 @@ struct Db {
 enum Timing {
     /// Opened through the timing VFS: the database's connections, and
     /// this connection's own state among them.
-    On(Arc<VfsTimings>, Arc<ConnState>),
+    On(Arc<VfsConnections>, Arc<ConnState>),
     /// `?timing=off`: on the default VFS.
     Off,
     /// The timing VFS could not be registered (why): on the default VFS.
@@ -168,7 +168,7 @@ impl SqliteConn {
             (false, _) => Timing::Off,
             (true, Err(why)) => Timing::Unavailable(why),
             (true, Ok(())) => {
-                let db = vfs::timings_for(std::path::Path::new(path));
+                let db = vfs::connections_for(std::path::Path::new(path));
                 let conn = db.connect();
                 Timing::On(db, conn)
             }
@@ -332,7 +332,7 @@ impl Connection for SqliteConn {
         false
     }
 
-    fn vfs_timings(&self) -> Result<Arc<VfsTimings>, String> {
+    fn vfs_connections(&self) -> Result<Arc<VfsConnections>, String> {
         match &self.timing {
             Timing::On(db, _) => Ok(db.clone()),
             Timing::Off => Err("the SQLite database was opened with ?timing=off".into()),
@@ -411,7 +411,7 @@ mod tests {
 
     /// Runs `f` while another thread looks at the database's connections
     /// as often as it can (from before `f` begins to after it ends).
-    fn watch(timings: &Arc<VfsTimings>, f: impl FnOnce()) -> Seen {
+    fn watch(timings: &Arc<VfsConnections>, f: impl FnOnce()) -> Seen {
         use std::sync::atomic::{AtomicBool, Ordering};
         let (started, stop) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
         let (t, go, st) = (timings.clone(), started.clone(), stop.clone());
@@ -448,7 +448,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut c = open_with(&dir, "?synchronous=full");
         assert!(c.server_info().unwrap().settings["vfs"] == vfs::NAME);
-        let timings = c.vfs_timings().expect("timed");
+        let timings = c.vfs_connections().expect("timed");
         // (Its CPU between the flushes may go unseen: a looker sharing
         // the writer's core runs while the writer waits; the test at
         // synchronous=off sees it.)
@@ -460,7 +460,7 @@ mod tests {
         // A second connection shares the states and sees the rows through
         // the WAL's shared memory.
         let mut d = open_with(&dir, "");
-        assert!(Arc::ptr_eq(&timings, &d.vfs_timings().unwrap()));
+        assert!(Arc::ptr_eq(&timings, &d.vfs_connections().unwrap()));
         assert_eq!(timings.states().idle, 2);
         let n = d.query_one(&Stmt::new("SELECT COUNT(*) FROM t"), &[]).unwrap().int(0).unwrap();
         assert_eq!(n, 20);
@@ -479,7 +479,7 @@ mod tests {
         let mut c = open_with(&dir, "?synchronous=off");
         // Turning a new database to WAL flushed it (before the
         // synchronous pragma); the commits after never do.
-        let timings = c.vfs_timings().expect("timed");
+        let timings = c.vfs_connections().expect("timed");
         // Commits for half a second (they never block, so the looker runs
         // only where the host gives it a core beside them).
         let seen = watch(&timings, || {
@@ -493,7 +493,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut c = open_with(&dir, "?timing=off");
         commits(&mut c);
-        assert!(c.vfs_timings().unwrap_err().contains("timing=off"));
+        assert!(c.vfs_connections().unwrap_err().contains("timing=off"));
         assert_eq!(c.server_info().unwrap().settings["vfs"], "default");
         let e = SqliteConn::open(&DbUrl::parse("sqlite:/tmp/x.db?timing=maybe").unwrap()).err().unwrap();
         assert!(e.to_string().contains("timing='maybe'"), "{e}");
@@ -504,7 +504,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut c = open(&dir);
         commits(&mut c);
-        let timings = c.vfs_timings().unwrap();
+        let timings = c.vfs_connections().unwrap();
         c.begin().unwrap();
         let mut d = open(&dir);
         let waiter = std::thread::spawn(move || {
@@ -557,7 +557,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut c = open_with(&dir, "?synchronous=full");
         commits(&mut c);
-        let timings = c.vfs_timings().unwrap();
+        let timings = c.vfs_connections().unwrap();
         let seen = watch(&timings, || drop(c));
         assert!(seen.sync > 0, "the close synced nothing a look saw: {seen:?}");
         assert_eq!(seen.most_active, 1, "{seen:?}");

@@ -99,7 +99,7 @@ impl ConnState {
 /// A database's connections in this process (every one through the
 /// timing VFS while it is open), for the sampler's looks.
 #[derive(Debug, Default)]
-pub struct VfsTimings {
+pub struct VfsConnections {
     open: Mutex<Vec<Arc<ConnState>>>,
 }
 
@@ -132,7 +132,7 @@ impl VfsStates {
     }
 }
 
-impl VfsTimings {
+impl VfsConnections {
     /// One look: the open connections counted by the state each is in
     /// now. Connections closed since the last look are dropped from the
     /// list here.
@@ -166,8 +166,8 @@ impl VfsTimings {
 /// The connections of the database at `path`, shared by every connection
 /// to it in this process (the path as its directory resolves, so two
 /// spellings of one file share them).
-pub(crate) fn timings_for(path: &Path) -> Arc<VfsTimings> {
-    static ALL: Mutex<Vec<(PathBuf, Weak<VfsTimings>)>> = Mutex::new(Vec::new());
+pub(crate) fn connections_for(path: &Path) -> Arc<VfsConnections> {
+    static ALL: Mutex<Vec<(PathBuf, Weak<VfsConnections>)>> = Mutex::new(Vec::new());
     let key = match (path.parent().and_then(|p| std::fs::canonicalize(p).ok()), path.file_name()) {
         (Some(dir), Some(name)) => dir.join(name),
         _ => path.to_path_buf(),
@@ -177,7 +177,7 @@ pub(crate) fn timings_for(path: &Path) -> Arc<VfsTimings> {
     if let Some(t) = all.iter().find(|(p, _)| *p == key).and_then(|(_, w)| w.upgrade()) {
         return t;
     }
-    let t = Arc::new(VfsTimings::default());
+    let t = Arc::new(VfsConnections::default());
     all.push((key, Arc::downgrade(&t)));
     t
 }
@@ -559,7 +559,7 @@ mod tests {
 
     #[test]
     fn a_call_is_cpu_a_wait_in_it_names_it_and_a_wait_inside_a_wait_keeps_the_outer() {
-        let db = VfsTimings::default();
+        let db = VfsConnections::default();
         let (a, b) = (db.connect(), db.connect());
         assert_eq!(db.states(), VfsStates { idle: 2, ..VfsStates::default() });
         let call = Active::new(&a);
@@ -588,7 +588,7 @@ mod tests {
 
     #[test]
     fn a_closed_connection_is_not_counted_and_a_call_sets_the_thread_s_connection() {
-        let db = VfsTimings::default();
+        let db = VfsConnections::default();
         let a = db.connect();
         {
             let _call = Active::new(&a);

@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use storbench_metrics::{StepReport, Unit};
 
-use crate::{Connection, Dialect, Stmt, VfsTimings};
+use crate::{Connection, Dialect, Stmt, VfsConnections};
 
 /// Looks per second.
 pub const HZ: u32 = 10;
@@ -117,12 +117,12 @@ enum How {
     /// A server's sessions, by this query.
     Query(Stmt),
     /// SQLite's connections' states (`vfs.rs`).
-    Vfs(Arc<VfsTimings>),
+    Vfs(Arc<VfsConnections>),
 }
 
 /// SQLite's connections counted per class, as a server's sessions are:
 /// those inside a call, by the wait each is in, or `CPU`.
-fn vfs_look(timings: &VfsTimings) -> Snapshot {
+fn vfs_look(timings: &VfsConnections) -> Snapshot {
     let s = timings.states();
     [("IO.Read", s.read), ("IO.Write", s.write), ("IO.Sync", s.sync), ("Lock.Busy", s.busy), (CPU, s.cpu)]
         .into_iter()
@@ -202,7 +202,7 @@ impl WaitSource {
             }
             Dialect::Sqlite => {
                 let timings = conn
-                    .vfs_timings()
+                    .vfs_connections()
                     .map_err(|why| format!("{why}, so its connections' waits are not kept"))?;
                 return Ok(WaitSource { conn, how: How::Vfs(timings) });
             }
