@@ -157,7 +157,9 @@ pub fn log_flush_figures(
     let delta = |k: &str| Some(after.get(k)? - before.get(k)?);
     let (Some(flushes), Some(xact)) = (delta("log.flushes"), delta("log.xact_all")) else { return };
     let secs = window.as_secs_f64();
-    if flushes <= 0.0 || secs <= 0.0 {
+    // A counter that went back (the server's statistics reset between the
+    // probes) leaves no figure rather than a negative one.
+    if flushes <= 0.0 || xact < 0.0 || secs <= 0.0 {
         return;
     }
     out.push(Figure::new("log.flush.per_s", flushes / secs, Unit::PerS));
@@ -167,6 +169,27 @@ pub fn log_flush_figures(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Commits per flush from the probes' deltas; a counter that went back
+    /// (a statistics reset between the probes) gives no figure, not a
+    /// negative one.
+    #[test]
+    fn commits_per_flush_is_the_deltas_ratio_and_absent_after_a_reset() {
+        let probe = |flushes: f64, xact: f64| {
+            crate::runner::Probe::from([
+                ("log.flushes".to_string(), flushes),
+                ("log.xact_all".to_string(), xact),
+            ])
+        };
+        let mut out = Vec::new();
+        log_flush_figures(&mut out, &probe(10.0, 100.0), &probe(30.0, 160.0), Duration::from_secs(2));
+        let get = |out: &[Figure], n: &str| out.iter().find(|f| f.name == n).map(|f| f.value);
+        assert_eq!(get(&out, "log.commits_per_flush"), Some(3.0));
+        assert_eq!(get(&out, "log.flush.per_s"), Some(10.0));
+        let mut out = Vec::new();
+        log_flush_figures(&mut out, &probe(10.0, 5000.0), &probe(30.0, 160.0), Duration::from_secs(2));
+        assert!(out.is_empty(), "{out:?}");
+    }
 
     #[test]
     fn the_short_window_flag_concerns_the_server_count_in_words() {
