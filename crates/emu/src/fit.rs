@@ -432,6 +432,9 @@ struct Fitter<'a> {
     capacity: u64,
     spec: Spec,
     params: Vec<ParamFit>,
+    /// Parameters a datasheet gives (`#param` lines of a table): never
+    /// fitted or assumed over, and in force while the others are fitted.
+    given: &'a [Given],
 }
 
 fn us(d: f64) -> String {
@@ -448,11 +451,29 @@ impl<'a> Fitter<'a> {
     }
 
     fn set(&mut self, key: &str, value: String, source: String, determined: bool) {
-        self.spec.set.insert(key.to_string(), value.clone());
-        self.params.push(ParamFit { key: key.into(), value, source, determined });
+        if !self.is_given(key) {
+            self.spec.set.insert(key.to_string(), value.clone());
+            self.params.push(ParamFit { key: key.into(), value, source, determined });
+        }
+        self.pin();
+    }
+
+    fn is_given(&self, key: &str) -> bool {
+        self.given.iter().any(|g| g.key == key)
+    }
+
+    /// Puts the given parameters back (a solve of another parameter may
+    /// have set a value of its own while it searched).
+    fn pin(&mut self) {
+        for g in self.given {
+            self.spec.set.insert(g.key.clone(), g.value.clone());
+        }
     }
 
     fn assume(&mut self, key: &str, why: &str) {
+        if self.is_given(key) {
+            return;
+        }
         let b = crate::model::builtins().iter().find(|b| b.name == self.spec.base).expect("base");
         // A backing device's key (`backing.units`) defaults to that
         // device's own built-in value.
@@ -620,6 +641,7 @@ pub fn fit(
     rows: &[Row],
     sustained: Option<&Sustained>,
     capacity: u64,
+    given: &[Given],
 ) -> Result<Fitted, FitError> {
     if rows.is_empty() {
         return Err(FitError("no cells to fit".into()));
@@ -629,13 +651,16 @@ pub fn fit(
         capacity,
         spec: Spec { base: family.base().into(), ..Spec::default() },
         params: Vec::new(),
+        given,
     };
+    take_given(&mut f, family)?;
     match family {
         Family::Ssd => fit_ssd(&mut f, sustained),
         Family::Hdd => fit_hdd(&mut f),
         Family::Net => fit_net(&mut f),
     }
-    if !f.params.iter().any(|p| p.determined) {
+    f.pin();
+    if !f.params.iter().any(|p| p.determined && !f.is_given(&p.key)) {
         return Err(FitError(format!(
             "the cells determine no {} parameter: give at least a 4k random read at QD1 with its mean latency",
             family.as_str()
@@ -643,6 +668,48 @@ pub fn fit(
     }
     let cells = evaluate(&f.spec, rows, capacity)?;
     Ok(Fitted { family, spec: f.spec, params: f.params, cells })
+}
+
+/// A parameter a datasheet states outright (an HDD's spindle speed, a
+/// cache's size): a table's `#param KEY = VALUE, SOURCE` line. A fit keeps
+/// it and fits the others around it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Given {
+    /// The model key (one of the family's base model's parameters).
+    pub key: String,
+    /// Its value as a model file writes it (`15000`, `32M`, `4.0ms`).
+    pub value: String,
+    /// Where it comes from.
+    pub source: String,
+}
+
+/// Checks the given parameters against the family's base model (a key it
+/// has, a value it takes) and records them as determined by their source.
+fn take_given(f: &mut Fitter<'_>, family: Family) -> Result<(), FitError> {
+    let b = crate::model::builtins().iter().find(|b| b.name == family.base()).expect("base");
+    for g in f.given {
+        if !b.params.iter().any(|p| p.key == g.key) {
+            let keys: Vec<&str> = b.params.iter().map(|p| p.key).collect();
+            return Err(FitError(format!(
+                "given parameter '{}' is not one of the {} family's ({}): {}",
+                g.key,
+                family.as_str(),
+                family.base(),
+                keys.join(", ")
+            )));
+        }
+        f.spec.set.insert(g.key.clone(), g.value.clone());
+        f.spec
+            .build(f.capacity)
+            .map_err(|e| FitError(format!("given parameter {} = '{}': {e}", g.key, g.value)))?;
+        f.params.push(ParamFit {
+            key: g.key.clone(),
+            value: g.value.clone(),
+            source: format!("given: {}", g.source),
+            determined: true,
+        });
+    }
+    Ok(())
 }
 
 /// Predicts every row with a model (the error table of a fit, or of a
@@ -1327,7 +1394,7 @@ mod tests {
             spec.set.insert(k.into(), v.into());
         }
         let rows = rows_from(&spec, &grid());
-        let f = fit(Family::Ssd, &rows, None, CAP).unwrap();
+        let f = fit(Family::Ssd, &rows, None, CAP, &[]).unwrap();
         near(dur_us(&value(&f, "read")), 120.0, 0.01);
         near(dur_us(&value(&f, "write")), 30.0, 0.01);
         assert_eq!(value(&f, "units"), "12");
@@ -1358,7 +1425,7 @@ mod tests {
             spec.set.insert(k.into(), v.into());
         }
         let rows = rows_from(&spec, &grid());
-        let f = fit(Family::Ssd, &rows, None, CAP).unwrap();
+        let f = fit(Family::Ssd, &rows, None, CAP, &[]).unwrap();
         near(crate::model::parse_rate(&value(&f, "channel_rate")).unwrap(), 2600e6, 0.03);
         near(crate::model::parse_rate(&value(&f, "interface_rate")).unwrap(), 1900e6, 0.03);
         near(dur_us(&value(&f, "read")), 60.0, 0.02);
@@ -1378,7 +1445,7 @@ mod tests {
             spec.set.insert(k.into(), v.to_string());
         }
         let rows = rows_from(&spec, &grid());
-        let f = fit(Family::Hdd, &rows, None, CAP).unwrap();
+        let f = fit(Family::Hdd, &rows, None, CAP, &[]).unwrap();
         near(dur_us(&value(&f, "avg_seek")), 6000.0, 0.08);
         near(crate::model::parse_rate(&value(&f, "outer_rate")).unwrap(), 150e6, 0.03);
         near(dur_us(&value(&f, "overhead")), 100.0, 0.05);
@@ -1388,6 +1455,40 @@ mod tests {
         assert!(f.params.iter().any(|p| p.key == "rpm" && !p.determined));
     }
 
+    /// A 15,000 rpm disk: with its spindle speed given (a datasheet's
+    /// figure) the fit finds its seek; left to the class's 7,200 rpm, the
+    /// seek gives up what the slower rotation takes (~2 ms).
+    #[test]
+    fn a_given_spindle_speed_is_kept_and_the_seek_fitted_around_it() {
+        let mut spec = Spec { base: "hdd".into(), ..Spec::default() };
+        for (k, v) in [
+            ("rpm", "15000"),
+            ("avg_seek", "3.5ms"),
+            ("track_to_track", &*us(3500.0 / 8.5)),
+            ("full_stroke", &*us(3500.0 * 16.0 / 8.5)),
+            ("outer_rate", "150MB/s"),
+            ("inner_rate", "75MB/s"),
+        ] {
+            spec.set.insert(k.into(), v.to_string());
+        }
+        let rows = rows_from(&spec, &grid());
+        let given = [Given { key: "rpm".into(), value: "15000".into(), source: "datasheet".into() }];
+        let f = fit(Family::Hdd, &rows, None, CAP, &given).unwrap();
+        assert_eq!(value(&f, "rpm"), "15000");
+        let rpm = f.params.iter().find(|p| p.key == "rpm").unwrap();
+        assert!(rpm.determined && rpm.source == "given: datasheet", "{rpm:?}");
+        assert_eq!(f.params.iter().filter(|p| p.key == "rpm").count(), 1);
+        near(dur_us(&value(&f, "avg_seek")), 3500.0, 0.08);
+        let unpinned = fit(Family::Hdd, &rows, None, CAP, &[]).unwrap();
+        assert!(dur_us(&value(&unpinned, "avg_seek")) < 3500.0 * 0.8, "{}", value(&unpinned, "avg_seek"));
+        let bad = [Given { key: "spindle".into(), value: "15000".into(), source: "x".into() }];
+        let e = fit(Family::Hdd, &rows, None, CAP, &bad).unwrap_err().0;
+        assert!(e.contains("'spindle'") && e.contains("rpm"), "{e}");
+        let bad = [Given { key: "rpm".into(), value: "fast".into(), source: "x".into() }];
+        let e = fit(Family::Hdd, &rows, None, CAP, &bad).unwrap_err().0;
+        assert!(e.contains("rpm = 'fast'"), "{e}");
+    }
+
     #[test]
     fn a_net_fit_finds_the_round_trip_and_link() {
         let mut spec = Spec { base: "gbe-nas".into(), ..Spec::default() };
@@ -1395,7 +1496,7 @@ mod tests {
             spec.set.insert(k.into(), v.into());
         }
         let rows = rows_from(&spec, &grid());
-        let f = fit(Family::Net, &rows, None, CAP).unwrap();
+        let f = fit(Family::Net, &rows, None, CAP, &[]).unwrap();
         near(dur_us(&value(&f, "rtt")), 400.0, 0.02);
         near(crate::model::parse_rate(&value(&f, "link_rate")).unwrap(), 110e6, 0.03);
     }
@@ -1411,7 +1512,7 @@ mod tests {
             fig: Figures { mb_s: Some(100.0), ..Figures::default() },
             source: "stream".into(),
         }];
-        let f = fit(Family::Net, &rows, None, CAP).unwrap();
+        let f = fit(Family::Net, &rows, None, CAP, &[]).unwrap();
         let src = |k: &str| {
             let v: Vec<_> = f.params.iter().filter(|p| p.key == k).collect();
             assert_eq!(v.len(), 1, "{k} once: {:?}", f.params);
@@ -1490,7 +1591,7 @@ mod tests {
                 (cell(4096, Pattern::Random, 0, 1), "lat"),
             ],
         );
-        let f = fit(Family::Ssd, &rows, None, CAP).unwrap();
+        let f = fit(Family::Ssd, &rows, None, CAP, &[]).unwrap();
         assert_eq!(value(&f, "units"), "8");
         assert_eq!(value(&f, "write_units"), "3", "{}", param(&f, "write_units").source);
         assert!(param(&f, "write_units").determined);
@@ -1516,7 +1617,7 @@ mod tests {
                 (cell(4096, Pattern::Sequential, 0, 1), "lat"),
             ],
         );
-        let f = fit(Family::Ssd, &rows, None, CAP).unwrap();
+        let f = fit(Family::Ssd, &rows, None, CAP, &[]).unwrap();
         near(dur_us(&value(&f, "read")), 70.0, 0.01);
         near(dur_us(&value(&f, "write")), 85.0, 0.01);
         assert_eq!(value(&f, "units"), "5");
@@ -1555,14 +1656,14 @@ mod tests {
                 (cell(4096, Pattern::Sequential, 100, 1), "lat"),
             ],
         );
-        let f = fit(Family::Ssd, &both, None, CAP).unwrap();
+        let f = fit(Family::Ssd, &both, None, CAP, &[]).unwrap();
         assert!(param(&f, "read").source.contains("sequential read QD1"), "{}", param(&f, "read").source);
         near(dur_us(&value(&f, "read")), 50.0, 0.01);
         let alone = sheet(
             &spec,
             &[(cell(4096, Pattern::Random, 100, 1), "iops"), (cell(4096, Pattern::Random, 100, 8), "iops")],
         );
-        let f = fit(Family::Ssd, &alone, None, CAP).unwrap();
+        let f = fit(Family::Ssd, &alone, None, CAP, &[]).unwrap();
         near(dur_us(&value(&f, "read")), 50.0, 0.01);
         assert!(param(&f, "read").determined && param(&f, "read").source.contains("1 / IOPS"));
         assert_eq!(value(&f, "units"), "6");
@@ -1581,14 +1682,14 @@ mod tests {
                 (cell(4096, Pattern::Random, 100, 64), "iops"),
             ],
         );
-        let f = fit(Family::Ssd, &rows, None, CAP).unwrap();
+        let f = fit(Family::Ssd, &rows, None, CAP, &[]).unwrap();
         assert_eq!(value(&f, "units"), "12");
         assert!(param(&f, "units").source.contains("QD64"));
         let rows = sheet(
             &spec,
             &[(cell(4096, Pattern::Random, 0, 1), "lat"), (cell(4096, Pattern::Random, 0, 32), "iops")],
         );
-        let f = fit(Family::Ssd, &rows, None, CAP).unwrap();
+        let f = fit(Family::Ssd, &rows, None, CAP, &[]).unwrap();
         assert_eq!(value(&f, "units"), "12");
         assert!(param(&f, "units").determined && param(&f, "units").source.contains("with the write time"));
         assert!(!param(&f, "read").determined);
@@ -1609,7 +1710,7 @@ mod tests {
                 source: "seq".into(),
             },
         ];
-        let f = fit(Family::Ssd, &rows, None, CAP).unwrap();
+        let f = fit(Family::Ssd, &rows, None, CAP, &[]).unwrap();
         let fl = param(&f, "flush");
         assert!(!fl.determined && fl.source.contains("below the write alone"), "{}", fl.source);
         assert!(dur_us(&fl.value) < 1.0, "{}", fl.value);
@@ -1619,7 +1720,7 @@ mod tests {
             &spec,
             &[(cell(4096, Pattern::Random, 0, 1), "lat"), (cell(4096, Pattern::Flush, 0, 1), "lat")],
         );
-        let f = fit(Family::Ssd, &rows, None, CAP).unwrap();
+        let f = fit(Family::Ssd, &rows, None, CAP, &[]).unwrap();
         assert!(param(&f, "flush").determined);
         near(dur_us(&value(&f, "flush")), 10.0, 0.02);
     }
@@ -1637,7 +1738,7 @@ mod tests {
             fig: Figures { lat_mean_us: Some(30_000.0), ..Figures::default() },
             source: "slow".into(),
         });
-        let f = fit(Family::Hdd, &rows, None, CAP).unwrap();
+        let f = fit(Family::Hdd, &rows, None, CAP, &[]).unwrap();
         let wc = param(&f, "write_cache");
         assert!(
             !wc.determined && wc.source.contains("matched by neither") && wc.source.contains("off"),
@@ -1652,7 +1753,7 @@ mod tests {
             fig: Figures { lat_mean_us: Some(8300.0), ..Figures::default() },
             source: "rotation".into(),
         });
-        let f = fit(Family::Hdd, &rows, None, CAP).unwrap();
+        let f = fit(Family::Hdd, &rows, None, CAP, &[]).unwrap();
         let wc = param(&f, "write_cache");
         assert!(!wc.determined && wc.source.contains("does not tell on from off"), "{}", wc.source);
         let flush = rows.last().unwrap();
@@ -1671,7 +1772,7 @@ mod tests {
             &spec,
             &[(cell(4096, Pattern::Random, 100, 1), "lat"), (cell(262144, Pattern::Random, 100, 1), "lat")],
         );
-        let f = fit(Family::Ssd, &rows, None, CAP).unwrap();
+        let f = fit(Family::Ssd, &rows, None, CAP, &[]).unwrap();
         near(crate::model::parse_rate(&value(&f, "channel_rate")).unwrap(), 400e6, 0.05);
     }
 
@@ -1682,7 +1783,7 @@ mod tests {
             fig: Figures::default(),
             source: "x".into(),
         }];
-        let e = fit(Family::Ssd, &rows, None, CAP).unwrap_err().0;
+        let e = fit(Family::Ssd, &rows, None, CAP, &[]).unwrap_err().0;
         assert!(e.contains("4k random read at QD1"), "{e}");
     }
 }

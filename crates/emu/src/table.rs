@@ -9,8 +9,37 @@
 //! latency is the pair's, what pg_test_fsync's ops/s inverts to); any of the
 //! figures may be empty but a row has at least one; `source` is required.
 //! Columns are found by name; others are ignored.
+//!
+//! A parameter a datasheet states outright (an HDD's spindle speed) is a
+//! line `#param KEY = VALUE, SOURCE` ([`given`]): the fit keeps it and fits
+//! the others around it, instead of assuming the class's value.
 
-use crate::fit::{Cell, CellFit, Figures, Fitted, Pattern, Row};
+use crate::fit::{Cell, CellFit, Figures, Fitted, Given, Pattern, Row};
+
+/// The table's `#param KEY = VALUE, SOURCE` lines; `name` (its path)
+/// starts every error, which names the line and what is wrong.
+pub fn given(name: &str, text: &str) -> Result<Vec<Given>, String> {
+    let mut out: Vec<Given> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let Some(rest) = line.trim().strip_prefix("#param") else { continue };
+        let n = i + 1;
+        let want =
+            "want '#param KEY = VALUE, SOURCE' (e.g. '#param rpm = 15000, the product manual, table 2')";
+        let (key, rest) = rest.split_once('=').ok_or_else(|| format!("{name} line {n}: no '=': {want}"))?;
+        let (value, source) = rest
+            .split_once(',')
+            .ok_or_else(|| format!("{name} line {n}: no source after the value: {want}"))?;
+        let (key, value, source) = (key.trim(), value.trim(), source.trim());
+        if key.is_empty() || value.is_empty() || source.is_empty() {
+            return Err(format!("{name} line {n}: '{}': {want}", line.trim()));
+        }
+        if out.iter().any(|g| g.key == key) {
+            return Err(format!("{name} line {n}: parameter '{key}' is given twice"));
+        }
+        out.push(Given { key: key.into(), value: value.into(), source: source.into() });
+    }
+    Ok(out)
+}
 
 /// The columns a table must have.
 pub const COLUMNS: [&str; 9] =
@@ -225,5 +254,29 @@ mod tests {
         assert!(e.contains("source is empty"), "{e}");
         let e = parse("t.csv", &format!("{HEAD}4k,random,100,1,,,,,x\n")).unwrap_err();
         assert!(e.contains("no figure"), "{e}");
+    }
+
+    #[test]
+    fn param_lines_give_parameters_with_their_source() {
+        let t = format!(
+            "# notes\n#param rpm = 15000, Cheetah 15K.7 manual, p. 9\n{HEAD}4k,random,100,1,,,6000,,x\n"
+        );
+        let g = given("t.csv", &t).unwrap();
+        assert_eq!(
+            g,
+            vec![Given {
+                key: "rpm".into(),
+                value: "15000".into(),
+                source: "Cheetah 15K.7 manual, p. 9".into()
+            }]
+        );
+        // A param line is a comment to the rows' parser.
+        assert_eq!(parse("t.csv", &t).unwrap().len(), 1);
+        let e = given("t.csv", "#param rpm 15000, x\n").unwrap_err();
+        assert!(e.contains("t.csv line 1: no '='"), "{e}");
+        let e = given("t.csv", "\n#param rpm = 15000\n").unwrap_err();
+        assert!(e.contains("line 2: no source after the value"), "{e}");
+        let e = given("t.csv", "#param rpm = 1, a\n#param rpm = 2, b\n").unwrap_err();
+        assert!(e.contains("line 2: parameter 'rpm' is given twice"), "{e}");
     }
 }

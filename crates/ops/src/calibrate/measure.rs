@@ -74,7 +74,7 @@ pub fn fit_measured(
     info: &PathInfo,
     quick: bool,
 ) -> Result<Calibrated, CalError> {
-    let fitted = fit::fit(family, &m.rows, m.sustained.as_ref(), prep.target.size)
+    let fitted = fit::fit(family, &m.rows, m.sustained.as_ref(), prep.target.size, &[])
         .map_err(|e| CalError::Failed(format!("fitting {}: {e}", family.as_str())))?;
     let host = storbench_sysmon::host_env();
     let mut prov = toml::Table::new();
@@ -144,8 +144,9 @@ pub fn fit_table(table: &Path, family: Family, size: u64, holdout: bool) -> Resu
     let text = std::fs::read_to_string(table)
         .map_err(|e| CalError::Usage(format!("--from-table {}: {e}", table.display())))?;
     let rows = storbench_emu::table::parse(&table.display().to_string(), &text).map_err(CalError::Usage)?;
+    let given = storbench_emu::table::given(&table.display().to_string(), &text).map_err(CalError::Usage)?;
     let (train, test) = split(table, &rows, holdout)?;
-    let fitted = fit::fit(family, &train, None, size)
+    let fitted = fit::fit(family, &train, None, size, &given)
         .map_err(|e| CalError::Usage(format!("--from-table {}: {e}", table.display())))?;
     let held = if holdout {
         fit::evaluate(&fitted.spec, &test, size).map_err(|e| CalError::Failed(e.to_string()))?
