@@ -53,7 +53,7 @@ pub struct DurabilityArgs {
     /// With crash points: check the medium's last recorded run of each setting again instead of running the workload (with --crash-point K, reproduces point K exactly).
     #[arg(long)]
     pub last_run: bool,
-    /// With crash points: what the clients run, `rows` (numbered rows, one commit each) or `tpcc` (TPC-C on a schema built with `tpcc build`; PostgreSQL or SQLite; lost = acknowledged New-Orders missing, inconsistent = `tpcc check` failing).
+    /// With crash points: what the clients run, `rows` (numbered rows, one commit each) or `tpcc` (TPC-C on a schema built with `tpcc build`, PostgreSQL or SQLite; on MariaDB storbench builds scale 1 on its own server the first time; lost = acknowledged New-Orders missing, inconsistent = `tpcc check` failing).
     #[arg(long, default_value = "rows", value_name = "rows|tpcc")]
     pub workload: String,
     /// With crash points: where crash images are made (host disk; default: beside the medium's backing file).
