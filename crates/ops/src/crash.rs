@@ -174,6 +174,11 @@ struct RunLog {
     /// TPC-C on PostgreSQL without `wal`: why the run has none (the
     /// reduction is then off).
     wal_off: Option<String>,
+    /// MariaDB: the setting as the server's startup options (`--k=v`),
+    /// given to the run's server and to each crash image's, as a server
+    /// restarted after a power cut reads its option file again (some,
+    /// `innodb_doublewrite`, can be set no other way).
+    server: Vec<String>,
 }
 
 /// The run's WAL as [`walprefix`] reads it: positions `lo..hi` (the redo
@@ -212,6 +217,7 @@ fn save_run(journal: &Path, label: &str, r: &RunLog) -> Result<(), OpsError> {
     let doc = serde_json::json!({
         "start_ns": r.start, "end_ns": r.end, "acks": r.acks.times, "districts": r.districts, "pages": r.pages,
         "wal": r.wal.as_ref().map(WalLog::to_json), "wal_off": r.wal_off,
+        "server": r.server,
     });
     std::fs::write(&p, doc.to_string()).map_err(|e| OpsError::Failed(format!("writing {}: {e}", p.display())))
 }
@@ -241,6 +247,7 @@ fn load_run(journal: &Path, label: &str) -> Result<RunLog, OpsError> {
         pages,
         wal,
         wal_off,
+        server: serde_json::from_value(v["server"].clone()).unwrap_or_default(),
     })
 }
 
@@ -514,7 +521,10 @@ fn maria_workload(
     if !data.join("mysql").is_dir() {
         mariadbd::install(data, &maria_settings()).map_err(maria_err)?;
     }
-    let (mut server, _reg) = maria_start(data, &run_dir, false)?;
+    // The setting as startup options (values are words, the settings'
+    // parser allows no more): `SET GLOBAL` cannot change them all.
+    let options: Vec<String> = s.iter().map(|(k, v)| format!("--{k}={v}")).collect();
+    let (mut server, _reg) = maria_start(data, &run_dir, false, &options)?;
     let mut admin = connect(&maria_url(server.socket(), "mysql")?)?;
     admin.batch(&format!("CREATE DATABASE IF NOT EXISTS `{database}`"))?;
     let url = maria_url(server.socket(), database)?;
@@ -525,12 +535,7 @@ fn maria_workload(
             None
         }
     };
-    // Values are words (the settings' parser allows no more):
-    // unquoted, so a number stays a number.
-    for (k, v) in s {
-        admin.batch(&format!("SET GLOBAL {k} = {v}"))?;
-    }
-    let out = match &info {
+    let mut out = match &info {
         None => commit_for(o.run_for, (0..o.clients).map(|_| connect(&url)).collect::<Result<Vec<_>, _>>()?),
         Some(info) => {
             let districts = tpcc_districts(connect(&url)?.as_mut())?;
@@ -545,11 +550,13 @@ fn maria_workload(
                 pages: Vec::new(),
                 wal: None,
                 wal_off: None,
+                server: Vec::new(),
             }
         }
     };
     drop(admin);
     server.stop().map_err(maria_err)?;
+    out.server = options;
     Ok(out)
 }
 
@@ -641,6 +648,7 @@ fn commit_for(d: Duration, conns: Vec<Box<dyn storbench_db::Connection>>) -> Run
         pages: Vec::new(),
         wal: None,
         wal_off: None,
+        server: Vec::new(),
     }
 }
 
@@ -688,7 +696,16 @@ fn tpcc_workload(o: &Options, inst: &Instance, s: &[(String, String)]) -> Result
         },
     };
     settings.reset()?;
-    Ok(RunLog { acks: AckLog { times }, start, end, districts, pages: Vec::new(), wal, wal_off })
+    Ok(RunLog {
+        acks: AckLog { times },
+        start,
+        end,
+        districts,
+        pages: Vec::new(),
+        wal,
+        wal_off,
+        server: Vec::new(),
+    })
 }
 
 /// TPC-C on SQLite for `o.run_for` under setting `s` (`PRAGMA key=value`
@@ -714,7 +731,16 @@ fn tpcc_sqlite_workload(o: &Options, path: &Path, s: &[(String, String)]) -> Res
     let conns = (0..o.clients).map(|_| open()).collect::<Result<Vec<_>, _>>()?;
     let (acked, start, end) = tpcc_drive(o, conns, &info, &districts, false);
     let times = acked.iter().map(|a| a.iter().map(|x| x.0).collect()).collect();
-    Ok(RunLog { acks: AckLog { times }, start, end, districts, pages: Vec::new(), wal: None, wal_off: None })
+    Ok(RunLog {
+        acks: AckLog { times },
+        start,
+        end,
+        districts,
+        pages: Vec::new(),
+        wal: None,
+        wal_off: None,
+        server: Vec::new(),
+    })
 }
 
 /// Each district's `(w_id, d_id, d_next_o_id)`, before the run.
@@ -1033,8 +1059,7 @@ fn check_cell(
             break;
         }
         let t0 = Instant::now();
-        let (mut outcome, timing) =
-            check_point(o, &mut replayer, &scratch, p, &run.districts, &acks.before(p.t_ns))?;
+        let (mut outcome, timing) = check_point(o, &mut replayer, &scratch, p, run, &acks.before(p.t_ns))?;
         if let Some(r) = &reduced {
             let want = &r.outcomes[p.index];
             if outcome.failed.is_none() && outcome.found != want.found {
@@ -1182,9 +1207,10 @@ fn check_point(
     replayer: &mut Replayer,
     scratch: &Scratch,
     p: &Point,
-    districts: &[[i64; 3]],
+    run: &RunLog,
     acked: &[i64],
 ) -> Result<(Outcome, Timing), OpsError> {
+    let districts = &run.districts;
     let mut tm = Timing::default();
     let mut lap = Instant::now();
     let mut split = || std::mem::replace(&mut lap, Instant::now()).elapsed();
@@ -1224,8 +1250,14 @@ fn check_point(
         }
         Target::Mariadb { mount, data, database } => {
             let rel = data.strip_prefix(mount).unwrap_or(data);
-            let (out, recovered_in) =
-                check_mariadb(&at.join(rel), &scratch.dir.join("run"), database, districts, acked);
+            let (out, recovered_in) = check_mariadb(
+                &at.join(rel),
+                &scratch.dir.join("run"),
+                database,
+                districts,
+                acked,
+                &run.server,
+            );
             tm.recover = recovered_in;
             out
         }
@@ -1399,6 +1431,7 @@ fn maria_start(
     data: &Path,
     run_dir: &Path,
     copy: bool,
+    options: &[String],
 ) -> Result<(mariadbd::Mariadbd, Registration), OpsError> {
     std::fs::create_dir_all(run_dir)
         .map_err(|e| OpsError::Failed(format!("creating {}: {e}", run_dir.display())))?;
@@ -1406,7 +1439,8 @@ fn maria_start(
     if copy {
         reg.set_data_made()?;
     }
-    let settings = maria_settings();
+    let mut settings = maria_settings();
+    settings.extend_from_slice(options);
     let bin = mariadbd::server_bin().map_err(maria_err)?;
     let never = AtomicBool::new(false);
     let m = mariadbd::Mariadbd::start(&bin, &settings, data, run_dir, &mut reg, &never).map_err(maria_err)?;
@@ -1431,6 +1465,7 @@ fn check_mariadb(
     database: &str,
     districts: &[[i64; 3]],
     acked: &[i64],
+    server_options: &[String],
 ) -> (Outcome, Duration) {
     let mut out = Outcome::default();
     if !data.join("mysql").is_dir() {
@@ -1439,7 +1474,7 @@ fn check_mariadb(
     }
     let _ = std::fs::remove_dir_all(run_dir);
     let t0 = Instant::now();
-    let (mut server, _reg) = match maria_start(data, run_dir, true) {
+    let (mut server, _reg) = match maria_start(data, run_dir, true, server_options) {
         Ok(s) => s,
         Err(e) => {
             out.error(&e.to_string(), true);

@@ -658,6 +658,77 @@ fn mariadb_crash_points_lose_nothing_with_a_log_flush_per_commit_and_lose_withou
     nothing_left(&s);
 }
 
+/// InnoDB's torn data pages: only the points tearing a write of its
+/// tablespaces (`ibdata1`, which holds the doublewrite buffer, and the
+/// `.ibd` files). `innodb_max_dirty_pages_pct=0` makes the page cleaner
+/// write the table's pages within a 3 s run. With the doublewrite buffer
+/// recovery mends every torn page; without it a torn page fails its
+/// checksum when redo reads it.
+#[test]
+fn mariadb_torn_data_pages_are_mended_by_the_doublewrite_buffer_and_found_without_it() {
+    let s = State::new();
+    s.ok(&[
+        "media",
+        "create",
+        "crash-maria-torn",
+        "--size",
+        "256M",
+        "--fs",
+        "ext4",
+        "--model",
+        "sata-ssd",
+        "--record",
+    ]);
+    let torn = |dw: &str, points: &str| {
+        let (code, cells) = matrix(
+            &s,
+            &[
+                "--db",
+                "mysql://root@localhost/test",
+                "--medium",
+                "crash-maria-torn",
+                "--clients",
+                "2",
+                "--cut-after",
+                "3s",
+                "--torn-pages",
+                "--crash-points",
+                points,
+                "--settings",
+                dw,
+                "--settings",
+                "innodb_max_dirty_pages_pct=0",
+                "--cache",
+                "honest",
+            ],
+        );
+        (code, cell(&cells, &format!("{dw},innodb_max_dirty_pages_pct=0"), "honest").clone())
+    };
+    let (code, on) = torn("innodb_doublewrite=ON", "4");
+    assert_eq!(code, 0, "{on}");
+    assert!(on["tried"].as_u64().unwrap() >= 3, "torn data pages to try: {on}");
+    for k in ["lost_max", "inconsistent", "failed"] {
+        assert_eq!(on[k], 0, "the doublewrite buffer mends a torn page: {on}");
+    }
+    let (code, off) = torn("innodb_doublewrite=OFF", "8");
+    assert_eq!(code, 1, "bad points exit 1: {off}");
+    assert!(off["tried"].as_u64().unwrap() >= 3, "{off}");
+    assert!(
+        off["inconsistent"].as_u64().unwrap() >= 1,
+        "a torn page without the doublewrite buffer is found: {off}"
+    );
+    assert_eq!(
+        off["failed"], 0,
+        "a page failing its checksum counts as inconsistent, not as a failed recovery: {off}"
+    );
+    let why = off["bad_points"].as_array().unwrap().iter().filter_map(|b| b["inconsistent"].as_str());
+    assert!(
+        why.clone().all(|w| w.contains("corrupt") || w.contains("checksum") || w.contains("CHECK TABLE")),
+        "found by the pages' checksums or CHECK TABLE: {off}"
+    );
+    nothing_left(&s);
+}
+
 /// TPC-C on storbench's own mariadbd (scale 1, built on the medium by the
 /// first run): with the redo log flushed at each commit on an honest
 /// device no acknowledged New-Order is lost and every point passes `tpcc
