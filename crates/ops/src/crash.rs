@@ -174,6 +174,11 @@ struct RunLog {
     /// TPC-C on PostgreSQL without `wal`: why the run has none (the
     /// reduction is then off).
     wal_off: Option<String>,
+    /// MariaDB: the setting as the server's startup options (`--k=v`),
+    /// given to the run's server and to each crash image's, as a server
+    /// restarted after a power cut reads its option file again (some,
+    /// `innodb_doublewrite`, can be set no other way).
+    server: Vec<String>,
 }
 
 /// The run's WAL as [`walprefix`] reads it: positions `lo..hi` (the redo
@@ -212,6 +217,7 @@ fn save_run(journal: &Path, label: &str, r: &RunLog) -> Result<(), OpsError> {
     let doc = serde_json::json!({
         "start_ns": r.start, "end_ns": r.end, "acks": r.acks.times, "districts": r.districts, "pages": r.pages,
         "wal": r.wal.as_ref().map(WalLog::to_json), "wal_off": r.wal_off,
+        "server": r.server,
     });
     std::fs::write(&p, doc.to_string()).map_err(|e| OpsError::Failed(format!("writing {}: {e}", p.display())))
 }
@@ -241,6 +247,7 @@ fn load_run(journal: &Path, label: &str) -> Result<RunLog, OpsError> {
         pages,
         wal,
         wal_off,
+        server: serde_json::from_value(v["server"].clone()).unwrap_or_default(),
     })
 }
 
@@ -462,32 +469,8 @@ pub fn run(o: &Options, stop: &AtomicBool, on: &mut dyn FnMut(Event)) -> Result<
 /// log and the run's window on CLOCK_MONOTONIC.
 fn workload(o: &Options, s: &[(String, String)]) -> Result<RunLog, OpsError> {
     match &o.target {
-        Target::Mariadb { .. } if o.workload == Workload::Tpcc => Err(OpsError::Usage(
-            "--workload tpcc: PostgreSQL or SQLite (give --db managed:NAME or sqlite:PATH)".into(),
-        )),
         Target::Sqlite { path, .. } if o.workload == Workload::Tpcc => tpcc_sqlite_workload(o, path, s),
-        Target::Mariadb { data, database, .. } => {
-            let scratch = Scratch::new(&o.scratch)?;
-            let run_dir = scratch.dir.join("live");
-            if !data.join("mysql").is_dir() {
-                mariadbd::install(data, &maria_settings()).map_err(maria_err)?;
-            }
-            let (mut server, _reg) = maria_start(data, &run_dir, false)?;
-            let mut admin = connect(&maria_url(server.socket(), "mysql")?)?;
-            admin.batch(&format!("CREATE DATABASE IF NOT EXISTS `{database}`"))?;
-            let url = maria_url(server.socket(), database)?;
-            connect(&url)?.batch(&acked::create_table(TABLE))?;
-            // Values are words (the settings' parser allows no more):
-            // unquoted, so a number stays a number.
-            for (k, v) in s {
-                admin.batch(&format!("SET GLOBAL {k} = {v}"))?;
-            }
-            let conns = (0..o.clients).map(|_| connect(&url)).collect::<Result<Vec<_>, _>>()?;
-            let out = commit_for(o.run_for, conns);
-            drop(admin);
-            server.stop().map_err(maria_err)?;
-            Ok(out)
-        }
+        Target::Mariadb { data, database, .. } => maria_workload(o, data, database, s),
         Target::Postgres { inst, .. } if o.workload == Workload::Tpcc => tpcc_workload(o, inst, s),
         Target::Sqlite { path, .. } => {
             for suffix in ["", "-wal", "-shm", "-journal"] {
@@ -516,6 +499,76 @@ fn workload(o: &Options, s: &[(String, String)]) -> Result<RunLog, OpsError> {
             Ok(out)
         }
     }
+}
+
+/// MariaDB: storbench's own mariadbd on `data` (on the medium; made by
+/// `mariadb-install-db` the first time) for the run, setting `s` by `SET
+/// GLOBAL`, stopped cleanly after. The clients commit numbered rows, or
+/// run TPC-C (`--workload tpcc`) on a scale-1 schema built here the first
+/// time: the server is storbench's, not the URL's, so `tpcc build` cannot
+/// reach it. A district's New-Orders take its next id under the district
+/// row's lock (InnoDB's row lock, held to the commit), so its committed
+/// orders are its ids from `d_next_o_id` on, in commit order, as on
+/// PostgreSQL.
+fn maria_workload(
+    o: &Options,
+    data: &Path,
+    database: &str,
+    s: &[(String, String)],
+) -> Result<RunLog, OpsError> {
+    let scratch = Scratch::new(&o.scratch)?;
+    let run_dir = scratch.dir.join("live");
+    if !data.join("mysql").is_dir() {
+        mariadbd::install(data, &maria_settings()).map_err(maria_err)?;
+    }
+    // The setting as startup options (values are words, the settings'
+    // parser allows no more): `SET GLOBAL` cannot change them all.
+    let options: Vec<String> = s.iter().map(|(k, v)| format!("--{k}={v}")).collect();
+    let (mut server, _reg) = maria_start(data, &run_dir, false, &options)?;
+    let mut admin = connect(&maria_url(server.socket(), "mysql")?)?;
+    admin.batch(&format!("CREATE DATABASE IF NOT EXISTS `{database}`"))?;
+    let url = maria_url(server.socket(), database)?;
+    let info = match o.workload {
+        Workload::Tpcc => Some(maria_tpcc(&url)?),
+        Workload::Rows => {
+            connect(&url)?.batch(&acked::create_table(TABLE))?;
+            None
+        }
+    };
+    let mut out = match &info {
+        None => commit_for(o.run_for, (0..o.clients).map(|_| connect(&url)).collect::<Result<Vec<_>, _>>()?),
+        Some(info) => {
+            let districts = tpcc_districts(connect(&url)?.as_mut())?;
+            let conns = (0..o.clients).map(|_| connect(&url)).collect::<Result<Vec<_>, _>>()?;
+            let (acked, start, end) = tpcc_drive(o, conns, info, &districts, false);
+            let times = acked.iter().map(|a| a.iter().map(|x| x.0).collect()).collect();
+            RunLog {
+                acks: AckLog { times },
+                start,
+                end,
+                districts,
+                pages: Vec::new(),
+                wal: None,
+                wal_off: None,
+                server: Vec::new(),
+            }
+        }
+    };
+    drop(admin);
+    server.stop().map_err(maria_err)?;
+    out.server = options;
+    Ok(out)
+}
+
+/// The TPC-C schema at `url`, built (one warehouse, two loaders) when there is none.
+fn maria_tpcc(url: &DbUrl) -> Result<tpcc::SchemaInfo, OpsError> {
+    if let Some(info) = tpcc::inspect(connect(url)?.as_mut())? {
+        return Ok(info);
+    }
+    let open = || connect(url);
+    tpcc::build(&open, 1, 2, &|_| {})?;
+    tpcc::inspect(connect(url)?.as_mut())?
+        .ok_or_else(|| OpsError::Failed("--workload tpcc: the TPC-C build left no schema".into()))
 }
 
 /// A `CHECKPOINT` every `every` on `conn` until dropped (a failed one is
@@ -595,6 +648,7 @@ fn commit_for(d: Duration, conns: Vec<Box<dyn storbench_db::Connection>>) -> Run
         pages: Vec::new(),
         wal: None,
         wal_off: None,
+        server: Vec::new(),
     }
 }
 
@@ -642,7 +696,16 @@ fn tpcc_workload(o: &Options, inst: &Instance, s: &[(String, String)]) -> Result
         },
     };
     settings.reset()?;
-    Ok(RunLog { acks: AckLog { times }, start, end, districts, pages: Vec::new(), wal, wal_off })
+    Ok(RunLog {
+        acks: AckLog { times },
+        start,
+        end,
+        districts,
+        pages: Vec::new(),
+        wal,
+        wal_off,
+        server: Vec::new(),
+    })
 }
 
 /// TPC-C on SQLite for `o.run_for` under setting `s` (`PRAGMA key=value`
@@ -668,7 +731,16 @@ fn tpcc_sqlite_workload(o: &Options, path: &Path, s: &[(String, String)]) -> Res
     let conns = (0..o.clients).map(|_| open()).collect::<Result<Vec<_>, _>>()?;
     let (acked, start, end) = tpcc_drive(o, conns, &info, &districts, false);
     let times = acked.iter().map(|a| a.iter().map(|x| x.0).collect()).collect();
-    Ok(RunLog { acks: AckLog { times }, start, end, districts, pages: Vec::new(), wal: None, wal_off: None })
+    Ok(RunLog {
+        acks: AckLog { times },
+        start,
+        end,
+        districts,
+        pages: Vec::new(),
+        wal: None,
+        wal_off: None,
+        server: Vec::new(),
+    })
 }
 
 /// Each district's `(w_id, d_id, d_next_o_id)`, before the run.
@@ -987,8 +1059,7 @@ fn check_cell(
             break;
         }
         let t0 = Instant::now();
-        let (mut outcome, timing) =
-            check_point(o, &mut replayer, &scratch, p, &run.districts, &acks.before(p.t_ns))?;
+        let (mut outcome, timing) = check_point(o, &mut replayer, &scratch, p, run, &acks.before(p.t_ns))?;
         if let Some(r) = &reduced {
             let want = &r.outcomes[p.index];
             if outcome.failed.is_none() && outcome.found != want.found {
@@ -1136,9 +1207,10 @@ fn check_point(
     replayer: &mut Replayer,
     scratch: &Scratch,
     p: &Point,
-    districts: &[[i64; 3]],
+    run: &RunLog,
     acked: &[i64],
 ) -> Result<(Outcome, Timing), OpsError> {
+    let districts = &run.districts;
     let mut tm = Timing::default();
     let mut lap = Instant::now();
     let mut split = || std::mem::replace(&mut lap, Instant::now()).elapsed();
@@ -1178,7 +1250,14 @@ fn check_point(
         }
         Target::Mariadb { mount, data, database } => {
             let rel = data.strip_prefix(mount).unwrap_or(data);
-            let (out, recovered_in) = check_mariadb(&at.join(rel), &scratch.dir.join("run"), database, acked);
+            let (out, recovered_in) = check_mariadb(
+                &at.join(rel),
+                &scratch.dir.join("run"),
+                database,
+                districts,
+                acked,
+                &run.server,
+            );
             tm.recover = recovered_in;
             out
         }
@@ -1352,6 +1431,7 @@ fn maria_start(
     data: &Path,
     run_dir: &Path,
     copy: bool,
+    options: &[String],
 ) -> Result<(mariadbd::Mariadbd, Registration), OpsError> {
     std::fs::create_dir_all(run_dir)
         .map_err(|e| OpsError::Failed(format!("creating {}: {e}", run_dir.display())))?;
@@ -1359,7 +1439,8 @@ fn maria_start(
     if copy {
         reg.set_data_made()?;
     }
-    let settings = maria_settings();
+    let mut settings = maria_settings();
+    settings.extend_from_slice(options);
     let bin = mariadbd::server_bin().map_err(maria_err)?;
     let never = AtomicBool::new(false);
     let m = mariadbd::Mariadbd::start(&bin, &settings, data, run_dir, &mut reg, &never).map_err(maria_err)?;
@@ -1372,9 +1453,20 @@ fn maria_url(socket: &Path, database: &str) -> Result<DbUrl, OpsError> {
 
 /// MariaDB on a crash image: a mariadbd on the copied data directory
 /// (InnoDB's crash recovery replays its redo log; the doublewrite buffer
-/// mends torn pages), the acknowledged rows looked for, and `CHECK TABLE
-/// … EXTENDED` on the table. Killed after: the image is thrown away.
-fn check_mariadb(data: &Path, run_dir: &Path, database: &str, acked: &[i64]) -> (Outcome, Duration) {
+/// mends torn pages), the acknowledged rows looked for (TPC-C: the
+/// acknowledged New-Orders per district and `tpcc check`'s conditions,
+/// as on PostgreSQL), and `CHECK TABLE … EXTENDED` on every table of the
+/// workload (InnoDB reads each index's every page, checksums checked, and
+/// matches the secondary indexes against the clustered one). Killed
+/// after: the image is thrown away.
+fn check_mariadb(
+    data: &Path,
+    run_dir: &Path,
+    database: &str,
+    districts: &[[i64; 3]],
+    acked: &[i64],
+    server_options: &[String],
+) -> (Outcome, Duration) {
     let mut out = Outcome::default();
     if !data.join("mysql").is_dir() {
         out.failed = Some(format!("{} is not on the recovered filesystem", data.display()));
@@ -1382,7 +1474,7 @@ fn check_mariadb(data: &Path, run_dir: &Path, database: &str, acked: &[i64]) -> 
     }
     let _ = std::fs::remove_dir_all(run_dir);
     let t0 = Instant::now();
-    let (mut server, _reg) = match maria_start(data, run_dir, true) {
+    let (mut server, _reg) = match maria_start(data, run_dir, true, server_options) {
         Ok(s) => s,
         Err(e) => {
             out.error(&e.to_string(), true);
@@ -1393,14 +1485,36 @@ fn check_mariadb(data: &Path, run_dir: &Path, database: &str, acked: &[i64]) -> 
     let recovered_in = server.started_in();
     let checked = maria_url(server.socket(), database).map_err(|e| e.to_string()).and_then(|u| {
         let mut c = connect(&u).map_err(|e| e.to_string())?;
-        let found = acked::look_for(c.as_mut(), TABLE, acked).map_err(|e| e.to_string())?;
-        out.lost = found.iter().map(|c| c.missing()).sum();
-        // CHECK TABLE's rows: its verdict is the last one's Msg_text ("OK").
-        let rows =
-            c.query(&Stmt::new(format!("CHECK TABLE {TABLE} EXTENDED")), &[]).map_err(|e| e.to_string())?;
-        let said: Vec<String> = rows.iter().filter_map(|r| r.text(3).ok()).collect();
-        if said.last().map(String::as_str) != Some("OK") {
-            out.inconsistent = Some(format!("CHECK TABLE: {}", said.join("; ")));
+        let tables: Vec<&str> = if districts.is_empty() {
+            out.lost = acked::look_for(c.as_mut(), TABLE, acked)
+                .map_err(|e| e.to_string())?
+                .iter()
+                .map(|c| c.missing())
+                .sum();
+            vec![TABLE]
+        } else {
+            check_tpcc(c.as_mut(), districts, acked, &mut out).map_err(|e| e.to_string())?;
+            tpcc::TABLES.to_vec()
+        };
+        // CHECK TABLE's rows (Table, Op, Msg_type, Msg_text): each
+        // table's verdict is its last row's text ("OK"); an `error` row
+        // anywhere says what it found.
+        let rows = c
+            .query(&Stmt::new(format!("CHECK TABLE {} EXTENDED", tables.join(", "))), &[])
+            .map_err(|e| e.to_string())?;
+        let verdict: Vec<[String; 3]> =
+            rows.iter().map(|r| [0, 2, 3].map(|i| r.text(i).unwrap_or_default())).collect();
+        let bad: Vec<String> = verdict
+            .iter()
+            .enumerate()
+            .filter(|(i, [t, kind, text])| {
+                let last = verdict.get(i + 1).is_none_or(|n| &n[0] != t);
+                kind.eq_ignore_ascii_case("error") || (last && text != "OK")
+            })
+            .map(|(_, [t, _, text])| format!("{t}: {text}"))
+            .collect();
+        if out.inconsistent.is_none() && !bad.is_empty() {
+            out.inconsistent = Some(format!("CHECK TABLE: {}", bad.join("; ")));
         }
         Ok(())
     });

@@ -136,10 +136,19 @@ impl Mariadbd {
 
     /// The server's last `[ERROR]` line, or its log's last line.
     fn last_error(&self) -> String {
+        // The lines a server that gives up ends with, after the one that
+        // says why (a page that fails its checksum, say).
+        const AFTERMATH: [&str; 4] = [
+            "[ERROR] Aborting",
+            "registration as a STORAGE ENGINE failed",
+            "init function returned error",
+            "Unknown/unsupported storage engine",
+        ];
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        text.lines()
-            .rev()
-            .find(|l| l.contains("[ERROR]"))
+        let errors = || text.lines().rev().filter(|l| l.contains("[ERROR]"));
+        errors()
+            .find(|l| !AFTERMATH.iter().any(|a| l.contains(a)))
+            .or_else(|| errors().next())
             .or_else(|| text.lines().rev().find(|l| !l.trim().is_empty()))
             .unwrap_or("no log")
             .trim()

@@ -97,7 +97,7 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
         .mount_point
         .clone()
         .ok_or_else(|| usage(format!("--medium {}: it has no filesystem", a.medium)))?;
-    let target = target(&a, workload, mount)?;
+    let target = target(&a, mount)?;
     let run_for = a.cut_after;
     let checkpoint_every = match (&a.checkpoint_every, &target) {
         (None, _) => None,
@@ -154,19 +154,13 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
 /// the medium, storbench's own mariadbd with its data on the medium (for a
 /// `mysql://` URL), or a managed PostgreSQL instance whose data and WAL are
 /// on it — each refused, naming the value, where it cannot work.
-fn target(a: &DurabilityArgs, workload: Workload, mount: PathBuf) -> Result<Target> {
+fn target(a: &DurabilityArgs, mount: PathBuf) -> Result<Target> {
     let maria = storbench_db::DbUrl::parse(&a.db).ok().filter(|u| u.engine() == storbench_db::Engine::Mysql);
     Ok(match a.db.strip_prefix("sqlite:") {
         // MariaDB: the URL names the engine and the database; the server is
         // storbench's own, its data directory on the medium (the crash
         // images must hold it), not the one at the URL's host.
         None if maria.is_some() => {
-            if workload == Workload::Tpcc {
-                return Err(usage(format!(
-                    "--db {}: --workload tpcc runs on PostgreSQL or SQLite (give --db managed:NAME or sqlite:PATH)",
-                    maria.as_ref().map(|u| u.redacted()).unwrap_or_default()
-                )));
-            }
             let database =
                 maria.as_ref().and_then(|u| u.database()).filter(|d| !d.is_empty()).unwrap_or("test");
             if !database.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {

@@ -44,7 +44,7 @@ pub struct DurabilityArgs {
     /// Check only crash point K of each cell (the index a matrix names, to reproduce it).
     #[arg(long, value_name = "K")]
     pub crash_point: Option<usize>,
-    /// With crash points: a setting and its values, `KEY=V1,V2` (repeatable; the cells are every combination). SQLite: a PRAGMA (`synchronous=full,normal`); PostgreSQL: a server setting (`synchronous_commit=on,off`); MariaDB: a global variable (`innodb_flush_log_at_trx_commit=1,2,0`).
+    /// With crash points: a setting and its values, `KEY=V1,V2` (repeatable; the cells are every combination). SQLite: a PRAGMA (`synchronous=full,normal`); PostgreSQL: a server setting (`synchronous_commit=on,off`); MariaDB: a server option, given at the server's start for the run and for every crash image's (`innodb_flush_log_at_trx_commit=1,2,0`, `innodb_doublewrite=ON,OFF`).
     #[arg(long = "settings", value_name = "KEY=V1,V2")]
     pub settings: Vec<String>,
     /// With crash points: the device cache modes to read the run under, `honest`, `lying`, `none` (comma-separated), or `medium` (what the medium's model has).
@@ -53,13 +53,13 @@ pub struct DurabilityArgs {
     /// With crash points: check the medium's last recorded run of each setting again instead of running the workload (with --crash-point K, reproduces point K exactly).
     #[arg(long)]
     pub last_run: bool,
-    /// With crash points: what the clients run, `rows` (numbered rows, one commit each) or `tpcc` (TPC-C on a schema built with `tpcc build`; PostgreSQL or SQLite; lost = acknowledged New-Orders missing, inconsistent = `tpcc check` failing).
+    /// With crash points: what the clients run, `rows` (numbered rows, one commit each) or `tpcc` (TPC-C on a schema built with `tpcc build`, PostgreSQL or SQLite; on MariaDB storbench builds scale 1 on its own server the first time; lost = acknowledged New-Orders missing, inconsistent = `tpcc check` failing).
     #[arg(long, default_value = "rows", value_name = "rows|tpcc")]
     pub workload: String,
     /// With crash points: where crash images are made (host disk; default: beside the medium's backing file).
     #[arg(long)]
     pub scratch: Option<std::path::PathBuf>,
-    /// With crash points: only the points that tear one write of the database's data pages (PostgreSQL's relation files, not its WAL; SQLite's database file), one per flush interval holding one. With `full_page_writes=off` and `pg up --data-checksums`, a torn page must be found.
+    /// With crash points: only the points that tear one write of the database's data pages (PostgreSQL's relation files, not its WAL; SQLite's database file; InnoDB's ibdata1 and .ibd files, not its redo log), one per flush interval holding one. With `full_page_writes=off` and `pg up --data-checksums`, or `innodb_doublewrite=OFF` (and `innodb_max_dirty_pages_pct=0`, so a short run writes pages), a torn page must be found.
     #[arg(long)]
     pub torn_pages: bool,
     /// With crash points on PostgreSQL: issue a CHECKPOINT this often during each run, so data pages are written within it (e.g. `500ms`).

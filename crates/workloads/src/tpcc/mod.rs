@@ -22,6 +22,7 @@ use storbench_metrics::{Figure, Sample, StepReport, Unit};
 use crate::figures::{build_report, BuildFigures, Column, FigureSpec};
 use crate::rand_tpc::TpcRng;
 use crate::runner::{Connector, Done, Probe, Worker, Workload};
+pub use schema::TABLES;
 pub use txn::{Input, Keys, Line};
 
 /// Transaction kinds, in the order [`Done::kind`] indexes them. A New-Order
