@@ -27,7 +27,7 @@ use chrono::{DateTime, Utc};
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ShardError {
     /// `--shard` is not `i/N` with `0 <= i < N`.
-    #[error("--shard '{0}': use i/N with 0 <= i < N (e.g. 0/3, 1/3, 2/3; i is JOB_COMPLETION_INDEX)")]
+    #[error("'{0}' is not a shard: use i/N with 0 <= i < N (e.g. 0/3, 1/3, 2/3; i is JOB_COMPLETION_INDEX)")]
     BadShard(String),
     /// `--start-at` is not RFC 3339.
     #[error("--start-at '{0}': use an RFC 3339 instant, e.g. 2026-11-23T20:00:00Z")]

@@ -160,7 +160,7 @@ impl Family {
             "hdd" => Ok(Family::Hdd),
             "ssd" => Ok(Family::Ssd),
             "net" => Ok(Family::Net),
-            _ => Err(format!("--family {s}: use one of hdd, ssd, net")),
+            _ => Err(format!("'{s}' is not a model family: use one of hdd, ssd, net")),
         }
     }
 

@@ -113,6 +113,22 @@ pub enum Selection {
     One(usize),
 }
 
+impl std::str::FromStr for Selection {
+    type Err = String;
+
+    /// `--crash-points`: `all`, or how many points (1 or more) to spread
+    /// over the run; [`Selection::One`] is `--crash-point K`'s.
+    fn from_str(s: &str) -> Result<Selection, String> {
+        match s.trim() {
+            "all" => Ok(Selection::All),
+            n => match n.parse::<usize>() {
+                Ok(n) if n > 0 => Ok(Selection::Sample(n)),
+                _ => Err(format!("'{s}' is not a number of crash points: give 1 or more, or 'all'")),
+            },
+        }
+    }
+}
+
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Options {

@@ -1,10 +1,13 @@
-//! What each workload kind shows, as data: its name in sentences, its main
+//! What each kind of run shows, as data: its name in sentences, its main
 //! figures (the first is the headline of a finding), its latency prefix, its
 //! per-second series, and whether its runs are setup (`tpcb init`, `tpcc
-//! build`: timings in one table, no charts). A kind that needs more than a
-//! table row here (TPC-H's per-query bars) adds an entry and its own
-//! renderers behind [`KindSpec::extra`] and [`KindSpec::extra_charts`];
-//! nothing else in the report names a kind.
+//! build`: timings in one table, no charts). A database workload's kinds
+//! are described by the workload itself (`storbench_workloads::catalog`:
+//! `tpcb`, `tpcb-init`, `tpcc`, `tpcc-build`, `tpch`); the table here holds
+//! only the kinds that are not a workload's — `io`, `backup` and
+//! `crash-points` — and the renderers of a kind that needs more than a
+//! table row (TPC-H's per-query bars, behind [`KindSpec::extra`] and
+//! [`KindSpec::extra_charts`]); nothing else in the report names a kind.
 //!
 //! Also here: the methods of a [`Section`] that read its kind (its spec, its
 //! main figures with their sources, its per-second series). How a figure's
@@ -19,8 +22,8 @@ use crate::ReportError;
 
 /// A main figure of a kind: its base name (sources are dotted suffixes of
 /// it), what people call it, and who counted the bare-named figure. The
-/// database workloads' lists are their own (`storbench_workloads`'s
-/// `FIGURES`); only kinds that are not a workload (I/O, backup) are listed
+/// database workloads' lists are their own (their `Description`s); only
+/// kinds that are not a workload (I/O, backup, crash points) are listed
 /// here.
 pub use storbench_workloads::FigureSpec;
 
@@ -71,11 +74,10 @@ const fn spec(kind: &'static str, name: &'static str, figures: &'static [FigureS
     }
 }
 
-/// Every kind the report knows; an unknown kind is reported with the
-/// generic figures of [`OTHER`].
+/// The kinds that are not a workload's (a workload's are its
+/// [`storbench_workloads::Description`]s); an unknown kind is reported
+/// with the generic figures of [`OTHER`].
 const KINDS: &[KindSpec] = &[
-    KindSpec { series: &["tps"], ..spec("tpcb", "TPC-B", storbench_workloads::tpcb::FIGURES) },
-    KindSpec { series: &["tpm", "nopm"], ..spec("tpcc", "TPC-C", storbench_workloads::tpcc::FIGURES) },
     KindSpec {
         latency_prefix: "io.lat",
         series: &["io.iops"],
@@ -89,11 +91,6 @@ const KINDS: &[KindSpec] = &[
                 f("io.lat.p99", "p99 latency", "client side"),
             ],
         )
-    },
-    KindSpec {
-        extra: Some(crate::tpch::tables),
-        extra_charts: Some(crate::tpch::charts),
-        ..spec("tpch", "TPC-H", storbench_workloads::tpch::FIGURES)
     },
     // A backup run has one step: the tool's throughput, then its time.
     spec(
@@ -113,9 +110,17 @@ const KINDS: &[KindSpec] = &[
             f("crash.points.tried", "crash points tried", ""),
         ],
     ),
-    KindSpec { setup: true, ..spec("tpcb-init", "TPC-B init", storbench_workloads::tpcb::INIT_FIGURES) },
-    KindSpec { setup: true, ..spec("tpcc-build", "TPC-C build", storbench_workloads::tpcc::BUILD_FIGURES) },
 ];
+
+/// A workload's kind as its description says, with the report's own
+/// renderers where the kind has them (TPC-H's per-query tables and charts).
+fn described(d: &storbench_workloads::Description) -> KindSpec {
+    let k = KindSpec { series: d.series, setup: d.setup, ..spec(d.kind, d.title, d.figures) };
+    match d.kind {
+        "tpch" => KindSpec { extra: Some(crate::tpch::tables), extra_charts: Some(crate::tpch::charts), ..k },
+        _ => k,
+    }
+}
 
 /// A kind the report does not know: whichever of the common figures it has.
 const OTHER: KindSpec = KindSpec {
@@ -129,6 +134,9 @@ const OTHER: KindSpec = KindSpec {
 
 /// The spec of `kind`. Unknown kinds ending in `-init` or `-build` are setup.
 pub fn spec_of(kind: &str) -> KindSpec {
+    if let Some(d) = storbench_workloads::catalog::description(kind) {
+        return described(d);
+    }
     KINDS.iter().find(|k| k.kind == kind).copied().unwrap_or(
         if kind.ends_with("-init") || kind.ends_with("-build") {
             KindSpec { setup: true, figures: &[], ..OTHER }
@@ -257,6 +265,9 @@ mod tests {
     #[test]
     fn unknown_kinds_are_reported_generically() {
         assert_eq!(spec_of("tpcb").name, "TPC-B");
+        assert_eq!(spec_of("tpcc").series, ["tpm", "nopm"]);
+        assert!(spec_of("tpcc-build").setup && spec_of("tpch").extra.is_some());
+        assert_eq!(spec_of("io").latency_prefix, "io.lat");
         assert!(spec_of("tpch-build").setup);
         assert!(!spec_of("something").setup);
         assert_eq!(spec_of("something").figures[0].base, "tps");

@@ -14,7 +14,8 @@ use anyhow::{anyhow, Result};
 use serde_json::{json, Value};
 use storbench_db::{Connection, DbError, Dialect, Stmt};
 use storbench_exporter::LiveValues;
-use storbench_metrics::{units::format_duration, StepReport};
+use storbench_metrics::units::{format_duration, Given};
+use storbench_metrics::StepReport;
 use storbench_report::Table;
 use storbench_workloads::runner::run_step;
 use storbench_workloads::{StepError, StepResult, StepSpec, Workload};
@@ -573,29 +574,6 @@ pub fn durability(conn: &mut dyn Connection, env_db: &Value, run_time: Duration)
 /// `--sensitivity-duration` sets one.
 pub type Factors = (Vec<f64>, Option<Duration>);
 
-/// `--sensitivity` and `--sensitivity-duration`, parsed with no side
-/// effect (`None` without `--sensitivity`); the medium is found later,
-/// from the data's directory ([`sensitivity_plan`]).
-pub fn parse_sensitivity(factors: Option<&str>, duration: Option<&str>) -> Result<Option<Factors>> {
-    use crate::error::usage;
-    let Some(f) = factors else {
-        if let Some(d) = duration {
-            return Err(usage(format!("--sensitivity-duration {d}: only with --sensitivity")));
-        }
-        return Ok(None);
-    };
-    let list =
-        storbench_ops::sensitivity::parse_factors(f).map_err(|e| usage(format!("--sensitivity {f}: {e}")))?;
-    let d = duration
-        .map(|d| match storbench_metrics::units::parse_duration(d) {
-            Ok(v) if !v.is_zero() => Ok(v),
-            Ok(_) => Err(usage(format!("--sensitivity-duration {d}: must be more than zero"))),
-            Err(e) => Err(usage(format!("--sensitivity-duration {d}: {e}"))),
-        })
-        .transpose()?;
-    Ok(Some((list, d)))
-}
-
 /// The sensitivity plan of a run whose data lives under `targets`: bad
 /// input (exit 2) when they are on no modelled medium.
 pub fn sensitivity_plan(
@@ -694,18 +672,46 @@ pub fn warn_line(rec: &Recorder, warnings: &[String]) {
     }
 }
 
-/// `--sensitivity` and `--sensitivity-duration` ([`parse_sensitivity`]);
-/// refused with `--shard`.
+/// `--sensitivity` and `--sensitivity-duration` as the front end typed
+/// them (the factors by [`storbench_ops::sensitivity::parse_factors`], the
+/// duration more than zero): how they go together, with no side effect.
+/// `None` without `--sensitivity`; the duration alone, or either with
+/// `--shard`, is refused. The medium is found later, from the data's
+/// directory ([`sensitivity_plan`]).
 pub fn sensitivity_flags(
-    factors: Option<&str>,
-    duration: Option<&str>,
+    factors: Option<&Given<Vec<f64>>>,
+    duration: Option<&Given<Duration>>,
     sharded: bool,
 ) -> Result<Option<Factors>> {
-    let sens = parse_sensitivity(factors, duration)?;
-    if sens.is_some() && sharded {
-        return Err(crate::error::usage(
+    use crate::error::usage;
+    let Some(f) = factors else {
+        if let Some(d) = duration {
+            return Err(usage(format!("--sensitivity-duration {}: only with --sensitivity", d.text)));
+        }
+        return Ok(None);
+    };
+    if sharded {
+        return Err(usage(
             "--sensitivity with --shard: scale the medium from one process (run without shards)",
         ));
     }
-    Ok(sens)
+    Ok(Some((f.value.clone(), duration.map(|d| d.value))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sensitivity_flags_go_together_and_not_with_shards() {
+        let factors = Given { value: vec![0.5, 2.0], text: "0.5,2".to_string() };
+        let d = Given { value: Duration::from_secs(3), text: "3s".to_string() };
+        assert_eq!(sensitivity_flags(None, None, true).unwrap(), None);
+        let both = sensitivity_flags(Some(&factors), Some(&d), false).unwrap();
+        assert_eq!(both, Some((vec![0.5, 2.0], Some(Duration::from_secs(3)))));
+        let e = sensitivity_flags(None, Some(&d), false).unwrap_err().to_string();
+        assert_eq!(e, "--sensitivity-duration 3s: only with --sensitivity");
+        let e = sensitivity_flags(Some(&factors), None, true).unwrap_err().to_string();
+        assert!(e.starts_with("--sensitivity with --shard"), "{e}");
+    }
 }

@@ -38,13 +38,12 @@ pub struct Sharding {
 impl Sharding {
     /// Reads `--shard` and the start instant ([`start_of`]); a bad value
     /// is a usage error naming it.
-    pub fn of(shard: Option<&str>, start_at: Option<&str>, start_in: Option<Duration>) -> Result<Sharding> {
-        let given = shard.is_some();
-        let shard = match shard {
-            Some(s) => Shard::parse(s).map_err(|e| usage(e.to_string()))?,
-            None => Shard::WHOLE,
-        };
-        Ok(Sharding { shard, given, start: start_of(start_at, start_in)? })
+    pub fn of(shard: Option<Shard>, start_at: Option<&str>, start_in: Option<Duration>) -> Result<Sharding> {
+        Ok(Sharding {
+            shard: shard.unwrap_or(Shard::WHOLE),
+            given: shard.is_some(),
+            start: start_of(start_at, start_in)?,
+        })
     }
 
     /// True when this process runs only part of the load.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Result;
 use serde_json::json;
 use storbench_exporter::LiveValues;
-use storbench_metrics::units::parse_duration;
+use storbench_metrics::units::{parse_duration, Given};
 use storbench_workloads::tpcb::{self, Tpcb};
 use storbench_workloads::StepSpec;
 
@@ -40,10 +40,10 @@ pub struct TpcbRun {
     pub seed: u64,
     /// How long a client retries a lost connection.
     pub reconnect_for: String,
-    /// `--sensitivity`.
-    pub sensitivity: Option<String>,
-    /// `--sensitivity-duration`.
-    pub sensitivity_duration: Option<String>,
+    /// `--sensitivity`: the device-time factors, as typed.
+    pub sensitivity: Option<Given<Vec<f64>>>,
+    /// `--sensitivity-duration`: each re-run's measured time, as typed.
+    pub sensitivity_duration: Option<Given<Duration>>,
     /// Sample the database's wait events.
     pub waits: bool,
 }
@@ -52,11 +52,8 @@ pub struct TpcbRun {
 pub fn run(g: RecordOptions, screen: &dyn Screen, a: TpcbRun) -> Result<ExitCode> {
     let sharding = g.sharding;
     let t = oltp::parse_timing("clients", &a.clients, &a.duration, &a.rampup, &a.reconnect_for)?;
-    let sens = oltp::sensitivity_flags(
-        a.sensitivity.as_deref(),
-        a.sensitivity_duration.as_deref(),
-        sharding.split(),
-    )?;
+    let sens =
+        oltp::sensitivity_flags(a.sensitivity.as_ref(), a.sensitivity_duration.as_ref(), sharding.split())?;
     let (clients, duration, rampup, reconnect_for) = (t.levels, t.duration, t.rampup, t.reconnect_for);
     let shard_clients = sharding.levels(&clients, "clients")?;
     if let Some(r) = a.rate.filter(|r| !(r.is_finite() && *r > 0.0)) {

@@ -5,10 +5,12 @@
 //! (`nopm.districts`), beside the client's own counts.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Result;
 use serde_json::json;
 use storbench_exporter::LiveValues;
+use storbench_metrics::units::Given;
 use storbench_workloads::tpcc::{self, Options, Tpcc};
 use storbench_workloads::StepSpec;
 
@@ -39,10 +41,10 @@ pub struct TpccRun {
     pub seed: u64,
     /// How long a user retries a lost connection.
     pub reconnect_for: String,
-    /// `--sensitivity`.
-    pub sensitivity: Option<String>,
-    /// `--sensitivity-duration`.
-    pub sensitivity_duration: Option<String>,
+    /// `--sensitivity`: the device-time factors, as typed.
+    pub sensitivity: Option<Given<Vec<f64>>>,
+    /// `--sensitivity-duration`: each re-run's measured time, as typed.
+    pub sensitivity_duration: Option<Given<Duration>>,
     /// Sample the database's wait events.
     pub waits: bool,
 }
@@ -51,11 +53,8 @@ pub struct TpccRun {
 pub fn run(g: RecordOptions, screen: &dyn Screen, a: TpccRun) -> Result<ExitCode> {
     let sharding = g.sharding;
     let t = oltp::parse_timing("users", &a.users, &a.duration, &a.rampup, &a.reconnect_for)?;
-    let sens = oltp::sensitivity_flags(
-        a.sensitivity.as_deref(),
-        a.sensitivity_duration.as_deref(),
-        sharding.split(),
-    )?;
+    let sens =
+        oltp::sensitivity_flags(a.sensitivity.as_ref(), a.sensitivity_duration.as_ref(), sharding.split())?;
     let (users, duration, rampup, reconnect_for) = (t.levels, t.duration, t.rampup, t.reconnect_for);
     let shard_users = sharding.levels(&users, "users")?;
     let db = Db::parse(&a.db)?;

@@ -61,14 +61,20 @@ pub struct RunFlags {
     /// Run shard i of N (from 0): this process drives its part of the load
     /// (I/O threads and byte ranges, TPC-C users and home warehouses, TPC-B
     /// clients) and records the shard in its run, for `storbench merge`.
-    #[arg(long, env = "STORBENCH_SHARD", value_name = "i/N")]
-    pub shard: Option<String>,
+    #[arg(long, env = "STORBENCH_SHARD", value_name = "i/N", value_parser = parse_shard)]
+    pub shard: Option<storbench_cluster::Shard>,
     #[command(flatten)]
     pub start: StartFlags,
     /// Serve live metrics (Prometheus text format) at HOST:PORT while a run
     /// records, e.g. 127.0.0.1:9184; labelled by run, step and shard.
     #[arg(long, env = "STORBENCH_METRICS_ADDR", value_name = "HOST:PORT")]
     pub metrics_addr: Option<String>,
+}
+
+/// `--shard`'s parser: `i/N` with `0 <= i < N`; the error names the value
+/// and what is allowed.
+fn parse_shard(s: &str) -> Result<storbench_cluster::Shard, String> {
+    storbench_cluster::Shard::parse(s).map_err(|e| e.to_string())
 }
 
 /// When the first measured step begins: shards that came up at different

@@ -7,7 +7,11 @@
 //! each step's line as it ends, `--progress` lines and the one-line warning
 //! on stderr. `--quiet` hides only the live line.
 
+use std::time::Duration;
+
 use anyhow::Result;
+use storbench_metrics::units::{parse_positive_duration, Given};
+use storbench_ops::sensitivity::parse_factors;
 use storbench_workloads::{Bar, Progress};
 
 use crate::cli::Global;
@@ -111,16 +115,16 @@ pub struct SensitivityArgs {
     /// with the modelled medium's device times scaled by each factor (0.5:
     /// twice as fast, 2: half as fast) and report what that buys. The data
     /// must be on a modelled medium (media create … --model).
-    #[arg(long, value_name = "FACTORS")]
-    pub sensitivity: Option<String>,
+    #[arg(long, value_name = "FACTORS", value_parser = Given::parser(parse_factors))]
+    pub sensitivity: Option<Given<Vec<f64>>>,
     /// Measured time of each sensitivity re-run (default: the step's).
-    #[arg(long, value_name = "DURATION")]
-    pub sensitivity_duration: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = Given::parser(parse_positive_duration))]
+    pub sensitivity_duration: Option<Given<Duration>>,
 }
 
 impl SensitivityArgs {
-    /// The flags parsed ([`sensitivity_flags`]); refused with `--shard`.
+    /// The flags together ([`sensitivity_flags`]); refused with `--shard`.
     pub fn parse(&self, sharded: bool) -> Result<Option<Factors>> {
-        sensitivity_flags(self.sensitivity.as_deref(), self.sensitivity_duration.as_deref(), sharded)
+        sensitivity_flags(self.sensitivity.as_ref(), self.sensitivity_duration.as_ref(), sharded)
     }
 }

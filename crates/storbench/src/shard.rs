@@ -15,7 +15,7 @@ pub fn start_of(s: &StartFlags) -> Result<StartAt> {
 
 /// This process's shard and start instant from a command's run options.
 pub fn of(r: &RunFlags) -> Result<Sharding> {
-    Sharding::of(r.shard.as_deref(), r.start.start_at.as_deref(), r.start.start_in)
+    Sharding::of(r.shard, r.start.start_at.as_deref(), r.start.start_in)
 }
 
 #[cfg(test)]
@@ -69,8 +69,11 @@ mod tests {
         let e = s.io_profile(&mut tiny, 8192, false).unwrap_err().to_string();
         assert!(e.contains("less than one block each"), "{e}");
 
-        let e = of(&global(&["--shard", "3/3"])).unwrap_err().to_string();
-        assert!(e.contains("'3/3'"), "{e}");
+        // `--shard` is typed as clap reads the line: refused there.
+        for bad in ["3/3", "1", "x/2"] {
+            let e = crate::cli::Cli::try_parse_from(["storbench", "io", "--shard", bad]).unwrap_err();
+            assert!(e.to_string().contains(&format!("'{bad}' is not a shard: use i/N")), "{e}");
+        }
         let e = of(&global(&["--start-at", "2001-01-01T00:00:00Z"])).unwrap_err().to_string();
         assert!(e.contains("is in the past"), "{e}");
         // `--start-in` is a duration as clap reads the line: refused there.

@@ -171,7 +171,7 @@ fn bad_input_is_refused_in_one_line() {
     let ok = table("ok.csv", &format!("{head}4k,random,100,1,,,100,,x\n"));
     s.refused(
         &["media", "calibrate", "--from-table", &ok, "--family", "tape", "--out", o],
-        "--family tape: use one of hdd, ssd, net",
+        "'tape' for '--family <FAMILY>': 'tape' is not a model family: use one of hdd, ssd, net",
     );
     let t = table("m.csv", "bs,pattern,read_pct,qd,iops,mb_s,lat_mean_us,source\n4k,random,100,1,,,5,x\n");
     s.refused(

@@ -218,7 +218,7 @@ fn a_medium_that_does_not_record_is_refused() {
     let (code, _, err) =
         s.run(&["durability", "--db", &db, "--medium", "crash-norec", "--crash-points", "0"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("--crash-points 0"), "{err}");
+    assert!(err.contains("'0' for '--crash-points <N|all>': '0' is not a number of crash points"), "{err}");
 }
 
 #[test]
@@ -470,7 +470,16 @@ fn a_tpcc_workload_needs_its_schema_on_sqlite_and_crash_points() {
         &["--workload", "tpcc", "--crash-points", "2"],
         "build one first (storbench tpcc build --db sqlite:",
     );
-    refused(&db, &["--workload", "tpc-c", "--crash-points", "2"], "--workload tpc-c: use rows or tpcc");
+    refused(
+        &db,
+        &["--workload", "tpc-c", "--crash-points", "2"],
+        "'tpc-c' for '--workload <rows|tpcc>'; use rows, tpcc",
+    );
+    refused(
+        &db,
+        &["--crash-points", "2", "--cache", "honest,maybe"],
+        "'maybe' is not a cache mode: use honest, lying, none",
+    );
     refused("managed:x", &["--workload", "tpcc"], "only with --crash-points");
     refused("managed:x", &["--torn-pages"], "--torn-pages: only with --crash-points");
     refused(

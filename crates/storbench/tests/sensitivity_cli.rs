@@ -196,11 +196,18 @@ fn sensitivity_is_refused_off_a_modelled_medium_and_for_bad_factors() {
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     for (args, want) in [
-        (vec!["--sensitivity", "0"], "--sensitivity 0: 0: a time scale must be 0.01 to 100"),
-        (vec!["--sensitivity", "fast"], "--sensitivity fast: 'fast' is not a number"),
+        (
+            vec!["--sensitivity", "0"],
+            "'0' for '--sensitivity <FACTORS>': 0: a time scale must be 0.01 to 100",
+        ),
+        (vec!["--sensitivity", "fast"], "'fast' for '--sensitivity <FACTORS>': 'fast' is not a number"),
         (vec!["--sensitivity", "1"], "1 is the step itself"),
         (vec!["--sensitivity-duration", "5s"], "--sensitivity-duration 5s: only with --sensitivity"),
-        (vec!["--sensitivity", "0.5", "--sensitivity-duration", "soon"], "--sensitivity-duration soon"),
+        (
+            vec!["--sensitivity", "0.5", "--sensitivity-duration", "soon"],
+            "'soon' for '--sensitivity-duration",
+        ),
+        (vec!["--sensitivity", "0.5", "--sensitivity-duration", "0s"], "'0s' must be more than zero"),
     ] {
         let mut a = vec!["tpcb", "run", "--db", db, "-T", "1s"];
         a.extend(args);

@@ -1,6 +1,7 @@
 //! The figure side of the workload contract: the figures a workload shows
-//! (its headline figures with who counted them, which `report` reads, and
-//! the columns of a step's line and summary, which the binary reads), the
+//! (its [`Description`]: name, headline figures with who counted them and
+//! per-second series, which `report` reads; and the columns of a step's
+//! line and summary, which the binary reads), the
 //! figures it derives from a finished step (TPC-C's client NOPM, TPC-B's
 //! `tps.client` as pgbench counts it), and the figures of a build or init
 //! step, computed once for every workload. Nothing here prints or touches a
@@ -22,6 +23,42 @@ pub struct FigureSpec {
     pub label: &'static str,
     /// Who counted it when the run's environment does not say.
     pub source: &'static str,
+}
+
+/// How a kind of run a workload records reads in a report: its name in a
+/// sentence, its headline figures and its per-second series. Each workload
+/// exports one for its runs and one for its build (`tpcb::RUN`,
+/// `tpcb::INIT`); [`crate::catalog::DESCRIPTIONS`] lists them all, and `report` reads them
+/// instead of keeping a table of its own.
+#[derive(Clone, Copy, Debug)]
+pub struct Description {
+    /// The run kind (`tpcc`, `tpcb-init`).
+    pub kind: &'static str,
+    /// Its name in a sentence (`TPC-C`, `TPC-B init`).
+    pub title: &'static str,
+    /// Headline figures, headline first (a finding's headline is the first).
+    pub figures: &'static [FigureSpec],
+    /// Base names of the per-second series the runner counts on the client
+    /// (`tps`; `tpm`, `nopm`); none for a build.
+    pub series: &'static [&'static str],
+    /// A setup run (a build or an init): its timings, no load levels.
+    pub setup: bool,
+}
+
+impl Description {
+    /// A workload's runs: not setup, no series unless given.
+    pub const fn run(kind: &'static str, title: &'static str, figures: &'static [FigureSpec]) -> Description {
+        Description { kind, title, figures, series: &[], setup: false }
+    }
+
+    /// A workload's build (or init) runs.
+    pub const fn setup(
+        kind: &'static str,
+        title: &'static str,
+        figures: &'static [FigureSpec],
+    ) -> Description {
+        Description { kind, title, figures, series: &[], setup: true }
+    }
 }
 
 /// A figure shown in a step's line and the run's summary: (figure, heading).

@@ -9,6 +9,7 @@
 
 #![deny(missing_docs)]
 
+pub mod catalog;
 pub mod dataset;
 pub mod figures;
 mod names;
@@ -19,5 +20,5 @@ pub mod tpcc;
 pub mod tpch;
 
 pub use dataset::{Bar, BuildError, Built, Checked, Dataset, Progress};
-pub use figures::{build_report, BuildFigures, Column, FigureSpec};
+pub use figures::{build_report, BuildFigures, Column, Description, FigureSpec};
 pub use runner::{Connector, Done, Probe, StepError, StepResult, StepSpec, Tick, Worker, Workload};

@@ -75,6 +75,16 @@ pub const FIGURES: &[FigureSpec] =
 pub const INIT_FIGURES: &[FigureSpec] =
     &[FigureSpec { base: "load.seconds", label: "load time", source: "" }];
 
+/// How a `tpcb` run reads: TPS, and its per-second series.
+pub const RUN: crate::figures::Description = crate::figures::Description {
+    series: &["tps"],
+    ..crate::figures::Description::run("tpcb", "TPC-B", FIGURES)
+};
+
+/// How a `tpcb-init` run reads.
+pub const INIT: crate::figures::Description =
+    crate::figures::Description::setup("tpcb-init", "TPC-B init", INIT_FIGURES);
+
 /// A step's line and the run's summary.
 pub const COLUMNS: &[Column] = &[
     ("tps.client", "TPS"),
@@ -312,10 +322,10 @@ impl crate::Dataset for Data {
     type Check = NoCheck;
 
     fn name(&self) -> &'static str {
-        "tpcb"
+        RUN.kind
     }
     fn title(&self) -> &'static str {
-        "TPC-B"
+        RUN.title
     }
     fn schema_words(&self) -> String {
         "TPC-B tables (pgbench_branches)".into()

@@ -67,8 +67,8 @@ pub struct TierSpec {
 /// plan's `cache_*` keys); `None` takes the default.
 #[derive(Clone, Debug, Default)]
 pub struct TierOptions<'a> {
-    /// Capacity (`2G`).
-    pub size: &'a str,
+    /// Capacity in bytes (`2G` as the front end parsed it).
+    pub size: u64,
     /// The cache device's model (default `nvme`).
     pub model: Option<&'a str>,
     /// The line (default `64k`).
@@ -83,13 +83,13 @@ pub struct TierOptions<'a> {
 
 impl TierSpec {
     /// A spec from options as written, with the defaults filled in; the
-    /// sizes parsed (the rest is checked against the medium by [`TierSpec::check`]).
+    /// line parsed (the rest is checked against the medium by [`TierSpec::check`]).
     pub fn from_options(o: &TierOptions<'_>) -> Result<TierSpec, ModelError> {
         let size = |flag: &str, v: &str| {
             storbench_metrics::units::parse_size(v).map_err(|e| ModelError(format!("{flag} {v}: {e}")))
         };
         Ok(TierSpec {
-            size: size("--cache", o.size)?,
+            size: o.size,
             model: o.model.unwrap_or("nvme").to_string(),
             line: size("--cache-line", o.line.unwrap_or("64k"))?,
             policy: o.policy.unwrap_or("s3fifo").to_string(),

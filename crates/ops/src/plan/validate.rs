@@ -70,7 +70,7 @@ fn validate_medium(plan: &Plan, name: &str, m: &MediaDef) -> Result<()> {
             return Err(bad("an array's members take member_set = { ... }, not set".into()));
         }
         // A cache tier in front of the array (S1's flash card before its RAID 0).
-        if let Some(o) = tier_options(m) {
+        if let Some(o) = tier_options(m).map_err(bad)? {
             let spec = storbench_emu::Spec {
                 base: "array".into(),
                 array: Some(array),
@@ -96,7 +96,7 @@ fn validate_medium(plan: &Plan, name: &str, m: &MediaDef) -> Result<()> {
         }
         let sets: Vec<String> = m.set.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let mut spec = storbench_emu::Spec::parse(model, &sets).map_err(|e| bad(e.to_string()))?;
-        if let Some(o) = tier_options(m) {
+        if let Some(o) = tier_options(m).map_err(bad)? {
             spec.cache = Some(storbench_emu::TierSpec::from_options(&o).map_err(|e| bad(e.to_string()))?);
             let size = storbench_metrics::units::parse_size(&m.size)
                 .map_err(|e| bad(format!("size = \"{}\": {e}", m.size)))?;
@@ -110,14 +110,16 @@ fn validate_medium(plan: &Plan, name: &str, m: &MediaDef) -> Result<()> {
 }
 
 /// A plan medium's cache tier options, if it has `cache` (the defaults are
-/// `TierSpec::from_options`'s, as for `media create`).
-pub fn tier_options(m: &MediaDef) -> Option<storbench_emu::TierOptions<'_>> {
-    Some(storbench_emu::TierOptions {
-        size: m.cache.as_deref()?,
+/// `TierSpec::from_options`'s, as for `media create`); its size parsed, a
+/// bad one named as the plan writes it (`cache = "lots"`).
+pub fn tier_options(m: &MediaDef) -> std::result::Result<Option<storbench_emu::TierOptions<'_>>, String> {
+    let Some(size) = m.cache.as_deref() else { return Ok(None) };
+    Ok(Some(storbench_emu::TierOptions {
+        size: storbench_metrics::units::parse_size(size).map_err(|e| format!("cache = \"{size}\": {e}"))?,
         model: m.cache_model.as_deref(),
         line: m.cache_line.as_deref(),
         policy: m.cache_policy.as_deref(),
         write: m.cache_write.as_deref(),
         warm: m.cache_warm.as_deref(),
-    })
+    }))
 }

@@ -36,8 +36,8 @@ pub struct CalibrateArgs {
     #[arg(required_unless_present = "from_table", conflicts_with = "from_table")]
     pub target: Option<PathBuf>,
     /// Model family to fit: hdd, ssd or net.
-    #[arg(long)]
-    pub family: String,
+    #[arg(long, value_parser = Family::parse)]
+    pub family: Family,
     /// The model file to write (TOML; `media create --model FILE`).
     #[arg(long)]
     pub out: PathBuf,
@@ -189,7 +189,7 @@ fn print_fit(f: &fit::Fitted, cells: &[CellFit], title: &str) {
 
 /// Runs `media calibrate`.
 pub fn calibrate(g: &Global, a: CalibrateArgs) -> Result<ExitCode> {
-    let family = Family::parse(&a.family).map_err(usage)?;
+    let family = a.family;
     let size = a.size;
     model_file::check_out(&a.out).map_err(cal_err)?;
     if let Some(table) = &a.from_table {

@@ -13,7 +13,7 @@ use storbench_emu::crash::CacheMode;
 use storbench_ops::crash::{Cell, Event, Options, Selection, Target, Workload};
 
 use crate::cli::Global;
-use crate::cmd::durability::DurabilityArgs;
+use crate::cmd::durability::{CacheChoice, DurabilityArgs};
 use crate::cmd::failover::ops_err;
 use crate::error::usage;
 
@@ -48,42 +48,30 @@ pub fn settings_matrix(flags: &[String]) -> Result<Vec<Vec<(String, String)>>> {
     Ok(cells)
 }
 
-/// `--cache`: `medium` is the medium's own model's mode.
-pub fn cache_modes(flag: &str, medium: Option<&storbench_emu::Spec>) -> Result<Vec<CacheMode>> {
-    if flag == "medium" {
-        let own = medium.and_then(|s| s.build(1 << 30).ok()).and_then(|m| m.volatile_cache());
-        return Ok(vec![match own {
-            Some(c) if c.lie_on_flush => CacheMode::Lying,
-            Some(_) => CacheMode::Honest,
-            None => CacheMode::None,
-        }]);
+/// The cache modes of `choice`: [`CacheChoice::Medium`] is the medium's
+/// own model's mode.
+pub fn cache_modes(choice: &CacheChoice, medium: Option<&storbench_emu::Spec>) -> Vec<CacheMode> {
+    match choice {
+        CacheChoice::Modes(m) => m.clone(),
+        CacheChoice::Medium => {
+            let own = medium.and_then(|s| s.build(1 << 30).ok()).and_then(|m| m.volatile_cache());
+            vec![match own {
+                Some(c) if c.lie_on_flush => CacheMode::Lying,
+                Some(_) => CacheMode::Honest,
+                None => CacheMode::None,
+            }]
+        }
     }
-    flag.split(',')
-        .map(|m| {
-            CacheMode::parse(m.trim()).ok_or_else(|| {
-                usage(format!("--cache {flag}: '{m}' is not a cache mode; use honest, lying, none or medium"))
-            })
-        })
-        .collect()
 }
 
 /// Runs the crash-point check.
 pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
-    let selection = match (a.crash_points.as_deref(), a.crash_point) {
+    let selection = match (&a.crash_points, a.crash_point) {
         (_, Some(k)) => Selection::One(k),
-        (Some("all"), None) => Selection::All,
-        (Some(n), None) => match n.parse::<usize>() {
-            Ok(n) if n > 0 => Selection::Sample(n),
-            _ => {
-                return Err(usage(format!(
-                    "--crash-points {n}: give a number of points (1 or more) or 'all'"
-                )))
-            }
-        },
+        (Some(s), None) => s.value,
         (None, None) => unreachable!("called with crash points"),
     };
-    let workload = Workload::parse(&a.workload)
-        .ok_or_else(|| usage(format!("--workload {}: use rows or tpcc", a.workload)))?;
+    let workload = a.workload;
     let medium = storbench_media::get(&a.medium)
         .map_err(|e| anyhow!("{e}"))?
         .ok_or_else(|| usage(format!("--medium {}: no such medium (storbench media list)", a.medium)))?;
@@ -110,7 +98,7 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
         }
     };
     let settings = settings_matrix(&a.settings)?;
-    let modes = cache_modes(&a.cache, medium.model.as_ref())?;
+    let modes = cache_modes(&a.cache.value, medium.model.as_ref());
     let scratch = a.scratch.clone().unwrap_or_else(|| {
         medium.backing_file.parent().map(|p| p.to_path_buf()).unwrap_or_else(std::env::temp_dir)
     });
@@ -359,8 +347,8 @@ fn store(
     let mut st = Store::open(&g.results)?;
     let config = serde_json::json!({
         "db": a.db, "medium": a.medium, "engine": o.target.engine(), "workload": o.workload.name(),
-        "clients": a.clients, "run_s": o.run_for.as_secs_f64(), "settings": a.settings, "cache": a.cache,
-        "crash_points": a.crash_points, "crash_point": a.crash_point, "last_run": a.last_run,
+        "clients": a.clients, "run_s": o.run_for.as_secs_f64(), "settings": a.settings, "cache": a.cache.text,
+        "crash_points": a.crash_points.as_ref().map(|s| &s.text), "crash_point": a.crash_point, "last_run": a.last_run,
         "torn_pages": a.torn_pages, "checkpoint_every": a.checkpoint_every.as_ref().map(|d| &d.text),
     });
     let label = g.record.label.clone().unwrap_or_else(|| {
@@ -487,8 +475,10 @@ mod tests {
 
     #[test]
     fn cache_modes_parse() {
-        assert_eq!(cache_modes("honest,lying", None).unwrap(), vec![CacheMode::Honest, CacheMode::Lying]);
-        assert_eq!(cache_modes("medium", None).unwrap(), vec![CacheMode::None]);
-        assert!(cache_modes("fast", None).unwrap_err().to_string().contains("fast"));
+        let modes = |s: &str| crate::cmd::durability::parse_cache(s).map(|c| cache_modes(&c, None));
+        assert_eq!(modes("honest,lying").unwrap(), vec![CacheMode::Honest, CacheMode::Lying]);
+        assert_eq!(modes("medium").unwrap(), vec![CacheMode::None]);
+        assert!(modes("fast").unwrap_err().contains("'fast' is not a cache mode"));
+        assert!(modes("honest,").unwrap_err().contains("'' is not a cache mode"));
     }
 }

@@ -19,6 +19,9 @@ use anyhow::{anyhow, Result};
 use clap::Args;
 use storbench_metrics::units::{parse_duration, parse_positive_duration, Given};
 
+use storbench_emu::crash::CacheMode;
+use storbench_ops::crash::{Selection, Workload};
+
 use crate::cli::Global;
 use crate::cmd::failover::ops_err;
 use crate::error::usage;
@@ -39,8 +42,8 @@ pub struct DurabilityArgs {
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub cut_after: Duration,
     /// Crash points of a recorded run to check instead of one power cut: N (spread evenly over the run) or `all`. The medium must record (`media create --record`).
-    #[arg(long, value_name = "N|all", conflicts_with = "crash_point")]
-    pub crash_points: Option<String>,
+    #[arg(long, value_name = "N|all", conflicts_with = "crash_point", value_parser = Given::parser(str::parse::<Selection>))]
+    pub crash_points: Option<Given<Selection>>,
     /// Check only crash point K of each cell (the index a matrix names, to reproduce it).
     #[arg(long, value_name = "K")]
     pub crash_point: Option<usize>,
@@ -48,14 +51,14 @@ pub struct DurabilityArgs {
     #[arg(long = "settings", value_name = "KEY=V1,V2")]
     pub settings: Vec<String>,
     /// With crash points: the device cache modes to read the run under, `honest`, `lying`, `none` (comma-separated), or `medium` (what the medium's model has).
-    #[arg(long, default_value = "medium")]
-    pub cache: String,
+    #[arg(long, default_value = "medium", value_parser = Given::parser(parse_cache))]
+    pub cache: Given<CacheChoice>,
     /// With crash points: check the medium's last recorded run of each setting again instead of running the workload (with --crash-point K, reproduces point K exactly).
     #[arg(long)]
     pub last_run: bool,
     /// With crash points: what the clients run, `rows` (numbered rows, one commit each) or `tpcc` (TPC-C on a schema built with `tpcc build`, PostgreSQL or SQLite; on MariaDB storbench builds scale 1 on its own server the first time; lost = acknowledged New-Orders missing, inconsistent = `tpcc check` failing).
-    #[arg(long, default_value = "rows", value_name = "rows|tpcc")]
-    pub workload: String,
+    #[arg(long, default_value = "rows", value_name = "rows|tpcc", value_parser = workload_parser())]
+    pub workload: Workload,
     /// With crash points: where crash images are made (host disk; default: beside the medium's backing file).
     #[arg(long)]
     pub scratch: Option<std::path::PathBuf>,
@@ -69,6 +72,42 @@ pub struct DurabilityArgs {
     pub record: crate::cli::RecordFlags,
 }
 
+/// `--cache`: the cache modes to read a run under, or the medium's own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CacheChoice {
+    /// `medium`: the mode the medium's model has.
+    Medium,
+    /// `honest,lying,none`: these, in order.
+    Modes(Vec<CacheMode>),
+}
+
+/// Parses `--cache` (clap's value parser): `medium`, or cache modes
+/// separated by commas; the error names the bad mode and what is allowed.
+pub fn parse_cache(s: &str) -> Result<CacheChoice, String> {
+    if s.trim() == "medium" {
+        return Ok(CacheChoice::Medium);
+    }
+    s.split(',')
+        .map(|m| {
+            CacheMode::parse(m.trim()).ok_or_else(|| {
+                format!(
+                    "'{}' is not a cache mode: use honest, lying, none (comma-separated) or medium",
+                    m.trim()
+                )
+            })
+        })
+        .collect::<Result<_, _>>()
+        .map(CacheChoice::Modes)
+}
+
+/// `--workload`'s parser: one of the workloads' names (clap names the bad
+/// value and lists them).
+fn workload_parser() -> impl clap::builder::TypedValueParser<Value = Workload> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new([Workload::Rows, Workload::Tpcc].map(Workload::name))
+        .map(|s| Workload::parse(&s).unwrap_or_default())
+}
+
 /// Runs the check.
 pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
     // Validate everything first.
@@ -78,10 +117,10 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
             "{flag}: only with --crash-points (one power cut has no crash points to choose)"
         )));
     }
-    if a.workload != "rows" {
+    if a.workload != Workload::Rows {
         return Err(usage(format!(
             "--workload {}: only with --crash-points (one power cut runs numbered rows)",
-            a.workload
+            a.workload.name()
         )));
     }
     let name = a.db.strip_prefix("managed:").unwrap_or(&a.db).to_string();
@@ -152,6 +191,24 @@ mod tests {
     }
 
     #[test]
+    fn crash_points_cache_and_workload_are_typed_by_clap() {
+        let a = parse(&[]).unwrap();
+        assert_eq!((a.crash_points, a.cache.value, a.workload), (None, CacheChoice::Medium, Workload::Rows));
+        let a = parse(&["--crash-points", "all", "--cache", "honest, lying", "--workload", "tpcc"]).unwrap();
+        assert_eq!(a.crash_points.map(|s| s.value), Some(Selection::All));
+        let modes = vec![storbench_emu::crash::CacheMode::Honest, storbench_emu::crash::CacheMode::Lying];
+        assert_eq!(
+            (a.cache.value, a.cache.text.as_str(), a.workload),
+            (CacheChoice::Modes(modes), "honest, lying", Workload::Tpcc)
+        );
+        let a = parse(&["--crash-points", "12"]).unwrap();
+        assert_eq!(
+            a.crash_points.map(|s| (s.value, s.text)),
+            Some((Selection::Sample(12), "12".to_string()))
+        );
+    }
+
+    #[test]
     fn durations_and_clients_are_typed_by_clap() {
         let a = parse(&[]).unwrap();
         assert_eq!((a.cut_after, a.clients, a.checkpoint_every), (Duration::from_secs(5), 4, None));
@@ -164,6 +221,13 @@ mod tests {
             (&["--checkpoint-every", "0s"], "'0s' must be more than zero"),
             (&["--clients", "0"], "'0' for '--clients"),
             (&["--clients", "65"], "'65' for '--clients"),
+            (
+                &["--crash-points", "0"],
+                "'0' for '--crash-points <N|all>': '0' is not a number of crash points",
+            ),
+            (&["--crash-points", "some"], "'some' is not a number of crash points: give 1 or more, or 'all'"),
+            (&["--cache", "honest,maybe"], "'maybe' is not a cache mode: use honest, lying, none"),
+            (&["--workload", "tpc-c"], "'tpc-c' for '--workload <rows|tpcc>'"),
         ] {
             let e = parse(args).err().unwrap();
             assert!(e.contains(want), "{args:?}: {e}");

@@ -156,8 +156,8 @@ pub enum CacheVerb {
 #[derive(Debug, Args)]
 pub struct CacheTierArgs {
     /// A cache tier of this size in front of the model or the array (a flash cache): e.g. 2G.
-    #[arg(long)]
-    pub cache: Option<String>,
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub cache: Option<u64>,
     /// The cache device's model: nvme (default), sata-ssd, hdd or constant.
     #[arg(long, requires = "cache")]
     pub cache_model: Option<String>,
@@ -235,7 +235,7 @@ impl ArrayArgs {
 impl CacheTierArgs {
     /// The tier, if `--cache` was given.
     pub fn spec(&self) -> Result<Option<storbench_emu::TierSpec>> {
-        let Some(size) = &self.cache else { return Ok(None) };
+        let Some(size) = self.cache else { return Ok(None) };
         let o = storbench_emu::TierOptions {
             size,
             model: self.cache_model.as_deref(),
@@ -616,6 +616,12 @@ mod tests {
             panic!("create")
         };
         assert_eq!((c.size, c.block_size), (64 << 20, Some(4096)));
+        let Ok(MediaVerb::Create(c)) =
+            verb(&["create", "m", "--size", "1G", "--model", "hdd", "--cache", "64M"])
+        else {
+            panic!("create --cache")
+        };
+        assert_eq!(c.cache.spec().unwrap().map(|t| t.size), Some(64 << 20));
         let Ok(MediaVerb::Scale { factor, .. }) = verb(&["scale", "m", "0.5"]) else { panic!("scale") };
         assert_eq!(factor, 0.5);
         let Ok(MediaVerb::Rebuild { rate, .. }) = verb(&["rebuild", "m"]) else { panic!("rebuild") };
@@ -623,6 +629,10 @@ mod tests {
         for (args, want) in [
             (&["create", "m", "--size", "lots"][..], "'lots' is not a size"),
             (&["create", "m", "--size", "1G", "--block-size", "4q"], "'4q' is not a size"),
+            (
+                &["create", "m", "--size", "1G", "--model", "hdd", "--cache", "lots"],
+                "'lots' for '--cache <SIZE>'",
+            ),
             (&["scale", "m", "fast"], "'fast' is not a number"),
             (&["scale", "m", "1000"], "a time scale must be"),
             (&["rebuild", "m", "--rate", "fast"], "'fast' is not a rate"),

@@ -82,7 +82,7 @@ pub fn run(g: &Global, a: RunArgs, parses: &dyn Fn(&[String]) -> Result<(), Stri
     let store = Store::open(&g.results)?;
     let exe = std::env::current_exe().context("finding the storbench executable")?;
     let opts = plan_ops::Options {
-        shard: g.run.shard.clone().filter(|_| sharding.given),
+        shard: g.run.shard.filter(|_| sharding.given).map(|s| s.to_string()),
         build: !sharding.split(),
         metrics: g.run.metrics_addr.clone(),
     };

@@ -206,7 +206,8 @@ fn run_flags(a: &RunArgs) -> Result<(Option<Duration>, Option<oltp::Factors>)> {
     }
     if let Some(d) = sens.as_ref().and_then(|s| s.1.as_ref()).and(a.sens.sensitivity_duration.as_ref()) {
         return Err(usage(format!(
-            "--sensitivity-duration {d}: tpch re-runs the whole power test, which has no duration"
+            "--sensitivity-duration {}: tpch re-runs the whole power test, which has no duration",
+            d.text
         )));
     }
     Ok((timeout, sens))

@@ -43,6 +43,16 @@ pub const FIGURES: &[FigureSpec] = &[
 pub const BUILD_FIGURES: &[FigureSpec] =
     &[FigureSpec { base: "build.seconds", label: "build time", source: "" }];
 
+/// How a `tpcc` run reads: NOPM and TPM, and their per-second series.
+pub const RUN: crate::figures::Description = crate::figures::Description {
+    series: &["tpm", "nopm"],
+    ..crate::figures::Description::run("tpcc", "TPC-C", FIGURES)
+};
+
+/// How a `tpcc-build` run reads.
+pub const BUILD: crate::figures::Description =
+    crate::figures::Description::setup("tpcc-build", "TPC-C build", BUILD_FIGURES);
+
 /// A step's line and the run's summary.
 pub const COLUMNS: &[Column] = &[
     ("nopm.districts", "NOPM"),
@@ -464,10 +474,10 @@ impl crate::Dataset for Data {
     type Check = CheckResult;
 
     fn name(&self) -> &'static str {
-        "tpcc"
+        RUN.kind
     }
     fn title(&self) -> &'static str {
-        "TPC-C"
+        RUN.title
     }
     fn inspect(&self, conn: &mut dyn Connection) -> Result<Option<SchemaInfo>, DbError> {
         inspect(conn)

@@ -72,6 +72,10 @@ pub const FIGURES: &[crate::FigureSpec] = &[
     crate::FigureSpec { base: "tpch.qphh", label: "QphH@Size", source: "client clock" },
 ];
 
+/// How a `tpch` run reads: its power and throughput figures (per query,
+/// the report's own tables and charts), no per-second series.
+pub const RUN: crate::figures::Description = crate::figures::Description::run("tpch", "TPC-H", FIGURES);
+
 /// What a built schema is.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct SchemaInfo {
@@ -387,10 +391,10 @@ impl crate::Dataset for Data {
     type Check = CheckResult;
 
     fn name(&self) -> &'static str {
-        "tpch"
+        RUN.kind
     }
     fn title(&self) -> &'static str {
-        "TPC-H"
+        RUN.title
     }
     fn inspect(&self, conn: &mut dyn Connection) -> Result<Option<SchemaInfo>, DbError> {
         inspect(conn)
