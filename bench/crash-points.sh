@@ -9,7 +9,11 @@
 # runs TPC-C on that build and checks `tpcc check` on every point; rows the
 # numbered-row workload) run for --run.
 #
-#   bench/crash-points.sh [--points 12|all] [--run 5s] [--warehouses 1] [--clients 2] [--workload tpcc|rows]
+#   bench/crash-points.sh [--points 12|all] [--run 5s] [--warehouses 1] [--clients 2] [--workload tpcc|rows] [--jobs N]
+#
+# --jobs: points recovered at once (durability --jobs; default: its own,
+# the CPUs up to 4). Points a minute are over the wall time the points
+# took together; the phases are each point's own, summed over the jobs.
 #
 # --points all on TPC-C: every point, through the WAL-extent reduction
 # (docs/durability.md): the points it covers, the ones it recovers.
@@ -20,12 +24,13 @@
 set -euo pipefail
 . "$(dirname "$0")/emu-common.sh"
 measure_locked "$@"
-points=12; run=5s; wh=1; clients=2; workload=tpcc
+points=12; run=5s; wh=1; clients=2; workload=tpcc; jobs=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --points) points=$2; shift 2;; --run) run=$2; shift 2;;
     --warehouses) wh=$2; shift 2;; --clients) clients=$2; shift 2;;
     --workload) workload=$2; shift 2;;
+    --jobs) jobs=(--jobs "$2"); shift 2;;
     *) echo "unknown option $1" >&2; exit 2;;
   esac
 done
@@ -50,7 +55,7 @@ t0=$(date +%s.%N)
 # Its stderr (a line per point) summed up by crash-progress.py: a line per
 # tenth of the points or per minute; the JSON goes to the file.
 "$SB" --json durability --db managed:crashbench-pg --medium crashbench --clients "$clients" --workload "$workload" \
-  --cut-after "$run" --crash-points "$points" --cache honest 2>&1 > "$work/out.json" \
+  --cut-after "$run" --crash-points "$points" --cache honest "${jobs[@]}" 2>&1 > "$work/out.json" \
   | python3 -u "$(dirname "$0")/crash-progress.py" >&2 || true
 wall=$(python3 -c "print($(date +%s.%N) - $t0)")
 python3 - "$work/out.json" "$wall" "$run" <<'PY'
@@ -64,8 +69,8 @@ for c in d["cells"]:
               f"{c['disagreed']} disagreed; points losing {c['points_losing']}")
     print(f"{c['setting'] or 'default'} / {c['cache']}: {c['tried']} of {c['points']} points recovered, "
           f"{c['acknowledged']} {'New-Orders' if d.get('workload') == 'tpcc' else 'rows'} acknowledged, lost max {c['lost_max']}, inconsistent {c['inconsistent']}, failed {c['failed']}")
-    print(f"  per point {s['total']:.2f} s -> {60 / s['total']:.1f} points/min "
-          f"(image {s['image']:.2f}, mount {s['mount']:.2f}, recovery {s['recover']:.2f}, "
+    print(f"  {60 / s['wall']:.1f} points/min ({s['wall']:.2f} s of wall time a point, jobs {d.get('jobs', 1)}); "
+          f"a point's own {s['total']:.2f} s (image {s['image']:.2f}, mount {s['mount']:.2f}, recovery {s['recover']:.2f}, "
           f"checks {s['check']:.2f}, cleanup {s['cleanup']:.2f})")
 print(f"whole command {wall:.1f} s (the run itself included)")
 PY

@@ -168,6 +168,22 @@ impl Journal {
         Ok(Journal { size, entries, file })
     }
 
+    /// The same journal read by another file handle (its index copied, not
+    /// read again): for a second reader on another thread.
+    pub fn try_clone(&self) -> std::io::Result<Journal> {
+        Ok(Journal { size: self.size, entries: self.entries.clone(), file: self.file.try_clone()? })
+    }
+
+    /// The medium's size from the journal's header alone (its entries are not read).
+    pub fn medium_size(path: &Path) -> std::io::Result<u64> {
+        let mut head = [0u8; HEADER as usize];
+        File::open(path)?.read_exact(&mut head)?;
+        if &head[..8] != MAGIC {
+            return Err(std::io::Error::other(format!("{}: not a storbench write journal", path.display())));
+        }
+        Ok(u64::from_le_bytes(head[8..16].try_into().expect("8 bytes")))
+    }
+
     /// A write's data.
     pub fn data(&self, e: &Entry) -> std::io::Result<Vec<u8>> {
         use std::os::unix::fs::FileExt;
@@ -191,6 +207,9 @@ mod tests {
         r.zero(8192, 4096).unwrap();
         let j = Journal::open(&p).unwrap();
         assert_eq!(j.size, 1 << 20);
+        assert_eq!(Journal::medium_size(&p).unwrap(), 1 << 20);
+        let c = j.try_clone().unwrap();
+        assert_eq!((c.size, c.entries.len(), c.data(&c.entries[0]).unwrap()), (j.size, 3, b"hello".to_vec()));
         let kinds: Vec<Kind> = j.entries.iter().map(|e| e.kind).collect();
         assert_eq!(kinds, vec![Kind::Write, Kind::Flush, Kind::Zero]);
         assert_eq!(j.data(&j.entries[0]).unwrap(), b"hello");

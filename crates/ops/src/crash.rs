@@ -163,6 +163,63 @@ pub struct Options {
     /// are written within it (a run shorter than `checkpoint_timeout`
     /// otherwise writes almost none).
     pub checkpoint_every: Option<Duration>,
+    /// Points recovered at once ([`default_jobs`]; 1: one after another in
+    /// journal order). The chosen points are split into this many
+    /// contiguous runs in journal order, each worker with its own
+    /// checkpoint image, scratch directory, loop device, mount point and
+    /// temporary server.
+    pub jobs: usize,
+}
+
+/// `--jobs` when not given: the CPUs, at most 4 (a point's recovery is
+/// one server's work; more workers than CPUs only queue).
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).min(4)
+}
+
+/// Scratch space `jobs` workers need on a medium of `size` bytes: each a
+/// checkpoint image and one point's image, each up to the medium's size
+/// (both sparse: they hold what the journal wrote, at most all of it).
+pub fn scratch_needed(jobs: usize, size: u64) -> u64 {
+    jobs as u64 * 2 * size
+}
+
+/// Refuses before anything runs when the scratch filesystem has less free
+/// space than [`scratch_needed`].
+fn check_scratch_space(o: &Options) -> Result<(), OpsError> {
+    let size = Journal::medium_size(&o.journal)
+        .map_err(|e| OpsError::Failed(format!("reading the write journal {}: {e}", o.journal.display())))?;
+    let need = scratch_needed(o.jobs, size);
+    let free = free_bytes(&o.scratch)
+        .map_err(|e| OpsError::Failed(format!("--scratch {}: {e}", o.scratch.display())))?;
+    if free < need {
+        let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+        return Err(OpsError::Usage(format!(
+            "--jobs {}: crash images need {:.1} GiB in {} ({} × a checkpoint image and a point's image, each up \
+             to the medium's {:.1} GiB); it has {:.1} GiB free: give fewer --jobs or --scratch DIR with room",
+            o.jobs,
+            gib(need),
+            o.scratch.display(),
+            o.jobs,
+            gib(size),
+            gib(free)
+        )));
+    }
+    Ok(())
+}
+
+/// Free bytes for an unprivileged user on the filesystem holding `dir`.
+fn free_bytes(dir: &Path) -> Result<u64, String> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+    // SAFETY: statvfs writes into a zeroed struct we own; the path is NUL-terminated.
+    unsafe {
+        let mut st: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(c.as_ptr(), &mut st) != 0 {
+            return Err(std::io::Error::last_os_error().to_string());
+        }
+        Ok(st.f_bavail as u64 * st.f_frsize as u64)
+    }
 }
 
 /// A setting's run as kept for `last_run`: its window and acknowledgements.
@@ -356,6 +413,10 @@ pub struct Cell {
     pub bad: Vec<(usize, Outcome)>,
     /// Where the tried points' time went, summed.
     pub time: Timing,
+    /// The wall time the tried points took together, from the first one's
+    /// start to the last one's end: with several jobs less than the sum of
+    /// `time` (points a minute are `tried` over this).
+    pub wall: Duration,
     /// Points covered by the WAL-extent reduction without recovering them
     /// (`--crash-points all` on TPC-C): their loss read from the WAL they hold.
     pub predicted: usize,
@@ -445,6 +506,12 @@ pub fn setting_label(s: &[(String, String)]) -> String {
 
 /// Runs every setting and checks its crash points under every mode.
 pub fn run(o: &Options, stop: &AtomicBool, on: &mut dyn FnMut(Event)) -> Result<Vec<Cell>, OpsError> {
+    if o.jobs == 0 {
+        return Err(OpsError::Usage("--jobs 0: give 1 or more points to recover at once".into()));
+    }
+    std::fs::create_dir_all(&o.scratch)
+        .map_err(|e| OpsError::Failed(format!("creating {}: {e}", o.scratch.display())))?;
+    check_scratch_space(o)?;
     let mut cells = Vec::new();
     for s in &o.settings {
         if stop.load(Ordering::Relaxed) {
@@ -1062,48 +1129,17 @@ fn check_cell(
         note: off.map(|why| format!("WAL-extent reduction off: {why}; every point is recovered")),
         ..Cell::default()
     };
-    let scratch = Scratch::new(&o.scratch)?;
-    let mut replayer = Replayer::new(journal, &scratch.dir.join("checkpoint.img"))
-        .map_err(|e| OpsError::Failed(format!("making the checkpoint image: {e}")))?;
     // The checkpoint only moves forward cheaply: go through the points in
-    // journal order, report them in index order.
+    // journal order, each worker a contiguous run of them; report them as
+    // they are done, count them in index order.
     let mut order = chosen.clone();
     order.sort_by_key(|p| (p.t_ns, p.index));
-    let mut outcomes: Vec<(Point, Outcome)> = Vec::new();
-    for (done, p) in order.iter().enumerate() {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let t0 = Instant::now();
-        let (mut outcome, timing) = check_point(o, &mut replayer, &scratch, p, run, &acks.before(p.t_ns))?;
-        if let Some(r) = &reduced {
-            let want = &r.outcomes[p.index];
-            if outcome.failed.is_none() && outcome.found != want.found {
-                cell.disagreed += 1;
-                outcome.failed = Some(format!(
-                    "the WAL extent predicted {} lost (orders per district {:?}), recovery found {} lost ({:?})",
-                    want.lost, want.found, outcome.lost, outcome.found
-                ));
-            }
-        }
-        cell.tried += 1;
-        cell.time.add(&timing);
-        let took = t0.elapsed();
-        on(Event::Point {
-            cell: &cell,
-            point: p,
-            outcome: &outcome,
-            done: done + 1,
-            of: order.len(),
-            took,
-            timing: &timing,
-        });
-        outcomes.push((*p, outcome));
-    }
+    let (mut outcomes, tried) = recover(o, run, &journal, &order, reduced.as_ref(), &mut cell, stop, on)?;
     if let Some(r) = reduced {
         // The points not recovered, with what their WAL extent says (an
         // interrupted cell has only the points it reached).
-        let reached = order.get(cell.tried).map_or(u64::MAX, |p| p.t_ns);
+        let reached =
+            order.iter().filter(|p| !tried.contains(&p.index)).map(|p| p.t_ns).min().unwrap_or(u64::MAX);
         let recovered: std::collections::HashSet<usize> = r.recover.iter().copied().collect();
         for (p, out) in all.iter().zip(r.outcomes) {
             if !recovered.contains(&p.index) && p.t_ns < reached {
@@ -1114,6 +1150,110 @@ fn check_cell(
     }
     cell.tally(outcomes);
     Ok(cell)
+}
+
+/// Each tried point's outcome, and the indices tried.
+type Recovered = (Vec<(Point, Outcome)>, std::collections::HashSet<usize>);
+
+/// Recovers and checks the `order`ed points (journal order) with
+/// `o.jobs` workers, each a contiguous run of them with its own
+/// checkpoint image, scratch directory, loop device, mount point and
+/// server; counts each into `cell` and reports it (in the order they are
+/// done, `done` counting up) on this thread. Returns each point's outcome
+/// and the indices tried (a prefix of each worker's run when `stop` was
+/// set). A worker's error stops the others after their point in progress.
+#[allow(clippy::too_many_arguments)]
+fn recover(
+    o: &Options,
+    run: &RunLog,
+    journal: &Journal,
+    order: &[Point],
+    reduced: Option<&Reduction>,
+    cell: &mut Cell,
+    stop: &AtomicBool,
+    on: &mut dyn FnMut(Event),
+) -> Result<Recovered, OpsError> {
+    let acks = &run.acks;
+    let scratch = Scratch::new(&o.scratch)?;
+    let jobs = o.jobs.clamp(1, order.len().max(1));
+    let mut workers = Vec::with_capacity(jobs);
+    for w in 0..jobs {
+        let (from, to) = (order.len() * w / jobs, order.len() * (w + 1) / jobs);
+        let dir = Scratch::sub(&scratch, w)?;
+        let journal = journal.try_clone().map_err(|e| {
+            OpsError::Failed(format!("reading the write journal {}: {e}", o.journal.display()))
+        })?;
+        let replayer = Replayer::new(journal, &dir.dir.join("checkpoint.img"))
+            .map_err(|e| OpsError::Failed(format!("making the checkpoint image: {e}")))?;
+        workers.push((&order[from..to], dir, replayer));
+    }
+    let mut outcomes: Vec<(Point, Outcome)> = Vec::new();
+    let mut tried = std::collections::HashSet::new();
+    let halt = AtomicBool::new(false);
+    let mut error = None;
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        for (points, dir, mut replayer) in workers {
+            let (tx, halt) = (tx.clone(), &halt);
+            s.spawn(move || {
+                for p in points {
+                    if stop.load(Ordering::Relaxed) || halt.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let t0 = Instant::now();
+                    let r = check_point(o, &mut replayer, &dir, p, run, &acks.before(p.t_ns));
+                    let failed = r.is_err();
+                    if tx.send(r.map(|(out, tm)| (*p, out, tm, t0.elapsed()))).is_err() || failed {
+                        break;
+                    }
+                }
+                // The worker's images and mount point go before it says it is done.
+                drop(replayer);
+                drop(dir);
+            });
+        }
+        drop(tx);
+        // One receiver: the cell, the events and `done` are this thread's alone.
+        for r in rx {
+            let (p, mut outcome, timing, took) = match r {
+                Ok(x) => x,
+                Err(e) => {
+                    halt.store(true, Ordering::Relaxed);
+                    error.get_or_insert(e);
+                    continue;
+                }
+            };
+            if let Some(r) = reduced {
+                let want = &r.outcomes[p.index];
+                if outcome.failed.is_none() && outcome.found != want.found {
+                    cell.disagreed += 1;
+                    outcome.failed = Some(format!(
+                        "the WAL extent predicted {} lost (orders per district {:?}), recovery found {} lost ({:?})",
+                        want.lost, want.found, outcome.lost, outcome.found
+                    ));
+                }
+            }
+            cell.tried += 1;
+            cell.time.add(&timing);
+            tried.insert(p.index);
+            on(Event::Point {
+                cell,
+                point: &p,
+                outcome: &outcome,
+                done: cell.tried,
+                of: order.len(),
+                took,
+                timing: &timing,
+            });
+            outcomes.push((p, outcome));
+        }
+    });
+    cell.wall = started.elapsed();
+    if let Some(e) = error {
+        return Err(e);
+    }
+    Ok((outcomes, tried))
 }
 
 /// Why the WAL-extent reduction is off where it would serve (PostgreSQL
@@ -1361,6 +1501,41 @@ fn check_sqlite(db: &Path, districts: &[[i64; 3]], acked: &[i64]) -> Outcome {
     out
 }
 
+/// The temporary server's settings on a crash image, over the copy's own
+/// (given on its command line), each one changing what recovery and the
+/// check cost, never what they find: the image is thrown away after the
+/// check, and redo replays the WAL's records as they are whatever the
+/// settings say. Its TCP socket is off too ([`Temporary::start_with`]):
+/// servers of parallel workers each have only their run directory's
+/// Unix socket, so they cannot collide on a port.
+const RECOVERY_SETTINGS: [(&str, &str); 4] = [
+    // No fsync: crash recovery then skips syncing the whole data directory
+    // before it starts (`SyncDataDirectory`: an fsync of every file of the
+    // copy), and its end-of-recovery checkpoint writes its pages without
+    // waiting for them to reach the disk. fsync only orders writes against
+    // a crash of this server or host, which the check never has: the
+    // queries read the pages from the server's buffers or the page cache,
+    // the same bytes either way.
+    ("fsync", "off"),
+    // Redo applies the full-page images the run's WAL holds as the records
+    // say (the setting decides only what new WAL gets); after recovery,
+    // reads that set hint bits on a copy with data checksums would each
+    // log the page whole first — a second copy of every page pg_amcheck
+    // reads. Nothing the check counts reads that WAL.
+    ("full_page_writes", "off"),
+    // No vacuum or analyze beside the check: it would only remove dead
+    // tuples and refresh statistics, neither of which a check condition,
+    // a count of orders or pg_amcheck's verdict depends on, and competes
+    // with the check for the CPU (stats are reset by crash recovery, so
+    // it would start on every table).
+    ("autovacuum", "off"),
+    // No JIT compilation of the check's larger aggregates (`tpcc check`
+    // over order_line passes jit_above_cost): it changes how expressions
+    // run, not their results, and compiling costs more than a point's
+    // queries save on a table of scale 1.
+    ("jit", "off"),
+];
+
 /// PostgreSQL on a crash image: a temporary server on the copied data
 /// directory (its crash recovery replays the WAL), the acknowledged rows
 /// looked for (with TPC-C, `districts` not empty: the acknowledged
@@ -1382,7 +1557,7 @@ fn check_postgres(data: &Path, run_dir: &Path, districts: &[[i64; 3]], acked: &[
         return (out, Duration::ZERO);
     }
     let t0 = Instant::now();
-    let t = match Temporary::start(data, run_dir) {
+    let t = match Temporary::start_with(data, run_dir, &RECOVERY_SETTINGS, false) {
         Ok(t) => t,
         Err(e) => {
             out.error(&e.to_string(), true);
@@ -1641,6 +1816,15 @@ impl Scratch {
             .map_err(|e| OpsError::Failed(format!("creating {}: {e}", dir.display())))?;
         Ok(Scratch { dir })
     }
+
+    /// Worker `w`'s directory inside (its checkpoint image, point image,
+    /// mount point and server's run directory), removed on drop.
+    fn sub(&self, w: usize) -> Result<Scratch, OpsError> {
+        let dir = self.dir.join(format!("w{w}"));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| OpsError::Failed(format!("creating {}: {e}", dir.display())))?;
+        Ok(Scratch { dir })
+    }
 }
 
 impl Drop for Scratch {
@@ -1650,6 +1834,10 @@ impl Drop for Scratch {
 }
 
 fn losetup(file: &Path) -> Result<String, String> {
+    // One attach at a time in this process: parallel workers asking for a
+    // free device at once would be offered the same one.
+    static ATTACH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ATTACH.lock().unwrap_or_else(|e| e.into_inner());
     run_cmd(Command::new("losetup").args(["--find", "--show"]).arg(file)).map(|s| s.trim().to_string())
 }
 

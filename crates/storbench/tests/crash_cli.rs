@@ -1060,3 +1060,201 @@ fn sqlite_tpcc_crash_points_lose_no_order_with_full_sync_and_lose_orders_without
     assert_eq!((off["inconsistent"].as_i64(), off["failed"].as_i64()), (Some(0), Some(0)), "{off}");
     nothing_left(&s);
 }
+
+/// Each point's line of a crash-point run's progress (stderr), by cell
+/// (the lines after each `run:` line, one cache mode after another, are
+/// told apart by `done` starting again at 1): `(done, of, index, what it
+/// showed)` in the order printed, the timings cut off.
+fn point_lines(err: &str) -> Vec<(u64, u64, u64, String)> {
+    err.lines()
+        .filter(|l| l.trim_start().starts_with('[') && l.contains("] point "))
+        .map(|l| {
+            let (_, rest) = l.split_once("] point ").unwrap();
+            let (done, rest) = rest.split_once('/').unwrap();
+            let (of, rest) = rest.split_once(" (#").unwrap();
+            let (index, rest) = rest.split_once(' ').unwrap();
+            let (_, showed) = rest.split_once("): ").unwrap();
+            let cut = showed.rfind(" s: image").unwrap_or_else(|| panic!("no timings: {l}"));
+            let what = showed[..cut].rsplit_once(" (").unwrap().0.to_string();
+            (done.parse().unwrap(), of.parse().unwrap(), index.parse().unwrap(), what)
+        })
+        .collect()
+}
+
+/// The loop devices and mounts of this test's crash images (under its own
+/// directory: other tests' do not count).
+fn loops_and_mounts(s: &State) -> Vec<String> {
+    let mine = s.path("").display().to_string();
+    let loops = std::process::Command::new("losetup").arg("-a").output().unwrap();
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    String::from_utf8_lossy(&loops.stdout)
+        .lines()
+        .chain(mounts.lines())
+        .filter(|l| l.contains(&mine) && l.contains("storbench-crash"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `text` with each temporary server's address (`postgres://…/storbench`:
+/// its run directory names the process and the worker, its port is free
+/// when picked) as `postgres://SERVER/storbench`: what a point showed, not where.
+fn unplaced(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("postgres://") {
+        let Some(j) = rest[i..].find("/storbench:").or_else(|| rest[i..].find("/storbench ")) else { break };
+        out.push_str(&rest[..i]);
+        out.push_str("postgres://SERVER");
+        rest = &rest[i + j..];
+    }
+    out.push_str(rest);
+    // A worker's scratch directory (`storbench-crash-PID/wN`) and loop device.
+    let mut text = String::new();
+    for (k, piece) in out.split("storbench-crash-").enumerate() {
+        let digits = |t: &str| t.trim_start_matches(|c: char| c.is_ascii_digit()).to_string();
+        let after = if k == 0 { piece.to_string() } else { digits(piece) };
+        let after = if k == 0 { after } else { after.strip_prefix("/w").map_or(after.clone(), digits) };
+        text.push_str(if k == 0 { "" } else { "SCRATCH" });
+        text.push_str(&after);
+    }
+    let mut out = String::new();
+    for (k, piece) in text.split("/dev/loop").enumerate() {
+        out.push_str(if k == 0 { piece } else { piece.trim_start_matches(|c: char| c.is_ascii_digit()) });
+    }
+    out
+}
+
+#[test]
+fn two_jobs_recover_the_same_points_with_the_same_outcomes_as_one() {
+    let s = State::new();
+    // SQLite: nothing writes to the medium between the runs, so the
+    // recorded run's points are the same ones (a live PostgreSQL's later
+    // writes move the last flush interval's point).
+    let db = format!("sqlite:{}/t.db", medium(&s, "crash-jobs"));
+    let args = |jobs: &'static str, last: bool| {
+        let mut a = vec!["--json", "durability", "--db", db.as_str(), "--medium", "crash-jobs"];
+        a.extend(["--clients", "2", "--cut-after", "2s", "--crash-points", "6", "--cache", "honest,lying"]);
+        a.extend(["--settings", "synchronous=full"]);
+        a.extend(["--jobs", jobs]);
+        if last {
+            a.push("--last-run");
+        }
+        a
+    };
+    let mut runs = Vec::new();
+    for (jobs, last) in [("1", false), ("2", true)] {
+        // Not --quiet (State::sb's): the point lines are the progress.
+        let run = std::process::Command::new(env!("CARGO_BIN_EXE_storbench"))
+            .current_dir(s.path(""))
+            .env("STORBENCH_STATE", s.state())
+            .env("STORBENCH_RESULTS", s.path("r.db"))
+            .args(args(jobs, last))
+            .output()
+            .unwrap();
+        let code = run.status.code().unwrap_or(-1);
+        let (out, err) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+        assert!(code == 0 || code == 1, "--jobs {jobs}: {code} {err}");
+        let doc: serde_json::Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
+        let lines = point_lines(&unplaced(&err));
+        assert_eq!(lines.len(), 12, "--jobs {jobs}: a line per point of both cells: {err}");
+        // `done` counts up 1..=of within each cell, whatever order the points finish in.
+        for (cell, chunk) in lines.chunks(6).enumerate() {
+            let done: Vec<u64> = chunk.iter().map(|l| l.0).collect();
+            assert_eq!(done, (1..=6).collect::<Vec<_>>(), "--jobs {jobs}, cell {cell}: {err}");
+            assert!(chunk.iter().all(|l| l.1 == 6), "{err}");
+        }
+        // Per point (by cell and index): what it showed.
+        let mut points: Vec<(usize, u64, String)> =
+            lines.iter().enumerate().map(|(i, l)| (i / 6, l.2, l.3.clone())).collect();
+        points.sort();
+        let doc: serde_json::Value = serde_json::from_str(&unplaced(&doc.to_string())).unwrap();
+        let mut cells = doc["cells"].as_array().unwrap().clone();
+        for c in &mut cells {
+            c.as_object_mut().unwrap().remove("seconds_per_point");
+        }
+        assert!(loops_and_mounts(&s).is_empty(), "--jobs {jobs}: left: {:?}", loops_and_mounts(&s));
+        nothing_left(&s);
+        runs.push((code, points, cells));
+    }
+    let lying = cell(&runs[0].2, "synchronous=full", "lying");
+    assert!(!lying["bad_points"].as_array().unwrap().is_empty(), "bad points to compare too: {lying}");
+    assert_eq!(runs[0].0, runs[1].0, "the same exit code");
+    assert_eq!(runs[0].1, runs[1].1, "each point showed the same with 1 and 2 jobs");
+    assert_eq!(runs[0].2, runs[1].2, "the same tallies with 1 and 2 jobs");
+}
+
+#[test]
+fn a_wal_segment_recycled_within_the_run_turns_the_wal_extent_reduction_off_and_says_which() {
+    let s = State::new();
+    s.ok(&[
+        "media",
+        "create",
+        "crash-recy",
+        "--size",
+        "1G",
+        "--fs",
+        "ext4",
+        "--model",
+        "sata-ssd",
+        "--record",
+    ]);
+    // The smallest WAL the server keeps (two 16 MB segments): a checkpoint
+    // within the run removes or recycles the segments before its redo point.
+    s.ok(&["pg", "up", "crash-recy1", "--data", "crash-recy", "-c", "shared_buffers=64MB"]);
+    s.ok(&["tpcc", "build", "--db", "managed:crash-recy1", "--warehouses", "1"]);
+    let mut child = s
+        .sb()
+        .args(["--json", "durability", "--db", "managed:crash-recy1", "--medium", "crash-recy"])
+        .args(["--workload", "tpcc", "--clients", "2", "--cut-after", "4s", "--crash-points", "all"])
+        .args([
+            "--checkpoint-every",
+            "100ms",
+            "--settings",
+            "max_wal_size=32MB",
+            "--settings",
+            "min_wal_size=32MB",
+        ])
+        .args(["--cache", "honest"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for l in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(l.clone());
+            all.push_str(&l);
+            all.push('\n');
+        }
+        all
+    });
+    // Bounded: without the line the run would go on through every point.
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    let said = std::iter::from_fn(|| {
+        rx.recv_timeout(give_up.saturating_duration_since(std::time::Instant::now())).ok()
+    })
+    .find(|l| l.contains("WAL-extent reduction off"));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = reader.join().unwrap();
+    let said = said.unwrap_or_else(|| panic!("no line says the reduction is off: {err}"));
+    // The segment's file name: 24 hexadecimal digits, timeline first.
+    let segment = said
+        .split(|c: char| !c.is_ascii_hexdigit())
+        .find(|w| w.len() == 24 && w.starts_with("00000001"))
+        .unwrap_or_else(|| panic!("no segment named: {said}"));
+    assert!(said.contains(&format!("WAL segment {segment} of the run was recycled")), "{said}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {} {err}", String::from_utf8_lossy(&out.stdout)));
+    let off = &doc["cells"][0];
+    let note = off["note"].as_str().unwrap_or_else(|| panic!("no note: {off}"));
+    assert!(note.starts_with("WAL-extent reduction off:") && note.contains(segment), "{off}");
+    assert!(note.contains("recycled"), "{off}");
+    assert_eq!(off["predicted"], 0, "{off}");
+    nothing_left(&s);
+    assert!(loops_and_mounts(&s).is_empty(), "left: {:?}", loops_and_mounts(&s));
+}

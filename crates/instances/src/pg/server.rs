@@ -527,10 +527,17 @@ pub(crate) fn start_in(
         }
     })?;
     let ready = storbench_proc::wait_until(timeout.saturating_sub(launched.elapsed()), || {
-        Command::new(i.bindir.join("pg_isready"))
-            .args(["-q", "-h", "127.0.0.1", "-p", &i.port.to_string()])
-            .status()
-            .is_ok_and(|s| s.success())
+        // Its Unix socket first (a temporary server may have no TCP), then TCP.
+        let sock = (!i.socket_dir.as_os_str().is_empty()).then(|| i.socket_dir.clone());
+        sock.into_iter().chain([PathBuf::from("127.0.0.1")]).any(|h| {
+            Command::new(i.bindir.join("pg_isready"))
+                .arg("-q")
+                .arg("-h")
+                .arg(&h)
+                .args(["-p", &i.port.to_string()])
+                .status()
+                .is_ok_and(|s| s.success())
+        })
     });
     if ready {
         return Ok(launched.elapsed());

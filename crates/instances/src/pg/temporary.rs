@@ -24,7 +24,30 @@ impl Temporary {
     /// mode 0700, starts a server on it and waits until it accepts
     /// connections (after its recovery: a base backup replays its WAL).
     pub fn start(data: &Path, run_dir: &Path) -> Result<Temporary, InstanceError> {
+        Temporary::start_with(data, run_dir, &[], true)
+    }
+
+    /// As [`Temporary::start`], with `settings` (`name`, `value`) given on
+    /// the server's command line after storbench's own (they override the
+    /// directory's configuration), and with `tcp` false no TCP socket at
+    /// all: only the Unix socket in `run_dir`, so servers started at once
+    /// in different run directories can never collide on a port (the
+    /// port then only names the socket file).
+    pub fn start_with(
+        data: &Path,
+        run_dir: &Path,
+        settings: &[(&str, &str)],
+        tcp: bool,
+    ) -> Result<Temporary, InstanceError> {
         use std::os::unix::fs::PermissionsExt;
+        if let Some((k, v)) = settings.iter().find(|(k, v)| {
+            !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                || !v.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+        }) {
+            return Err(InstanceError::Usage(format!(
+                "temporary server setting '{k}={v}': a name of letters, digits and _, a value of those and . -"
+            )));
+        }
         let bindir = bindir_for(data)?;
         let user = server_user();
         for p in [data, run_dir] {
@@ -78,8 +101,12 @@ impl Temporary {
                 r("ident_file", &run_dir.join("pg_ident.conf")),
                 r("unix_socket_directories", run_dir),
                 format!("-c port={}", i.port),
-                "-c listen_addresses=127.0.0.1 -c archive_mode=off -c logging_collector=off".into(),
+                format!("-c listen_addresses={}", if tcp { "127.0.0.1" } else { "''" }),
+                "-c archive_mode=off -c logging_collector=off".into(),
             ]
+            .into_iter()
+            .chain(settings.iter().map(|(k, v)| format!("-c {k}={v}")))
+            .collect::<Vec<_>>()
             .join(" ");
             match start_with(i, Some(&opts), &what, crate::tempserver::START_TIMEOUT) {
                 Ok(d) => {

@@ -115,11 +115,13 @@ pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
         last_run: a.last_run,
         torn_pages: a.torn_pages,
         checkpoint_every,
+        jobs: a.jobs.map_or_else(storbench_ops::crash::default_jobs, |n| n as usize),
     };
     if !g.quiet {
         eprintln!("{}", estimate(&o));
     }
-    let mut on = |e: Event| progress(g, e);
+    let jobs = o.jobs;
+    let mut on = |e: Event| progress(g, jobs, e);
     let started = storbench_results::now_rfc3339();
     let cells = storbench_ops::crash::run(&o, crate::interrupt::flag(), &mut on).map_err(ops_err)?;
     let interrupted = crate::interrupt::flag().load(std::sync::atomic::Ordering::Relaxed);
@@ -221,7 +223,7 @@ fn estimate(o: &Options) -> String {
             "crash points: {runs} run(s) of {:.0} s, then up to {n} point(s) × {} cache mode(s) each: about {:.0} s",
             o.run_for.as_secs_f64(),
             o.modes.len(),
-            run_s + (runs * n * o.modes.len()) as f64 * per_point
+            run_s + (runs * n * o.modes.len()) as f64 * per_point / o.jobs.clamp(1, n) as f64
         ),
         None => format!(
             "crash points: {runs} run(s) of {:.0} s ({run_s:.0} s), then every point (~{per_point} s each; counted after each run)",
@@ -230,7 +232,7 @@ fn estimate(o: &Options) -> String {
     }
 }
 
-fn progress(g: &Global, e: Event) {
+fn progress(g: &Global, jobs: usize, e: Event) {
     // Said even with --quiet: it changes what the run costs (every point
     // recovered) and what its figures rest on.
     if let Event::ReductionOff { why } = e {
@@ -245,7 +247,8 @@ fn progress(g: &Global, e: Event) {
             eprintln!("run: {}", if setting.is_empty() { "default settings" } else { setting })
         }
         Event::Point { cell, point, outcome, done, of, took, timing } => {
-            let eta = took.as_secs_f64() * (of - done) as f64;
+            // `jobs` points are recovered at once.
+            let eta = took.as_secs_f64() * (of - done) as f64 / jobs.max(1) as f64;
             let what = match (&outcome.failed, &outcome.inconsistent) {
                 (Some(f), _) => format!("recovery FAILED: {f}"),
                 (None, Some(i)) => format!("INCONSISTENT: {i}"),
@@ -294,6 +297,8 @@ fn per_point(c: &Cell) -> serde_json::Value {
     serde_json::json!({
         "total": total.as_secs_f64() / n, "image": t.image.as_secs_f64() / n, "mount": t.mount.as_secs_f64() / n,
         "recover": t.recover.as_secs_f64() / n, "check": t.check.as_secs_f64() / n, "cleanup": t.cleanup.as_secs_f64() / n,
+        // With several jobs the points overlap: the rate is over the wall time.
+        "wall": c.wall.as_secs_f64() / n,
     })
 }
 
@@ -349,7 +354,7 @@ fn store(
         "db": a.db, "medium": a.medium, "engine": o.target.engine(), "workload": o.workload.name(),
         "clients": a.clients, "run_s": o.run_for.as_secs_f64(), "settings": a.settings, "cache": a.cache.text,
         "crash_points": a.crash_points.as_ref().map(|s| &s.text), "crash_point": a.crash_point, "last_run": a.last_run,
-        "torn_pages": a.torn_pages, "checkpoint_every": a.checkpoint_every.as_ref().map(|d| &d.text),
+        "torn_pages": a.torn_pages, "jobs": o.jobs, "checkpoint_every": a.checkpoint_every.as_ref().map(|d| &d.text),
     });
     let label = g.record.label.clone().unwrap_or_else(|| {
         format!("crash points, {} {} on {}", o.target.engine(), o.workload.name(), a.medium)
@@ -409,7 +414,7 @@ fn print_matrix(
                 })
             })
             .collect();
-        let doc = serde_json::json!({ "run": run.id, "medium": a.medium, "db": a.db, "engine": o.target.engine(), "workload": o.workload.name(), "cells": rows });
+        let doc = serde_json::json!({ "run": run.id, "medium": a.medium, "db": a.db, "engine": o.target.engine(), "workload": o.workload.name(), "jobs": o.jobs, "cells": rows });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     }
     let mut t = vec![format!(

@@ -68,6 +68,9 @@ pub struct DurabilityArgs {
     /// With crash points on PostgreSQL: issue a CHECKPOINT this often during each run, so data pages are written within it (e.g. `500ms`).
     #[arg(long, value_name = "DURATION", value_parser = Given::parser(parse_positive_duration))]
     pub checkpoint_every: Option<Given<Duration>>,
+    /// With crash points: points recovered at once, each worker with its own checkpoint image, loop device, mount and temporary server (default: the CPUs, at most 4; 1 recovers them one after another). Scratch space: 2 × the medium's size per job.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub jobs: Option<u32>,
     #[command(flatten)]
     pub record: crate::cli::RecordFlags,
 }
@@ -111,8 +114,12 @@ fn workload_parser() -> impl clap::builder::TypedValueParser<Value = Workload> {
 /// Runs the check.
 pub fn run(g: &Global, a: DurabilityArgs) -> Result<ExitCode> {
     // Validate everything first.
-    if a.torn_pages || a.checkpoint_every.is_some() {
-        let flag = if a.torn_pages { "--torn-pages" } else { "--checkpoint-every" };
+    if a.torn_pages || a.checkpoint_every.is_some() || a.jobs.is_some() {
+        let flag = match (a.torn_pages, a.checkpoint_every.is_some()) {
+            (true, _) => "--torn-pages",
+            (_, true) => "--checkpoint-every",
+            _ => "--jobs",
+        };
         return Err(usage(format!(
             "{flag}: only with --crash-points (one power cut has no crash points to choose)"
         )));
@@ -211,7 +218,11 @@ mod tests {
     #[test]
     fn durations_and_clients_are_typed_by_clap() {
         let a = parse(&[]).unwrap();
-        assert_eq!((a.cut_after, a.clients, a.checkpoint_every), (Duration::from_secs(5), 4, None));
+        assert_eq!(
+            (a.cut_after, a.clients, a.checkpoint_every, a.jobs),
+            (Duration::from_secs(5), 4, None, None)
+        );
+        assert_eq!(parse(&["--jobs", "3"]).unwrap().jobs, Some(3));
         let a = parse(&["--cut-after", "1.5s", "--checkpoint-every", "500ms", "--clients", "64"]).unwrap();
         assert_eq!(a.cut_after, Duration::from_millis(1500));
         let every = a.checkpoint_every.unwrap();
@@ -228,6 +239,9 @@ mod tests {
             (&["--crash-points", "some"], "'some' is not a number of crash points: give 1 or more, or 'all'"),
             (&["--cache", "honest,maybe"], "'maybe' is not a cache mode: use honest, lying, none"),
             (&["--workload", "tpc-c"], "'tpc-c' for '--workload <rows|tpcc>'"),
+            (&["--jobs", "0"], "'0' for '--jobs"),
+            (&["--jobs", "65"], "'65' for '--jobs"),
+            (&["--jobs", "two"], "'two' for '--jobs"),
         ] {
             let e = parse(args).err().unwrap();
             assert!(e.contains(want), "{args:?}: {e}");
