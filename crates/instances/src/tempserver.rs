@@ -2,7 +2,7 @@
 //! recorded while they run, so one whose storbench was killed (SIGKILL: no
 //! guard ran, and the server, in its own process group, lives on) is found
 //! and stopped by the next storbench that sweeps. One small JSON file per
-//! storbench process, `restore/PID-N` under the state directory, written
+//! storbench process, `restore/PID-N-K` (its K-th server) under the state directory, written
 //! before the server is launched (so no window leaves a server unrecorded)
 //! and removed once it is stopped. [`sweep`] stops the server of every
 //! record whose storbench is gone and removes its data directory and the
@@ -86,7 +86,11 @@ impl Registration {
             data_id: None,
             dirs: dirs.to_vec(),
         };
-        let r = Registration { path: dir().join(format!("PID-{me}")), rec };
+        // One file per server: a process may run several at once (crash
+        // points recovered by parallel jobs), each removed on its own drop.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let r = Registration { path: dir().join(format!("PID-{me}-{n}")), rec };
         r.write()?;
         Ok(r)
     }
@@ -114,7 +118,8 @@ impl Registration {
     /// Written whole or not at all (a temporary file, then renamed).
     fn write(&self) -> Result<(), InstanceError> {
         let d = dir();
-        let tmp = d.join(format!(".PID-{}.tmp", self.rec.owner));
+        let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = d.join(format!(".{name}.tmp"));
         let text = serde_json::to_string_pretty(&self.rec).expect("a record serialises");
         std::fs::create_dir_all(&d)
             .and_then(|_| std::fs::write(&tmp, text))

@@ -498,8 +498,12 @@ pub(crate) fn start_in(
     timeout: Duration,
 ) -> Result<Duration, InstanceError> {
     let log = i.socket_dir.join("server.log");
+    // Only what this start wrote: the log is appended to across starts,
+    // and an earlier start's complaint is not this one's reason.
+    let from = std::fs::metadata(&log).map(|m| m.len() as usize).unwrap_or(0);
     let last = || {
-        let tail = std::fs::read_to_string(&log).unwrap_or_default();
+        let all = std::fs::read(&log).unwrap_or_default();
+        let tail = String::from_utf8_lossy(all.get(from..).unwrap_or(&all)).into_owned();
         tail.lines()
             .rev()
             .find(|l| l.contains("FATAL") || l.contains("PANIC") || l.contains("ERROR"))
@@ -530,11 +534,13 @@ pub(crate) fn start_in(
         // Its Unix socket first (a temporary server may have no TCP), then TCP.
         let sock = (!i.socket_dir.as_os_str().is_empty()).then(|| i.socket_dir.clone());
         sock.into_iter().chain([PathBuf::from("127.0.0.1")]).any(|h| {
+            // `-d postgres`: a probe for the user's own database (which
+            // need not exist) would leave a FATAL in the server's log.
             Command::new(i.bindir.join("pg_isready"))
                 .arg("-q")
                 .arg("-h")
                 .arg(&h)
-                .args(["-p", &i.port.to_string()])
+                .args(["-p", &i.port.to_string(), "-d", "postgres"])
                 .status()
                 .is_ok_and(|s| s.success())
         })
