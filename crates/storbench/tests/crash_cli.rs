@@ -744,7 +744,7 @@ fn mariadb_torn_data_pages_are_mended_by_the_doublewrite_buffer_and_found_withou
 /// check`'s conditions and `CHECK TABLE`; a cache that ignores flushes
 /// loses acknowledged orders.
 #[test]
-fn mariadb_tpcc_crash_points_lose_no_order_when_honest_and_lose_orders_when_the_cache_lies() {
+fn mariadb_tpcc_crash_points_lose_no_order_when_honest_and_go_bad_when_the_cache_lies() {
     let s = State::new();
     s.ok(&[
         "media",
@@ -790,8 +790,13 @@ fn mariadb_tpcc_crash_points_lose_no_order_when_honest_and_lose_orders_when_the_
     clean(&honest, 3, "a redo log flushed at each commit on an honest device");
     let (code, lying) = run("lying", "3");
     assert_eq!(code, 1, "bad points exit 1");
+    // What a cache that ignores flushes costs varies with what it held at
+    // the point: acknowledged orders gone, or pages or the filesystem's
+    // own journal torn so recovery fails or InnoDB refuses its tablespace.
+    // Each is a bad point; none is a clean one.
     let (lost, acked) = (lying["lost_max"].as_i64().unwrap(), lying["acknowledged"].as_i64().unwrap());
-    assert!(lost > 0 && lost <= acked, "a cache that ignores flushes loses orders: {lying}");
+    let bad = lying["bad_points"].as_array().map_or(0, Vec::len);
+    assert!(bad > 0 && lost <= acked, "a cache that ignores flushes loses orders or the database: {lying}");
     nothing_left(&s);
 }
 
