@@ -478,6 +478,12 @@ impl Plan {
     /// clients outnumber its scale's branches, where the clients queue on
     /// the branch rows' locks and the step measures lock waits (pgbench
     /// warns of the same).
+    ///
+    /// And a cache study whose database is not held below the host's
+    /// memory: with a medium's cache tier (`cache = …`) and a database
+    /// workload without `memory_limit` (its own, or its managed server's),
+    /// the host's page cache keeps the database once read, the tier sees
+    /// few reads, and the steps measure the host's memory, not the cache.
     pub fn warnings(&self) -> Vec<String> {
         warnings(&self.def)
     }
@@ -501,6 +507,27 @@ pub fn warnings(def: &PlanDef) -> Vec<String> {
             out.push(format!(
                 "workload '{name}': {clients} clients on scale {scale}: TPC-B's clients outnumber its {scale} branch row(s) and queue on their locks, so the steps above {scale} clients measure lock waits, not storage (pgbench warns the same); make init's scale at least {clients}"
             ));
+        }
+    }
+    let cached: Vec<&str> = def
+        .targets
+        .iter()
+        .filter(|(_, t)| t.get_ref().media.as_ref().is_some_and(|m| m.cache.is_some()))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    let server_limited =
+        def.dbs.values().any(|d| d.get_ref().managed.as_ref().is_some_and(|m| m.memory_limit.is_some()));
+    if !cached.is_empty() && !server_limited {
+        for w in
+            def.workloads.iter().filter(|w| ["tpcc", "tpcb", "tpch"].contains(&w.kind.get_ref().as_str()))
+        {
+            if !w.run.contains_key("memory_limit") {
+                let name = w.name.clone().unwrap_or_else(|| w.kind.get_ref().clone());
+                out.push(format!(
+                    "workload '{name}': no memory_limit on a cache study (target(s) {} have a cache tier): the host's page cache keeps the database once read, so the tier sees few reads and the steps measure the host's memory, not the cache; give run.memory_limit (or the managed server's) below the database's size",
+                    cached.join(", ")
+                ));
+            }
         }
     }
     out
@@ -1290,6 +1317,37 @@ repeats = 1
 axes = { target = ["a"] }
 set = { duration = "1s" }
 "#;
+
+    #[test]
+    fn a_cache_study_without_a_memory_limit_is_warned_about() {
+        let plan = r#"
+name = "c"
+[target.cached]
+media = { size = "1G", model = "hdd", cache = "128M", cache_model = "nvme" }
+[target.plain]
+media = { size = "1G", model = "hdd" }
+[axes]
+target = ["cached", "plain"]
+[[workload]]
+kind = "tpcc"
+init = { warehouses = 1 }
+run = { db = "sqlite:{target}/t.db", duration = "1s" }
+"#;
+        let (def, _) = parse("p.toml", plan, false).unwrap();
+        let w = warnings(&def);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("workload 'tpcc': no memory_limit") && w[0].contains("target(s) cached"),
+            "{}",
+            w[0]
+        );
+        let limited = plan.replace("duration = \"1s\" }", "duration = \"1s\", memory_limit = \"64M\" }");
+        let (def, _) = parse("p.toml", &limited, false).unwrap();
+        assert!(warnings(&def).is_empty(), "{:?}", warnings(&def));
+        let uncached = plan.replace(", cache = \"128M\", cache_model = \"nvme\"", "");
+        let (def, _) = parse("p.toml", &uncached, false).unwrap();
+        assert!(warnings(&def).is_empty(), "{:?}", warnings(&def));
+    }
 
     #[test]
     fn tpcb_clients_above_the_scale_are_warned_about() {
