@@ -748,6 +748,7 @@ pub(crate) fn measure(name: &str, dir: &Path) -> Result<Option<floor::Floor>, Me
                 qd16_iops: 0.0,
                 how: "set by STORBENCH_EMU_FLOOR".into(),
                 timed_extra_us: 0.0,
+                write_mb_s: 0.0,
             }));
         }
         _ => {}
@@ -766,16 +767,18 @@ pub(crate) fn measure(name: &str, dir: &Path) -> Result<Option<floor::Floor>, Me
         let mut timed = Spec { base: "constant".into(), ..Spec::default() };
         timed.set.insert("read".into(), format!("{}us", floor::TIMED_PROBE_US));
         let (t50, _) = with_probe(&probe, &image, &timed, |dev| floor::time_qd1(dev, 800))?;
-        Ok::<_, MediaError>((p50, mean, iops, (t50 - floor::TIMED_PROBE_US - p50).max(0.0)))
+        let wmbs = with_probe(&probe, &image, &zero, floor::write_mb_s)?;
+        Ok::<_, MediaError>((p50, mean, iops, (t50 - floor::TIMED_PROBE_US - p50).max(0.0), wmbs))
     })();
     undo.run();
-    let (p50, mean, iops, extra) = res?;
+    let (p50, mean, iops, extra, write_mb_s) = res?;
     Ok(Some(floor::Floor {
         qd1_p50_us: p50,
         qd1_mean_us: mean,
         qd16_iops: iops,
         how: "measured".into(),
         timed_extra_us: extra,
+        write_mb_s,
     }))
 }
 

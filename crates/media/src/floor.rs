@@ -41,6 +41,11 @@ pub struct Floor {
     /// 0: not measured (media made before it was).
     #[serde(default)]
     pub timed_extra_us: f64,
+    /// MB/s of 256 KiB direct writes from 16 threads with a model that
+    /// takes no time: the emulator's ceiling for large writes, which a
+    /// 4 KiB read ceiling does not show (0: not measured).
+    #[serde(default)]
+    pub write_mb_s: f64,
 }
 
 impl Floor {
@@ -110,6 +115,42 @@ pub(crate) fn time_qd1(dev: &str, n: usize) -> Result<(f64, f64), MediaError> {
     lat.sort_by(f64::total_cmp);
     let p50 = lat[lat.len() / 2];
     Ok((p50, mean))
+}
+
+/// MB/s of 256 KiB direct writes at random aligned offsets of the probe
+/// image, from 16 threads for 400 ms.
+pub(crate) fn write_mb_s(dev: &str) -> Result<f64, MediaError> {
+    const WBS: usize = 256 << 10;
+    let slots = PROBE_SIZE / WBS as u64;
+    let window = Duration::from_millis(400);
+    let done: u64 = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..16u64)
+            .map(|t| {
+                s.spawn(move || -> u64 {
+                    let Ok(f) = File::options().write(true).custom_flags(libc::O_DIRECT).open(dev) else {
+                        return 0;
+                    };
+                    let v = vec![0x5au8; WBS * 2];
+                    let off = v.as_ptr().align_offset(BS);
+                    let buf = &v[off..off + WBS];
+                    let mut x = 0x9E3779B97F4A7C15u64 ^ (t + 1);
+                    let (t0, mut n) = (Instant::now(), 0u64);
+                    while t0.elapsed() < window {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        if f.write_at(buf, (x % slots) * WBS as u64).is_err() {
+                            break;
+                        }
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap_or(0)).sum()
+    });
+    Ok(done as f64 * WBS as f64 / window.as_secs_f64() / 1e6)
 }
 
 /// 4 KiB direct random reads per second from 16 threads for 400 ms.

@@ -623,18 +623,7 @@ fn maria_workload(
         Some(info) => {
             let districts = tpcc_districts(connect(&url)?.as_mut())?;
             let conns = (0..o.clients).map(|_| connect(&url)).collect::<Result<Vec<_>, _>>()?;
-            let (acked, start, end) = tpcc_drive(o, conns, info, &districts, false);
-            let times = acked.iter().map(|a| a.iter().map(|x| x.0).collect()).collect();
-            RunLog {
-                acks: AckLog { times },
-                start,
-                end,
-                districts,
-                pages: Vec::new(),
-                wal: None,
-                wal_off: None,
-                server: Vec::new(),
-            }
+            tpcc_run_log(o, conns, info, districts)
         }
     };
     drop(admin);
@@ -812,9 +801,20 @@ fn tpcc_sqlite_workload(o: &Options, path: &Path, s: &[(String, String)]) -> Res
     let districts = tpcc_districts(admin.as_mut())?;
     drop(admin);
     let conns = (0..o.clients).map(|_| open()).collect::<Result<Vec<_>, _>>()?;
-    let (acked, start, end) = tpcc_drive(o, conns, &info, &districts, false);
+    Ok(tpcc_run_log(o, conns, &info, districts))
+}
+
+/// TPC-C's New-Orders driven for the run on an engine without the
+/// WAL-extent reduction: the acknowledgements per district, no WAL.
+fn tpcc_run_log(
+    o: &Options,
+    conns: Vec<Box<dyn storbench_db::Connection>>,
+    info: &tpcc::SchemaInfo,
+    districts: Vec<[i64; 3]>,
+) -> RunLog {
+    let (acked, start, end) = tpcc_drive(o, conns, info, &districts, false);
     let times = acked.iter().map(|a| a.iter().map(|x| x.0).collect()).collect();
-    Ok(RunLog {
+    RunLog {
         acks: AckLog { times },
         start,
         end,
@@ -823,7 +823,7 @@ fn tpcc_sqlite_workload(o: &Options, path: &Path, s: &[(String, String)]) -> Res
         wal: None,
         wal_off: None,
         server: Vec::new(),
-    })
+    }
 }
 
 /// Each district's `(w_id, d_id, d_next_o_id)`, before the run.

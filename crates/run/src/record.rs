@@ -562,13 +562,14 @@ fn envelope(name: &str, figures: &[storbench_metrics::Figure]) -> Vec<storbench_
         floor_us: f.qd1_p50_us,
         timed_extra_us: f.timed_extra_us,
         ceiling_iops: f.qd16_iops,
+        ceiling_write_mb_s: f.write_mb_s,
     };
     let model = storbench_emu::fit::Figures { lat_mean_us: svc, iops: Some(iops), ..Default::default() };
     vec![
         Figure::new(format!("emu.{name}.floor"), f.qd1_p50_us, Unit::Us),
         Figure::new(
             format!("emu.{name}.outside_envelope"),
-            env.outside(&model).is_some() as u8 as f64,
+            env.outside(&model, None).is_some() as u8 as f64,
             Unit::Count,
         ),
     ]

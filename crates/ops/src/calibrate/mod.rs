@@ -228,6 +228,9 @@ pub struct Envelope {
     /// 4 KiB reads per second at QD16 with a model that takes no time
     /// (0: unknown).
     pub ceiling_iops: f64,
+    /// MB/s of 256 KiB writes from 16 threads with a model that takes no
+    /// time (0: unknown).
+    pub ceiling_write_mb_s: f64,
 }
 
 /// A model's time must be at least this many floors for a cell to be
@@ -237,9 +240,10 @@ pub const FLOOR_TIMES: f64 = 3.0;
 pub const CEILING_SHARE: f64 = 0.8;
 
 impl Envelope {
-    /// Why a cell whose model figures are `model` is outside the envelope,
-    /// or None when inside.
-    pub fn outside(&self, model: &Figures) -> Option<String> {
+    /// Why a cell whose model figures are `model` (and which writes
+    /// `write_mb_s` MB/s, where known) is outside the envelope, or None
+    /// when inside.
+    pub fn outside(&self, model: &Figures, write_mb_s: Option<f64>) -> Option<String> {
         if let Some(l) = model.lat_mean_us {
             // The larger of what a request costs the daemon: its round
             // trip, or how late a reply at a deadline comes.
@@ -258,6 +262,15 @@ impl Envelope {
                     "model IOPS {i:.0} above {:.0} % of the emulator's ceiling ({:.0} IOPS)",
                     CEILING_SHARE * 100.0,
                     self.ceiling_iops
+                ));
+            }
+        }
+        if let Some(w) = write_mb_s {
+            if self.ceiling_write_mb_s > 0.0 && w > CEILING_SHARE * self.ceiling_write_mb_s {
+                return Some(format!(
+                    "model writes {w:.0} MB/s, above {:.0} % of the emulator's ceiling for large writes ({:.0} MB/s)",
+                    CEILING_SHARE * 100.0,
+                    self.ceiling_write_mb_s
                 ));
             }
         }
@@ -292,16 +305,30 @@ mod tests {
 
     #[test]
     fn the_envelope_keeps_out_fast_cells_and_cells_above_the_ceiling() {
-        let e = Envelope { floor_us: 20.0, timed_extra_us: 0.0, ceiling_iops: 50_000.0 };
+        let e = Envelope {
+            floor_us: 20.0,
+            timed_extra_us: 0.0,
+            ceiling_iops: 50_000.0,
+            ceiling_write_mb_s: 500.0,
+        };
         let f =
             |lat: f64, iops: f64| Figures { lat_mean_us: Some(lat), iops: Some(iops), ..Figures::default() };
-        assert!(e.outside(&f(100.0, 10_000.0)).is_none());
-        assert!(e.outside(&f(50.0, 10_000.0)).unwrap().contains("under 3× the daemon's round trip"));
-        assert!(e.outside(&f(500.0, 45_000.0)).unwrap().contains("ceiling"));
+        assert!(e.outside(&f(100.0, 10_000.0), None).is_none());
+        assert!(e.outside(&f(50.0, 10_000.0), None).unwrap().contains("under 3× the daemon's round trip"));
+        assert!(e.outside(&f(500.0, 45_000.0), None).unwrap().contains("ceiling"));
         // A reply at a deadline 30 µs late: a 66 µs model time is outside
         // although the round trip (7 µs) is far under it.
-        let late = Envelope { floor_us: 7.0, timed_extra_us: 30.0, ceiling_iops: 0.0 };
-        assert!(late.outside(&f(66.0, 10_000.0)).unwrap().contains("a timed reply's lateness (30 µs)"));
-        assert!(late.outside(&f(100.0, 10_000.0)).is_none());
+        let late =
+            Envelope { floor_us: 7.0, timed_extra_us: 30.0, ceiling_iops: 0.0, ceiling_write_mb_s: 0.0 };
+        assert!(late.outside(&f(66.0, 10_000.0), None).unwrap().contains("a timed reply's lateness (30 µs)"));
+        assert!(late.outside(&f(100.0, 10_000.0), None).is_none());
+        // Large writes above most of the emulator's write ceiling (500 MB/s):
+        // 2,000 writes of 256 KiB a second are 524 MB/s.
+        assert!(e
+            .outside(&f(8000.0, 2_000.0), Some(524.0))
+            .unwrap()
+            .contains("ceiling for large writes (500 MB/s)"));
+        assert!(e.outside(&f(8000.0, 2_000.0), Some(300.0)).is_none());
+        assert!(late.outside(&f(8000.0, 2_000.0), Some(5_000.0)).is_none());
     }
 }

@@ -65,6 +65,7 @@ fn validation_table(v: &Validation) -> toml::Table {
         t.insert("floor_us".into(), round(f.qd1_p50_us, 1).into());
         t.insert("timed_extra_us".into(), round(f.timed_extra_us, 1).into());
         t.insert("ceiling_iops".into(), f.qd16_iops.round().into());
+        t.insert("ceiling_write_mb_s".into(), f.write_mb_s.round().into());
     }
     for (k, m) in ["median_abs_iops_pct", "median_abs_mean_pct", "median_abs_p50_pct", "median_abs_p99_pct"]
         .iter()

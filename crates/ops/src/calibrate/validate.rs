@@ -57,6 +57,7 @@ impl Emulated {
             floor_us: self.floor.as_ref().map(|f| f.qd1_p50_us).unwrap_or(0.0),
             timed_extra_us: self.floor.as_ref().map(|f| f.timed_extra_us).unwrap_or(0.0),
             ceiling_iops: self.floor.as_ref().map(|f| f.qd16_iops).unwrap_or(0.0),
+            ceiling_write_mb_s: self.floor.as_ref().map(|f| f.write_mb_s).unwrap_or(0.0),
         }
     }
 }
@@ -180,6 +181,13 @@ pub struct Comparison {
     pub outside: Vec<String>,
 }
 
+/// The MB/s a cell writes by the model's figures (a flush cell: its
+/// writes; a mixed cell: its write share), for the envelope's write ceiling.
+fn write_mb_s(c: &Cell, model: &Figures) -> Option<f64> {
+    let share = if c.pattern == fit::Pattern::Flush { 1.0 } else { f64::from(100 - c.read_pct) / 100.0 };
+    model.iops_at(c.bs).map(|i| i * c.bs as f64 * share / 1e6)
+}
+
 /// Compares the rounds' medians per cell; `model` built at `capacity`
 /// gives the prediction the envelope is judged on.
 pub fn compare(cells: &[Cell], got: &Rounds, model: &Model, capacity: u64, env: &Envelope) -> Comparison {
@@ -191,7 +199,7 @@ pub fn compare(cells: &[Cell], got: &Rounds, model: &Model, capacity: u64, env: 
         }
         let (r, e) = (median_figures(dev), median_figures(emu));
         let predicted = fit::predict(model, c, capacity, SimLength::TABLE);
-        let why = env.outside(&predicted);
+        let why = env.outside(&predicted, write_mb_s(c, &predicted));
         let es = [
             err(e.iops_at(c.bs), r.iops_at(c.bs)),
             err(e.lat_mean_us, r.lat_mean_us),

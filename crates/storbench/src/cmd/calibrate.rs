@@ -454,8 +454,14 @@ fn print_comparison(cmp: &Comparison, floor: Option<&Floor>) {
     );
     match floor {
         Some(f) => println!(
-            "envelope: the daemon's round trip {:.1} µs at QD1 (absorbed), a reply at a deadline {:.1} µs late after it, ceiling {:.0} IOPS at QD16 ({}); a cell is outside when the model's time is under {}× the larger of the two or its IOPS above {:.0} % of the ceiling",
-            f.qd1_p50_us, f.timed_extra_us, f.qd16_iops, f.how, cal::FLOOR_TIMES, cal::CEILING_SHARE * 100.0
+            "envelope: the daemon's round trip {:.1} µs at QD1 (absorbed), a reply at a deadline {:.1} µs late after it, ceiling {:.0} IOPS at QD16 and {:.0} MB/s of 256 KiB writes ({}); a cell is outside when the model's time is under {}× the larger of the two or its IOPS or write MB/s above {:.0} % of a ceiling",
+            f.qd1_p50_us,
+            f.timed_extra_us,
+            f.qd16_iops,
+            f.write_mb_s,
+            f.how,
+            cal::FLOOR_TIMES,
+            cal::CEILING_SHARE * 100.0
         ),
         None => println!("envelope: the medium's floor was not measured (STORBENCH_EMU_FLOOR=off): every cell counts"),
     }
