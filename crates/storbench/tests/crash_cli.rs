@@ -410,7 +410,7 @@ fn postgres_tpcc_crash_points_lose_no_order_when_honest_and_lose_orders_when_the
     // says so (a line, even with --quiet, and a note on the cell).
     // Interrupted once said: every point would be recovered.
     common::managed_psql(port, "UPDATE storbench_tpcc_meta SET procedures = 0");
-    let mut child = s
+    let child = s
         .sb()
         .args(["--json", "durability", "--db", "managed:crash-tpcc1", "--medium", "crash-tpcc"])
         .args(["--workload", "tpcc", "--clients", "2", "--cut-after", "500ms", "--crash-points", "all"])
@@ -419,27 +419,7 @@ fn postgres_tpcc_crash_points_lose_no_order_when_honest_and_lose_orders_when_the
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        use std::io::BufRead;
-        let mut all = String::new();
-        for l in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(l.clone());
-            all.push_str(&l);
-            all.push('\n');
-        }
-        all
-    });
-    // Bounded: without the line the run would go on through every point.
-    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(180);
-    let said = std::iter::from_fn(|| {
-        rx.recv_timeout(give_up.saturating_duration_since(std::time::Instant::now())).ok()
-    })
-    .find(|l| l.contains("WAL-extent reduction off"));
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
-    let err = reader.join().unwrap();
+    let (said, out, err) = interrupt_at_line(child, "WAL-extent reduction off");
     common::managed_psql(port, "UPDATE storbench_tpcc_meta SET procedures = 1");
     let said = said.unwrap_or_else(|| panic!("no line says the reduction is off: {err}"));
     assert!(said.contains("stored routines") && said.contains("every point is recovered"), "{said}");
@@ -1208,7 +1188,7 @@ fn a_wal_segment_recycled_within_the_run_turns_the_wal_extent_reduction_off_and_
     // within the run removes or recycles the segments before its redo point.
     s.ok(&["pg", "up", "crash-recy1", "--data", "crash-recy", "-c", "shared_buffers=64MB"]);
     s.ok(&["tpcc", "build", "--db", "managed:crash-recy1", "--warehouses", "1"]);
-    let mut child = s
+    let child = s
         .sb()
         .args(["--json", "durability", "--db", "managed:crash-recy1", "--medium", "crash-recy"])
         .args(["--workload", "tpcc", "--clients", "2", "--cut-after", "4s", "--crash-points", "all"])
@@ -1225,27 +1205,7 @@ fn a_wal_segment_recycled_within_the_run_turns_the_wal_extent_reduction_off_and_
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        use std::io::BufRead;
-        let mut all = String::new();
-        for l in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(l.clone());
-            all.push_str(&l);
-            all.push('\n');
-        }
-        all
-    });
-    // Bounded: without the line the run would go on through every point.
-    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(180);
-    let said = std::iter::from_fn(|| {
-        rx.recv_timeout(give_up.saturating_duration_since(std::time::Instant::now())).ok()
-    })
-    .find(|l| l.contains("WAL-extent reduction off"));
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
-    let err = reader.join().unwrap();
+    let (said, out, err) = interrupt_at_line(child, "WAL-extent reduction off");
     let said = said.unwrap_or_else(|| panic!("no line says the reduction is off: {err}"));
     // The segment's file name: 24 hexadecimal digits, timeline first.
     let segment = said
@@ -1262,4 +1222,34 @@ fn a_wal_segment_recycled_within_the_run_turns_the_wal_extent_reduction_off_and_
     assert_eq!(off["predicted"], 0, "{off}");
     nothing_left(&s);
     assert!(loops_and_mounts(&s).is_empty(), "left: {:?}", loops_and_mounts(&s));
+}
+
+/// Reads a running storbench's stderr until a line holds `needle` (at most
+/// 180 s: without it the run would go on through every point), then
+/// interrupts it (Ctrl-C): that line, its output, and all of its stderr.
+fn interrupt_at_line(
+    mut child: std::process::Child,
+    needle: &str,
+) -> (Option<String>, std::process::Output, String) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for l in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(l.clone());
+            all.push_str(&l);
+            all.push('\n');
+        }
+        all
+    });
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    let said = std::iter::from_fn(|| {
+        rx.recv_timeout(give_up.saturating_duration_since(std::time::Instant::now())).ok()
+    })
+    .find(|l| l.contains(needle));
+    // SAFETY: a signal to the child this test started and has not reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    (said, out, reader.join().unwrap())
 }
