@@ -72,14 +72,17 @@ fn near(what: &str, got: f64, want: f64, tol: f64) {
 /// scheduling stays small against them (on this 2-CPU host at load 8, a
 /// 2 ms read measured 2.3 ms mean at the application: the loop device's
 /// worker waits for a CPU); tolerances: 20 % on times, 15 % on the
-/// interface rate, units within one.
+/// interface rate, units within one. The flush is the longest time (20 ms):
+/// it is fitted from write-then-flush pairs less the write, so it takes
+/// two requests' scheduling delay (a 10 ms flush measured 12.5 under
+/// nextest beside other tests, 2026-11-28).
 #[test]
 fn a_fit_recovers_the_parameters_of_the_medium_it_measured() {
     let s = State::new();
     let dev = s.medium(
         "known",
         "sata-ssd",
-        &["read=5ms", "write=3ms", "units=4", "interface_rate=100MB/s", "flush=10ms", "write_cache=false"],
+        &["read=5ms", "write=3ms", "units=4", "interface_rate=100MB/s", "flush=20ms", "write_cache=false"],
     );
     let out = s.path("known.toml");
     s.ok(&[
@@ -96,7 +99,7 @@ fn a_fit_recovers_the_parameters_of_the_medium_it_measured() {
     ]);
     near("read", us(&model_value(&out, "read")), 5000.0, 0.2);
     near("write", us(&model_value(&out, "write")), 3000.0, 0.2);
-    near("flush", us(&model_value(&out, "flush")), 10000.0, 0.2);
+    near("flush", us(&model_value(&out, "flush")), 20000.0, 0.2);
     let rate: f64 = model_value(&out, "interface_rate").trim_end_matches("MB/s").parse().unwrap();
     near("interface_rate", rate, 100.0, 0.15);
     let units: i64 = model_value(&out, "units").parse().unwrap();

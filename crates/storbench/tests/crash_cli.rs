@@ -699,7 +699,11 @@ fn mariadb_torn_data_pages_are_mended_by_the_doublewrite_buffer_and_found_withou
     for k in ["lost_max", "inconsistent", "failed"] {
         assert_eq!(on[k], 0, "the doublewrite buffer mends a torn page: {on}");
     }
-    let (code, off) = torn("innodb_doublewrite=OFF", "8");
+    // Every torn point: about a third of them are found (a torn page that
+    // recovery rebuilds from the redo log's page initialisation, or never
+    // reads, is not), bunched in parts of the run, so 8 sampled could all
+    // miss (a CI run saw it).
+    let (code, off) = torn("innodb_doublewrite=OFF", "all");
     assert_eq!(code, 1, "bad points exit 1: {off}");
     assert!(off["tried"].as_u64().unwrap() >= 3, "{off}");
     assert!(
