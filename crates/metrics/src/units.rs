@@ -125,6 +125,15 @@ pub fn format_size(bytes: u64) -> String {
     bytes.to_string()
 }
 
+/// Parses clients or users per step ([`parse_list`]): each 1 to 10,000.
+pub fn parse_load_levels(s: &str) -> Result<Vec<usize>, String> {
+    let list = parse_list(s)?;
+    if list.iter().any(|&c| c == 0 || c > 10_000) {
+        return Err(format!("'{s}': each must be 1 to 10000"));
+    }
+    Ok(list.into_iter().map(|c| c as usize).collect())
+}
+
 /// Parses a list of load levels: `1,2,4`, a range `1..8`, or `fib:N` (the
 /// Fibonacci-like sequence 1, 2, 3, 5, 8, ... up to N, as STUDIES.md S4 uses;
 /// N itself is included even when it is not in the sequence). Values must be
@@ -291,6 +300,8 @@ mod tests {
         assert_eq!(parse_list("fib:10").unwrap(), vec![1, 2, 3, 5, 8, 10]);
         assert_eq!(parse_list("1..4").unwrap(), vec![1, 2, 3, 4]);
         assert_eq!(parse_list("4,4,2").unwrap(), vec![4, 2]);
+        assert_eq!(parse_load_levels("1..3,10000").unwrap(), vec![1, 2, 3, 10_000]);
+        assert_eq!(parse_load_levels("5,10001").unwrap_err(), "'5,10001': each must be 1 to 10000");
         for bad in ["", "0", "a", "fib:0", "3..1", "1,,2"] {
             assert!(parse_list(bad).is_err(), "{bad}");
         }

@@ -585,46 +585,6 @@ pub fn sensitivity_plan(
     Ok(Some(storbench_ops::sensitivity::Plan { medium, factors, duration }))
 }
 
-/// What every OLTP `run` validates alike: load levels, step times.
-pub struct Timing {
-    /// Users or clients per step.
-    pub levels: Vec<usize>,
-    /// Measured time per step.
-    pub duration: Duration,
-    /// Ramp-up per step.
-    pub rampup: Duration,
-    /// How long a lost connection is retried.
-    pub reconnect_for: Duration,
-}
-
-/// Parses `--users`/`--clients` (named by `flag`), `--duration`, `--rampup`
-/// and `--reconnect-for`, with one-line errors naming the bad value.
-pub fn parse_timing(
-    flag: &str,
-    levels: &str,
-    duration: &str,
-    rampup: &str,
-    reconnect_for: &str,
-) -> Result<Timing> {
-    use crate::error::usage;
-    use storbench_metrics::units::{parse_duration, parse_list};
-    let list = parse_list(levels).map_err(|e| usage(format!("--{flag} {levels}: {e}")))?;
-    if list.iter().any(|&c| c == 0 || c > 10_000) {
-        return Err(usage(format!("--{flag} {levels}: each must be 1 to 10000")));
-    }
-    let dur = |name: &str, v: &str| parse_duration(v).map_err(|e| usage(format!("--{name} {v}: {e}")));
-    let duration_v = dur("duration", duration)?;
-    if duration_v.is_zero() {
-        return Err(usage(format!("--duration {duration}: must be more than zero")));
-    }
-    Ok(Timing {
-        levels: list.into_iter().map(|c| c as usize).collect(),
-        duration: duration_v,
-        rampup: dur("rampup", rampup)?,
-        reconnect_for: dur("reconnect-for", reconnect_for)?,
-    })
-}
-
 /// The embedded database's file: the URL's path without its options
 /// (`?synchronous=off`).
 pub fn sqlite_file(db: &crate::dbarg::Db) -> Option<std::path::PathBuf> {

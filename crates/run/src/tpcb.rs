@@ -22,24 +22,24 @@ use crate::record::{RecordOptions, Recorder};
 pub struct TpcbRun {
     /// The database URL.
     pub db: String,
-    /// Clients per step: a list, a range or fib:N.
-    pub clients: String,
+    /// Clients per step (a list, a range or fib:N, as typed).
+    pub clients: Given<Vec<usize>>,
     /// The scale the tables must have.
     pub scale: Option<i64>,
     /// Measured time per step.
-    pub duration: String,
+    pub duration: Duration,
     /// Ramp-up per step.
-    pub rampup: String,
+    pub rampup: Duration,
     /// Target rate in transactions per second over all clients.
     pub rate: Option<f64>,
-    /// Latency limit, as pgbench's `-L` reads it.
-    pub latency_limit: Option<String>,
-    /// Progress line interval, as pgbench's `-P` reads it.
-    pub progress: Option<String>,
+    /// Latency limit ([`parse_latency_limit`]).
+    pub latency_limit: Option<Duration>,
+    /// Progress line interval ([`parse_progress`]).
+    pub progress: Option<Duration>,
     /// Seed for key choice.
     pub seed: u64,
     /// How long a client retries a lost connection.
-    pub reconnect_for: String,
+    pub reconnect_for: Duration,
     /// `--sensitivity`: the device-time factors, as typed.
     pub sensitivity: Option<Given<Vec<f64>>>,
     /// `--sensitivity-duration`: each re-run's measured time, as typed.
@@ -51,30 +51,15 @@ pub struct TpcbRun {
 /// Runs the script at each client count, recorded.
 pub fn run(g: RecordOptions, screen: &dyn Screen, a: TpcbRun) -> Result<ExitCode> {
     let sharding = g.sharding;
-    let t = oltp::parse_timing("clients", &a.clients, &a.duration, &a.rampup, &a.reconnect_for)?;
     let sens =
         oltp::sensitivity_flags(a.sensitivity.as_ref(), a.sensitivity_duration.as_ref(), sharding.split())?;
-    let (clients, duration, rampup, reconnect_for) = (t.levels, t.duration, t.rampup, t.reconnect_for);
+    let (clients, duration, rampup, reconnect_for) =
+        (a.clients.value.clone(), a.duration, a.rampup, a.reconnect_for);
     let shard_clients = sharding.levels(&clients, "clients")?;
     if let Some(r) = a.rate.filter(|r| !(r.is_finite() && *r > 0.0)) {
         return Err(usage(format!("--rate {r}: must be a positive number of transactions per second")));
     }
-    let latency_limit = a
-        .latency_limit
-        .as_deref()
-        .map(|s| parse_latency_limit(s).map_err(|e| usage(format!("--latency-limit {s}: {e}"))))
-        .transpose()?;
-    let progress = a
-        .progress
-        .as_deref()
-        .map(|s| match parse_duration(s) {
-            Ok(d) if d >= Duration::from_secs(1) => Ok(d),
-            Ok(_) => {
-                Err(usage(format!("--progress {s}: must be at least 1s (figures are taken once a second)")))
-            }
-            Err(e) => Err(usage(format!("--progress {s}: {e}"))),
-        })
-        .transpose()?;
+    let (latency_limit, progress) = (a.latency_limit, a.progress);
     let db = Db::parse(&a.db)?;
     oltp::require_sqlite_file(&db, "tpcb init")?;
     let mut conn = db.open()?;
@@ -101,7 +86,7 @@ pub fn run(g: RecordOptions, screen: &dyn Screen, a: TpcbRun) -> Result<ExitCode
         "rate": a.rate, "latency_limit_ms": latency_limit.map(|d| d.as_secs_f64() * 1e3),
         "progress_s": progress.map(|d| d.as_secs_f64()), "seed": a.seed,
     });
-    let label = format!("tpcb scale {scale} clients {}", a.clients);
+    let label = format!("tpcb scale {scale} clients {}", a.clients.text);
     let rec = Recorder::begin(g, "tpcb", label, config, env, &targets)?;
     oltp::warn_line(&rec, &warnings);
     let specs = shard_clients
@@ -135,6 +120,15 @@ pub fn run(g: RecordOptions, screen: &dyn Screen, a: TpcbRun) -> Result<ExitCode
     };
     let connect = db.connector();
     oltp::run_steps(rec, screen, &workload, &connect, steps, &warnings)
+}
+
+/// `--progress`: a duration of at least a second (a bare number is
+/// seconds, as pgbench's `-P` reads it).
+pub fn parse_progress(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d >= Duration::from_secs(1) => Ok(d),
+        _ => Err(format!("'{s}' must be at least 1s (figures are taken once a second)")),
+    }
 }
 
 /// `--latency-limit`: a bare number is milliseconds, as pgbench's `-L`

@@ -23,12 +23,12 @@ use crate::record::{RecordOptions, Recorder};
 pub struct TpccRun {
     /// The database URL.
     pub db: String,
-    /// Virtual users per step: a list, a range or fib:N.
-    pub users: String,
+    /// Virtual users per step (a list, a range or fib:N, as typed).
+    pub users: Given<Vec<usize>>,
     /// Ramp-up per step.
-    pub rampup: String,
+    pub rampup: Duration,
     /// Measured time per step.
-    pub duration: String,
+    pub duration: Duration,
     /// The warehouse count the schema must have.
     pub warehouses: Option<u32>,
     /// Every transaction picks a random warehouse.
@@ -40,7 +40,7 @@ pub struct TpccRun {
     /// Seed for key choice.
     pub seed: u64,
     /// How long a user retries a lost connection.
-    pub reconnect_for: String,
+    pub reconnect_for: Duration,
     /// `--sensitivity`: the device-time factors, as typed.
     pub sensitivity: Option<Given<Vec<f64>>>,
     /// `--sensitivity-duration`: each re-run's measured time, as typed.
@@ -52,10 +52,10 @@ pub struct TpccRun {
 /// Runs the transaction mix at each user count, recorded.
 pub fn run(g: RecordOptions, screen: &dyn Screen, a: TpccRun) -> Result<ExitCode> {
     let sharding = g.sharding;
-    let t = oltp::parse_timing("users", &a.users, &a.duration, &a.rampup, &a.reconnect_for)?;
     let sens =
         oltp::sensitivity_flags(a.sensitivity.as_ref(), a.sensitivity_duration.as_ref(), sharding.split())?;
-    let (users, duration, rampup, reconnect_for) = (t.levels, t.duration, t.rampup, t.reconnect_for);
+    let (users, duration, rampup, reconnect_for) =
+        (a.users.value.clone(), a.duration, a.rampup, a.reconnect_for);
     let shard_users = sharding.levels(&users, "users")?;
     let db = Db::parse(&a.db)?;
     oltp::require_sqlite_file(&db, "tpcc build")?;
@@ -107,7 +107,7 @@ pub fn run(g: RecordOptions, screen: &dyn Screen, a: TpccRun) -> Result<ExitCode
         "duration_s": duration.as_secs_f64(), "rampup_s": rampup.as_secs_f64(),
         "all_warehouses": a.all_warehouses, "client_sql": !procedures, "think": a.think, "seed": a.seed,
     });
-    let label = format!("tpcc {}w users {}", info.warehouses, a.users);
+    let label = format!("tpcc {}w users {}", info.warehouses, a.users.text);
     // Refused before anything is recorded: a shard with no home warehouse.
     let homes = sharding.part_of(u64::from(info.warehouses), "warehouses")?;
     let mut config = config;

@@ -135,7 +135,12 @@ fn bad_input_exits_2_and_records_nothing() {
         assert!(runs(d.path()).is_empty(), "{args:?} left a run behind");
     }
     let out = sb(d.path()).args(["tpcb", "run", "--clients", "0"]).output().unwrap();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--clients 0"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("'0' for '--clients") && err.contains("positive whole numbers"), "{err}");
+    let out = sb(d.path()).args(["tpcb", "run", "--clients", "1,20000"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("'1,20000' for '--clients") && err.contains("each must be 1 to 10000"), "{err}");
     // pgbench's -j has nothing to set here (a thread per client): refused,
     // not accepted and ignored.
     let out = sb(d.path()).args(["tpcb", "run", "--jobs", "2"]).output().unwrap();

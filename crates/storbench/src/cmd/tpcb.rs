@@ -11,8 +11,11 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
+use std::time::Duration;
 use storbench_run::dataset;
-use storbench_run::tpcb::TpcbRun;
+
+use storbench_metrics::units::{parse_duration, parse_load_levels, parse_positive_duration, Given};
+use storbench_run::tpcb::{parse_latency_limit, parse_progress, TpcbRun};
 use storbench_workloads::tpcb::{self, InitOptions};
 
 use crate::cli::Global;
@@ -73,18 +76,18 @@ pub struct InitArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub db: DbArg,
-    /// Clients per step: a list (1,4,16), a range (1..8) or fib:N.
-    #[arg(long, short = 'c', default_value = "1")]
-    pub clients: String,
+    /// Clients per step: a list (1,4,16), a range (1..8) or fib:N, each 1 to 10000.
+    #[arg(long, short = 'c', default_value = "1", value_name = "LIST", value_parser = Given::parser(parse_load_levels))]
+    pub clients: Given<Vec<usize>>,
     /// The scale the tables must have (default: whatever they have).
     #[arg(long, short = 's')]
     pub scale: Option<i64>,
     /// Measured time per step.
-    #[arg(long, short = 'T', default_value = "60s")]
-    pub duration: String,
+    #[arg(long, short = 'T', default_value = "60s", value_name = "DURATION", value_parser = parse_positive_duration)]
+    pub duration: Duration,
     /// Ramp-up per step, run but not counted.
-    #[arg(long, default_value = "0s")]
-    pub rampup: String,
+    #[arg(long, default_value = "0s", value_name = "DURATION", value_parser = parse_duration)]
+    pub rampup: Duration,
     /// Target rate in transactions per second over all clients (latency
     /// counts from the schedule).
     #[arg(long, short = 'R', allow_negative_numbers = true)]
@@ -92,18 +95,18 @@ pub struct RunArgs {
     /// Latency limit, a bare number in milliseconds as pgbench's -L reads
     /// it (or a duration: 50ms, 0.1s): with --rate, transactions this far
     /// behind schedule are skipped; without, slower ones are counted as late.
-    #[arg(long, short = 'L')]
-    pub latency_limit: Option<String>,
+    #[arg(long, short = 'L', value_name = "MS|DURATION", value_parser = parse_latency_limit)]
+    pub latency_limit: Option<Duration>,
     /// Print a progress line this often (a duration: 5s, 1m; a bare number
     /// is seconds, as pgbench's -P reads it).
-    #[arg(long, short = 'P')]
-    pub progress: Option<String>,
+    #[arg(long, short = 'P', value_name = "DURATION", value_parser = parse_progress)]
+    pub progress: Option<Duration>,
     /// Seed for key choice.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// How long a user retries a lost connection before the run fails.
-    #[arg(long, default_value = "30s")]
-    pub reconnect_for: String,
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
+    pub reconnect_for: Duration,
     #[command(flatten)]
     pub sens: oltp::SensitivityArgs,
     #[command(flatten)]

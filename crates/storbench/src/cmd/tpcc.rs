@@ -8,8 +8,11 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
+use std::time::Duration;
 use storbench_report::Table;
 use storbench_run::dataset;
+
+use storbench_metrics::units::{parse_duration, parse_load_levels, parse_positive_duration, Given};
 use storbench_run::tpcc::TpccRun;
 use storbench_workloads::tpcc;
 
@@ -71,15 +74,15 @@ pub struct BuildArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub db: DbArg,
-    /// Virtual users per step: a list (1,2,4), a range (1..8) or fib:N.
-    #[arg(long, short = 'u', default_value = "1")]
-    pub users: String,
+    /// Virtual users per step: a list (1,2,4), a range (1..8) or fib:N, each 1 to 10000.
+    #[arg(long, short = 'u', default_value = "1", value_name = "LIST", value_parser = Given::parser(parse_load_levels))]
+    pub users: Given<Vec<usize>>,
     /// Ramp-up per step, run but not counted.
-    #[arg(long, default_value = "30s")]
-    pub rampup: String,
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
+    pub rampup: Duration,
     /// Measured time per step.
-    #[arg(long, short = 'T', default_value = "2m")]
-    pub duration: String,
+    #[arg(long, short = 'T', default_value = "2m", value_name = "DURATION", value_parser = parse_positive_duration)]
+    pub duration: Duration,
     /// The warehouse count the schema must have (default: whatever it has).
     #[arg(long, short = 'w')]
     pub warehouses: Option<u32>,
@@ -97,8 +100,8 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// How long a user retries a lost connection before the run fails.
-    #[arg(long, default_value = "30s")]
-    pub reconnect_for: String,
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
+    pub reconnect_for: Duration,
     #[command(flatten)]
     pub sens: oltp::SensitivityArgs,
     #[command(flatten)]
