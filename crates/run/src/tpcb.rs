@@ -59,7 +59,6 @@ pub fn run(g: RecordOptions, screen: &dyn Screen, a: TpcbRun) -> Result<ExitCode
     if let Some(r) = a.rate.filter(|r| !(r.is_finite() && *r > 0.0)) {
         return Err(usage(format!("--rate {r}: must be a positive number of transactions per second")));
     }
-    let (latency_limit, progress) = (a.latency_limit, a.progress);
     let db = Db::parse(&a.db)?;
     oltp::require_sqlite_file(&db, "tpcb init")?;
     let mut conn = db.open()?;
@@ -83,8 +82,8 @@ pub fn run(g: RecordOptions, screen: &dyn Screen, a: TpcbRun) -> Result<ExitCode
     let config = json!({
         "db": db.shown, "scale": scale, "clients": clients,
         "duration_s": duration.as_secs_f64(), "rampup_s": rampup.as_secs_f64(),
-        "rate": a.rate, "latency_limit_ms": latency_limit.map(|d| d.as_secs_f64() * 1e3),
-        "progress_s": progress.map(|d| d.as_secs_f64()), "seed": a.seed,
+        "rate": a.rate, "latency_limit_ms": a.latency_limit.map(|d| d.as_secs_f64() * 1e3),
+        "progress_s": a.progress.map(|d| d.as_secs_f64()), "seed": a.seed,
     });
     let label = format!("tpcb scale {scale} clients {}", a.clients.text);
     let rec = Recorder::begin(g, "tpcb", label, config, env, &targets)?;
@@ -98,7 +97,7 @@ pub fn run(g: RecordOptions, screen: &dyn Screen, a: TpcbRun) -> Result<ExitCode
             duration,
             // A shard's share of the whole run's rate.
             rate: a.rate.map(|r| r * c as f64 / whole as f64),
-            latency_limit,
+            latency_limit: a.latency_limit,
             reconnect_for,
             ..StepSpec::default()
         })
@@ -108,7 +107,7 @@ pub fn run(g: RecordOptions, screen: &dyn Screen, a: TpcbRun) -> Result<ExitCode
         level: "clients",
         specs,
         labels: clients.clone(),
-        progress,
+        progress: a.progress,
         live: None,
         publish: &|t| LiveValues {
             tps: Some(t.tps),

@@ -8,13 +8,12 @@
 //! `tpcb run` does not take it rather than accept and ignore it.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use std::time::Duration;
-use storbench_run::dataset;
-
 use storbench_metrics::units::{parse_duration, parse_load_levels, parse_positive_duration, Given};
+use storbench_run::dataset;
 use storbench_run::tpcb::{parse_latency_limit, parse_progress, TpcbRun};
 use storbench_workloads::tpcb::{self, InitOptions};
 

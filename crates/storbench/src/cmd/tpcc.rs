@@ -5,14 +5,13 @@
 //! (`tpm.client`, `nopm.client`): every figure and series names its source.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use std::time::Duration;
+use storbench_metrics::units::{parse_duration, parse_load_levels, parse_positive_duration, Given};
 use storbench_report::Table;
 use storbench_run::dataset;
-
-use storbench_metrics::units::{parse_duration, parse_load_levels, parse_positive_duration, Given};
 use storbench_run::tpcc::TpccRun;
 use storbench_workloads::tpcc;
 
