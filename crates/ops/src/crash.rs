@@ -1751,9 +1751,15 @@ fn check_tpcc(
     Ok(())
 }
 
-/// Whether a server's error says it found a page damaged.
+/// Whether an error says a page or the filesystem was found damaged: a
+/// server's own words, or the kernel's for a filesystem structure that
+/// fails its check (`EBADMSG`, "Bad message": an ext4 metadata block whose
+/// checksum fails; `EUCLEAN`, "Structure needs cleaning"), seen when a
+/// cache that ignored flushes lost the filesystem's own writes.
 fn damaged(e: &str) -> bool {
-    ["corrupt", "invalid page", "could not read block", "checksum"].iter().any(|w| e.contains(w))
+    ["corrupt", "invalid page", "could not read block", "checksum", "Bad message", "Structure needs cleaning"]
+        .iter()
+        .any(|w| e.contains(w))
 }
 
 /// `pg_amcheck` over every table and B-tree index of the `storbench`
@@ -1862,5 +1868,29 @@ mod tests {
         assert_eq!(Cell::default().lost_quantile(0.5), 0);
         assert_eq!(Workload::parse("tpcc"), Some(Workload::Tpcc));
         assert_eq!(Workload::parse("tpc-c"), None);
+    }
+
+    /// What CI saw on a lying cache's point: the data directory's own
+    /// directory block failed its checksum, so handing it to the server's
+    /// user failed. The filesystem is damaged, not the recovery broken.
+    #[test]
+    fn a_damaged_filesystem_is_inconsistent_and_a_missing_tool_a_failed_recovery() {
+        let mut out = Outcome::default();
+        out.error(
+            "giving /m/storbench-mariadb to mysql: chown: cannot read directory '/m/storbench-mariadb/sys': Bad message",
+            true,
+        );
+        assert!(
+            out.inconsistent.as_deref().is_some_and(|w| w.starts_with("recovery stopped: giving")),
+            "{out:?}"
+        );
+        assert_eq!(out.failed, None);
+        let mut out = Outcome::default();
+        out.error("starting mariadbd: No such file or directory (os error 2)", true);
+        assert_eq!(out.inconsistent, None);
+        assert!(out.failed.as_deref().is_some_and(|w| w.starts_with("recovery failed: starting")), "{out:?}");
+        let mut out = Outcome::default();
+        out.error("reading t: Structure needs cleaning (os error 117)", false);
+        assert_eq!(out.inconsistent.as_deref(), Some("reading t: Structure needs cleaning (os error 117)"));
     }
 }

@@ -623,7 +623,12 @@ fn mariadb_crash_points_lose_nothing_with_a_log_flush_per_commit_and_lose_withou
     assert_eq!((lazy["inconsistent"].as_i64(), lazy["failed"].as_i64()), (Some(0), Some(0)), "{lazy}");
     // The same recorded run of =1 under a cache that ignores flushes: the
     // redo log's flush at each commit promises nothing, and the last 2 s
-    // of it (the model's destage window) may be gone at a point.
+    // of it (the model's destage window) may be gone at a point. What that
+    // costs varies with what the cache held: acknowledged rows gone, or
+    // (the data directory being made just before the run) InnoDB's pages
+    // or the filesystem's own blocks, so InnoDB refuses to start or the
+    // directory fails its checksum (CI, 2026-11-28: 3 points, no row lost,
+    // each a damaged database). Each is a bad point; none is a clean one.
     let (code, cells) = matrix(
         &s,
         &[
@@ -643,7 +648,8 @@ fn mariadb_crash_points_lose_nothing_with_a_log_flush_per_commit_and_lose_withou
     assert_eq!(code, 1, "bad points exit 1");
     let lying = cell(&cells, "innodb_flush_log_at_trx_commit=1", "lying");
     let (lost, acked) = (lying["lost_max"].as_i64().unwrap(), lying["acknowledged"].as_i64().unwrap());
-    assert!(lost > 0 && lost <= acked, "a cache that ignores flushes loses commits: {lying}");
+    let bad = lying["bad_points"].as_array().map_or(0, Vec::len);
+    assert!(bad > 0 && lost <= acked, "a cache that ignores flushes loses commits or the database: {lying}");
     nothing_left(&s);
 }
 
