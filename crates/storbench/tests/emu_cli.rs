@@ -517,8 +517,12 @@ run = { target = "{target}/io.dat", size = "32M", bs = "4k", rw = "randread", qd
     let rec: Value = serde_json::from_str(&s.ok(&["--json", "results", "show", &id])).unwrap();
     let m = &rec["steps"][0]["metrics"];
     let lat = m["io.read.lat.p50"]["value"].as_f64().unwrap();
-    // Reads of a file on the medium reach the model (O_DIRECT): at least 1 ms.
-    assert!(lat >= 1000.0, "p50 {lat} µs on a 1 ms model: {m}");
+    // Reads of a file on the medium reach the model (O_DIRECT): about 1 ms.
+    // The daemon absorbs its floor as measured at creation, so a round trip
+    // shorter during the run reads a little under (CI-like load, 2026-11-28:
+    // floor 59.6 µs, p50 995.8 µs).
+    let floor = m["emu.emu-plan-m.floor"]["value"].as_f64().unwrap();
+    assert!(lat >= 1000.0 - floor && lat < 1200.0, "p50 {lat} µs on a 1 ms model: {m}");
     assert!(
         rec["env"]["medium"]["model"]["base"] == "constant" || rec.to_string().contains("constant"),
         "{rec}"
