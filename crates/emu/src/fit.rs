@@ -884,6 +884,7 @@ fn fit_ssd_parallelism(f: &mut Fitter<'_>) {
         }
     }
     fit_interface(f, seq, first);
+    fit_write_rate(f);
 }
 
 /// The flush time, from a write-then-flush cell.
@@ -942,7 +943,8 @@ const UNBOUNDED_RATE: f64 = 1e11;
 
 /// The interface rate, with the units known: the large sequential read
 /// and each deep (QD4 or more)
-/// transfer of 64k or more with MB/s gives the rate that reproduces it,
+/// transfer of 64k or more with MB/s, reads or mixed (writes alone where
+/// there are none: writes alone set [`fit_write_rate`]), gives the rate that reproduces it,
 /// unless the units bound that cell and the interface does not (its
 /// solution runs to the search's top, or past twice the sequential read's
 /// first estimate); the median of those rates is the interface's, so one
@@ -950,7 +952,7 @@ const UNBOUNDED_RATE: f64 = 1e11;
 /// transfers) does not set it alone. Without such cells, the sequential
 /// read alone as before.
 fn fit_interface(f: &mut Fitter<'_>, seq: Option<&Row>, first: Option<f64>) {
-    let deep: Vec<&Row> = f
+    let mut deep: Vec<&Row> = f
         .rows
         .iter()
         .filter(|r| {
@@ -958,6 +960,9 @@ fn fit_interface(f: &mut Fitter<'_>, seq: Option<&Row>, first: Option<f64>) {
             (large_deep || seq.is_some_and(|s| std::ptr::eq(*r, s))) && r.fig.mb_s_at(r.cell.bs).is_some()
         })
         .collect();
+    if deep.iter().any(|r| r.cell.read_pct > 0) {
+        deep.retain(|r| r.cell.read_pct > 0);
+    }
     let mut fits: Vec<(f64, &Row)> = Vec::new();
     for r in deep {
         let v = f.solve_rate("interface_rate", r);
@@ -996,6 +1001,71 @@ fn fit_interface(f: &mut Fitter<'_>, seq: Option<&Row>, first: Option<f64>) {
     };
     f.spec.set.insert("interface_rate".into(), mbs(v));
     f.set("interface_rate", mbs(v), source, true);
+}
+
+/// Writes' own rate, with the interface known: each deep (QD4 or more)
+/// write-only transfer of 64k or more with MB/s gives the `write_rate`
+/// that reproduces it, unless the units or the write time bound it (its
+/// solution runs to the search's top); their median is writes' rate. Within
+/// 15 % of the interface's, writes share the interface (`0`, as a SATA
+/// link does); else they cross their own direction at that rate (a
+/// datasheet's write figure below its read one; a host that takes writes
+/// faster than it reads).
+fn fit_write_rate(f: &mut Fitter<'_>) {
+    let deep: Vec<&Row> = f
+        .rows
+        .iter()
+        .filter(|r| {
+            r.cell.read_pct == 0
+                && r.cell.pattern != Pattern::Flush
+                && r.cell.bs >= 64 << 10
+                && r.cell.qd >= 4
+                && r.fig.mb_s_at(r.cell.bs).is_some()
+        })
+        .collect();
+    let interface = f.spec.set.get("interface_rate").and_then(|v| crate::model::parse_rate(v).ok());
+    let (Some(interface), false) = (interface, deep.is_empty()) else {
+        f.spec.set.remove("write_rate");
+        f.assume(
+            "write_rate",
+            "no deep write of 64k or more with MB/s (or no interface): writes share the interface",
+        );
+        return;
+    };
+    let mut fits: Vec<(f64, &Row)> = Vec::new();
+    for r in deep {
+        let v = f.solve_rate("write_rate", r);
+        if v < 0.5 * UNBOUNDED_RATE {
+            fits.push((v, r));
+        }
+    }
+    f.spec.set.remove("write_rate");
+    if fits.is_empty() {
+        f.set(
+            "write_rate",
+            "0".into(),
+            "the deep writes are bound by the units or the write time, not a rate".into(),
+            true,
+        );
+        return;
+    }
+    fits.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let v = if fits.len() % 2 == 1 {
+        fits[fits.len() / 2].0
+    } else {
+        (fits[fits.len() / 2 - 1].0 + fits[fits.len() / 2].0) / 2.0
+    };
+    let cells =
+        fits.iter().map(|(v, r)| format!("{}: {}", r.cell.label(), mbs(*v))).collect::<Vec<_>>().join("; ");
+    if (v / interface - 1.0).abs() <= 0.15 {
+        let why = format!(
+            "the deep writes move within 15 % of the interface's {}: they share it ({cells})",
+            mbs(interface)
+        );
+        f.set("write_rate", "0".into(), why, true);
+    } else {
+        f.set("write_rate", mbs(v), format!("the median of the deep writes' rates ({cells})"), true);
+    }
 }
 
 /// Writes in progress at once, when the deep random write says fewer than
@@ -1405,6 +1475,38 @@ mod tests {
         for c in &f.cells {
             for e in c.errors().into_iter().flatten() {
                 assert!(e.abs() < 3.0, "{}: {e}%", c.cell.label());
+            }
+        }
+    }
+
+    #[test]
+    fn writes_faster_or_slower_than_reads_fit_their_own_rate_and_alike_share_the_interface() {
+        let mut grid = grid();
+        grid.push(cell(256 << 10, Pattern::Sequential, 0, 32));
+        grid.push(cell(65536, Pattern::Random, 0, 32));
+        for (write_rate, want) in [("4500MB/s", Some(4500e6)), ("400MB/s", Some(400e6)), ("0", None)] {
+            let mut spec = Spec { base: "sata-ssd".into(), ..Spec::default() };
+            for (k, v) in [
+                ("read", "50us"),
+                ("write", "45us"),
+                ("units", "4"),
+                ("interface_rate", "1300MB/s"),
+                ("channel_rate", "1500MB/s"),
+                ("write_rate", write_rate),
+            ] {
+                spec.set.insert(k.into(), v.into());
+            }
+            let f = fit(Family::Ssd, &rows_from(&spec, &grid), None, CAP, &[]).unwrap();
+            near(crate::model::parse_rate(&value(&f, "interface_rate")).unwrap(), 1300e6, 0.03);
+            let got = value(&f, "write_rate");
+            match want {
+                Some(w) => near(crate::model::parse_rate(&got).unwrap(), w, 0.03),
+                None => assert_eq!(got, "0", "writes at the interface's rate share it"),
+            }
+            assert!(f.params.iter().any(|p| p.key == "write_rate" && p.determined));
+            for c in &f.cells {
+                let e = c.errors()[0].unwrap_or(0.0);
+                assert!(e.abs() < 5.0, "write_rate={write_rate}: {}: IOPS {e}%", c.cell.label());
             }
         }
     }

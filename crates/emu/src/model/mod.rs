@@ -93,6 +93,9 @@ pub enum Kind {
     /// A transfer rate: `210MB/s`, `1.2GB/s` (decimal units, as datasheets).
     #[serde(rename = "rate")]
     Rate,
+    /// A transfer rate, or `0` for none of its own (see the parameter).
+    #[serde(rename = "rate or 0")]
+    RateOr0,
     /// A size: `64M`, `4k` (binary units).
     #[serde(rename = "size")]
     Size,
@@ -460,6 +463,14 @@ impl Params {
         parse_rate(self.raw(key)).expect("checked")
     }
 
+    /// Bytes per second, or 0 (a [`Kind::RateOr0`] given as `0`).
+    pub(crate) fn rate_or_0(&self, key: &str) -> f64 {
+        match self.raw(key).trim() {
+            "0" => 0.0,
+            v => parse_rate(v).expect("checked"),
+        }
+    }
+
     pub(crate) fn size(&self, key: &str) -> u64 {
         storbench_metrics::units::parse_size(self.raw(key)).expect("checked")
     }
@@ -493,6 +504,8 @@ fn check(kind: Kind, v: &str) -> Result<(), String> {
     match kind {
         Kind::Dur => parse_dur(v).map(|_| ()),
         Kind::Rate => parse_rate(v).map(|_| ()),
+        Kind::RateOr0 if v.trim() == "0" => Ok(()),
+        Kind::RateOr0 => parse_rate(v).map(|_| ()).map_err(|e| format!("{e}, or 0")),
         Kind::Size => storbench_metrics::units::parse_size(v).map(|_| ()),
         Kind::Int => v.parse::<u64>().map(|_| ()).map_err(|_| "give a whole number".into()),
         Kind::Bool => match v {
@@ -575,6 +588,9 @@ pub struct State {
     /// When a shared link (an SSD's host interface, a network link) is free
     /// again, in ns on the daemon's clock.
     pub link_free_ns: u64,
+    /// When an SSD's write direction is free again, where writes have
+    /// their own (`write_rate`), in ns.
+    pub write_link_free_ns: u64,
     /// When a network model's link is free again (ns).
     pub net_free_ns: u64,
     /// When each of an SSD's write lanes (`write_units`) is free again (ns).
@@ -615,6 +631,13 @@ impl State {
         let begin = self.link_free_ns.max(start_ns);
         self.link_free_ns = begin + d.as_nanos() as u64;
         self.link_free_ns
+    }
+
+    /// As [`State::use_link`], for writes' own direction.
+    pub(crate) fn use_write_link(&mut self, start_ns: u64, d: Duration) -> u64 {
+        let begin = self.write_link_free_ns.max(start_ns);
+        self.write_link_free_ns = begin + d.as_nanos() as u64;
+        self.write_link_free_ns
     }
 }
 

@@ -14,6 +14,8 @@ use super::{cache_from, xfer, Builtin, Kind, ModelError, Op, Param, Params, Req,
 const COMMON_DOC_CLIFF: &str =
     "bytes written before garbage collection slows writes (0: never, a fresh drive); MQSim (FAST'18) reproduces such cliffs";
 
+const WRITE_RATE_DOC: &str = "0: writes cross the one interface with the reads, at interface_rate (SATA is half duplex). A rate: writes cross their own direction at it, apart from the reads (PCIe, SAS and a VM's virtio disk are full duplex), for a drive whose writes move at another rate than its reads: a datasheet's sequential write figure (e.g. 1,700 against 3,100 MB/s read), or a host cache that takes writes faster than the device reads";
+
 const WRITE_UNITS_DOC: &str = "writes in progress at once, when fewer than `units` (0: as many as units): datasheets rate random writes apart from reads (e.g. 39,500 read vs 23,000 write IOPS), the program and garbage-collection work behind the cache";
 
 pub(crate) const SATA_SSD: Builtin = Builtin {
@@ -26,6 +28,7 @@ pub(crate) const SATA_SSD: Builtin = Builtin {
         Param { key: "write_units", default: "0", kind: Kind::Int, doc: WRITE_UNITS_DOC },
         Param { key: "channel_rate", default: "400MB/s", kind: Kind::Rate, doc: "NAND channel transfer rate (ONFI 3)" },
         Param { key: "interface_rate", default: "550MB/s", kind: Kind::Rate, doc: "SATA 6 Gb/s as drives deliver it" },
+        Param { key: "write_rate", default: "0", kind: Kind::RateOr0, doc: WRITE_RATE_DOC },
         Param { key: "flush", default: "0.5ms", kind: Kind::Dur, doc: "a flush writes the cache's dirty pages to NAND (one program time)" },
         Param { key: "write_cache", default: "true", kind: Kind::Bool, doc: "volatile write cache (consumer drives have no power-loss protection)" },
         Param { key: "cache_size", default: "64M", kind: Kind::Size, doc: "dirty bytes the cache holds before it writes back" },
@@ -70,6 +73,7 @@ pub(crate) const NVME: Builtin = Builtin {
             kind: Kind::Rate,
             doc: "PCIe 3.0 ×4 as drives deliver it",
         },
+        Param { key: "write_rate", default: "0", kind: Kind::RateOr0, doc: WRITE_RATE_DOC },
         Param {
             key: "flush",
             default: "10us",
@@ -119,6 +123,8 @@ pub struct Ssd {
     pub channel_rate: f64,
     /// Host interface, bytes/s, shared by all units.
     pub interface_rate: f64,
+    /// Writes' own direction, bytes/s (0: they share the interface).
+    pub write_rate: f64,
     /// Flush time when the cache holds dirty data.
     pub flush: Duration,
     /// Volatile cache.
@@ -146,6 +152,7 @@ impl Ssd {
             write_units: write_units as usize,
             channel_rate: p.rate("channel_rate"),
             interface_rate: p.rate("interface_rate"),
+            write_rate: p.rate_or_0("write_rate"),
             flush: p.dur("flush"),
             cache: cache_from(p)?,
             cliff_after: p.size("cliff_after"),
@@ -189,7 +196,10 @@ impl Ssd {
             },
             Op::Discard => self.write,
         };
-        if matches!(r.op, Op::Read | Op::Write) {
+        if r.op == Op::Write && self.write_rate > 0.0 {
+            let end = st.use_write_link(start_ns, xfer(r.len, self.write_rate));
+            nand.max(Duration::from_nanos(end - start_ns))
+        } else if matches!(r.op, Op::Read | Op::Write) {
             let end = st.use_link(start_ns, xfer(r.len, self.interface_rate));
             nand.max(Duration::from_nanos(end - start_ns))
         } else {
@@ -229,6 +239,39 @@ mod tests {
             .max();
         let expect = xfer(8 << 20, 550e6).as_nanos() as i128;
         assert!((last.unwrap().as_nanos() as i128 - expect).abs() <= 8, "{last:?}");
+    }
+
+    #[test]
+    fn writes_with_their_own_rate_cross_apart_from_reads() {
+        // Shared (write_rate=0): 4 MiB of reads then 4 MiB of writes, all
+        // started together, take 8 MiB of the interface.
+        let shared = ssd("sata-ssd", &["write_cache=false"]);
+        let mut st = State::default();
+        let mut last = Duration::ZERO;
+        for (i, op) in [Op::Read, Op::Write].into_iter().enumerate() {
+            for k in 0..4u64 {
+                let r = Req { op, offset: ((i as u64) * 4 + k) << 20, len: 1 << 20 };
+                last = last.max(shared.service_time(&r, &mut st, 0));
+            }
+        }
+        let near = |d: Duration, want: Duration| (d.as_nanos() as i128 - want.as_nanos() as i128).abs() <= 8;
+        assert!(near(last, xfer(8 << 20, 550e6)), "{last:?}");
+        // Apart: the reads take 4 MiB of the interface, the writes 4 MiB at
+        // their own rate, at the same time.
+        let apart = ssd("sata-ssd", &["write_cache=false", "write_rate=2GB/s"]);
+        let mut st = State::default();
+        let (mut reads, mut writes) = (Duration::ZERO, Duration::ZERO);
+        for k in 0..4u64 {
+            reads = reads.max(apart.service_time(
+                &Req { op: Op::Read, offset: k << 20, len: 1 << 20 },
+                &mut st,
+                0,
+            ));
+            let w = Req { op: Op::Write, offset: (4 + k) << 20, len: 1 << 20 };
+            writes = writes.max(apart.service_time(&w, &mut st, 0));
+        }
+        assert!(near(reads, xfer(4 << 20, 550e6)), "{reads:?}");
+        assert!(near(writes, xfer(4 << 20, 2e9)), "{writes:?}");
     }
 
     #[test]
