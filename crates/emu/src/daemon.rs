@@ -204,7 +204,9 @@ impl DataCache {
     /// This is what a power cut can lose, flushed or (with lie_on_flush)
     /// not; it changes what is durable, not what a request costs.
     fn age_out(&self, file: &File) {
-        let mut g = self.lock();
+        // After a spill in progress: it may hold an older copy of a block
+        // written since, which must not land after the newer one.
+        let mut g = self.settle(self.lock());
         if self.cut.load(Ordering::SeqCst) {
             return;
         }

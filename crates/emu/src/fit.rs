@@ -585,6 +585,22 @@ impl<'a> Fitter<'a> {
         ((a + b) / 2.0).exp()
     }
 
+    /// Whether the rate `key` bounds `row`: without it (at a rate no device
+    /// reaches) the model would move more than 10 % over the row's MB/s. A
+    /// row the units or the request times bound leaves the rate free: any
+    /// rate above a threshold reproduces it, and solving for it would give
+    /// that threshold, not the device's rate.
+    fn binds(&mut self, key: &str, row: &Row) -> bool {
+        let Some(target) = row.fig.mb_s_at(row.cell.bs) else { return false };
+        let was = self.spec.set.insert(key.into(), mbs(UNBOUNDED_RATE));
+        let free = predict(&self.model(), &row.cell, self.capacity, SimLength::SEARCH).mb_s.unwrap_or(0.0);
+        match was {
+            Some(v) => self.spec.set.insert(key.into(), v),
+            None => self.spec.set.remove(key),
+        };
+        free > 1.1 * target
+    }
+
     /// The smallest whole number in `1..=max` whose prediction of `row`'s
     /// IOPS reaches it (IOPS rises with it); the nearest of the two around.
     fn solve_int(&mut self, key: &str, max: u64, row: &Row) -> u64 {
@@ -944,7 +960,8 @@ const UNBOUNDED_RATE: f64 = 1e11;
 /// The interface rate, with the units known: the large sequential read
 /// and each deep (QD4 or more)
 /// transfer of 64k or more with MB/s, reads or mixed (writes alone where
-/// there are none: writes alone set [`fit_write_rate`]), gives the rate that reproduces it,
+/// there are none: writes alone set [`fit_write_rate`]) that the rate
+/// bounds ([`Fitter::binds`]), gives the rate that reproduces it,
 /// unless the units bound that cell and the interface does not (its
 /// solution runs to the search's top, or past twice the sequential read's
 /// first estimate); the median of those rates is the interface's, so one
@@ -965,6 +982,9 @@ fn fit_interface(f: &mut Fitter<'_>, seq: Option<&Row>, first: Option<f64>) {
     }
     let mut fits: Vec<(f64, &Row)> = Vec::new();
     for r in deep {
+        if !f.binds("interface_rate", r) {
+            continue;
+        }
         let v = f.solve_rate("interface_rate", r);
         let bound_by_units = v > 0.5 * UNBOUNDED_RATE || first.is_some_and(|v1| v > 2.0 * v1);
         if !bound_by_units {
@@ -1034,6 +1054,9 @@ fn fit_write_rate(f: &mut Fitter<'_>) {
     };
     let mut fits: Vec<(f64, &Row)> = Vec::new();
     for r in deep {
+        if !f.binds("write_rate", r) {
+            continue;
+        }
         let v = f.solve_rate("write_rate", r);
         if v < 0.5 * UNBOUNDED_RATE {
             fits.push((v, r));
