@@ -1001,26 +1001,30 @@ fn fit_interface(f: &mut Fitter<'_>, seq: Option<&Row>, first: Option<f64>) {
         }
         return;
     }
-    fits.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let v = if fits.len() % 2 == 1 {
-        fits[fits.len() / 2].0
-    } else {
-        (fits[fits.len() / 2 - 1].0 + fits[fits.len() / 2].0) / 2.0
-    };
+    let v = median_rate(&mut fits);
     let source = if fits.len() == 1 {
         cite(fits[0].1)
     } else {
-        format!(
-            "the median of {} deep transfers' rates ({})",
-            fits.len(),
-            fits.iter()
-                .map(|(v, r)| format!("{}: {}", r.cell.label(), mbs(*v)))
-                .collect::<Vec<_>>()
-                .join("; ")
-        )
+        format!("the median of {} deep transfers' rates ({})", fits.len(), rates_listed(&fits))
     };
     f.spec.set.insert("interface_rate".into(), mbs(v));
     f.set("interface_rate", mbs(v), source, true);
+}
+
+/// The median of rates solved each from its row (sorted here).
+fn median_rate(fits: &mut [(f64, &Row)]) -> f64 {
+    fits.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let n = fits.len();
+    if n % 2 == 1 {
+        fits[n / 2].0
+    } else {
+        (fits[n / 2 - 1].0 + fits[n / 2].0) / 2.0
+    }
+}
+
+/// `cell: rate; …` for a source line.
+fn rates_listed(fits: &[(f64, &Row)]) -> String {
+    fits.iter().map(|(v, r)| format!("{}: {}", r.cell.label(), mbs(*v))).collect::<Vec<_>>().join("; ")
 }
 
 /// Writes' own rate, with the interface known: each deep (QD4 or more)
@@ -1072,14 +1076,8 @@ fn fit_write_rate(f: &mut Fitter<'_>) {
         );
         return;
     }
-    fits.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let v = if fits.len() % 2 == 1 {
-        fits[fits.len() / 2].0
-    } else {
-        (fits[fits.len() / 2 - 1].0 + fits[fits.len() / 2].0) / 2.0
-    };
-    let cells =
-        fits.iter().map(|(v, r)| format!("{}: {}", r.cell.label(), mbs(*v))).collect::<Vec<_>>().join("; ");
+    let v = median_rate(&mut fits);
+    let cells = rates_listed(&fits);
     if (v / interface - 1.0).abs() <= 0.15 {
         let why = format!(
             "the deep writes move within 15 % of the interface's {}: they share it ({cells})",
