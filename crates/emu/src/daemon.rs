@@ -147,6 +147,13 @@ impl DataCache {
     /// still writing back waits for it) and the cache starts empty.
     fn spill<'a>(&self, g: CacheGuard<'a>) -> CacheGuard<'a> {
         let mut g = self.settle(g);
+        // Decided again after the wait: another writer may have spilled
+        // the cache meanwhile (what is cached since is not full, so not
+        // durable), or the power may have been cut (nothing is written).
+        let capacity = self.shape.map_or(0, |c| c.capacity);
+        if self.cut.load(Ordering::SeqCst) || g.live.len() as u64 * CACHE_BLOCK <= capacity {
+            return g;
+        }
         let full = std::mem::take(&mut g.live);
         g.out = Some(Arc::new(full));
         self.spill.notify_one();
@@ -154,15 +161,22 @@ impl DataCache {
     }
 
     /// The spill thread: writes each spilled cache to the image, in offset
-    /// order, until `stop`.
+    /// order, until `stop` with none left. Its own flag, set once the
+    /// daemon's last drain is done: the daemon's `stop` is set by the
+    /// signal that ends it, before a spill handed over then is written.
+    /// Blocks it could not write go back to the cache (unless rewritten
+    /// since), so the next flush tries them again and fails as it did.
     fn run_spills(&self, file: &File, stop: &AtomicBool) {
         // Behind the request threads for the CPU (nice 10): a spill has
         // until the cache fills again, a request only its model time.
         // SAFETY: setpriority on this thread (a tid is a PRIO_PROCESS who).
         unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10) };
         let mut g = self.lock();
-        while !stop.load(Ordering::Relaxed) {
+        loop {
             let Some(out) = g.out.clone() else {
+                if stop.load(Ordering::SeqCst) {
+                    return;
+                }
                 g = self
                     .spill
                     .wait_timeout(g, Duration::from_millis(200))
@@ -173,13 +187,18 @@ impl DataCache {
             drop(g);
             let mut keys: Vec<u64> = out.keys().copied().collect();
             keys.sort_unstable();
-            for b in keys {
-                if let Err(e) = file.write_all_at(&out[&b], b * CACHE_BLOCK) {
+            let mut unwritten: &[u64] = &[];
+            for (i, b) in keys.iter().enumerate() {
+                if let Err(e) = file.write_all_at(&out[b], b * CACHE_BLOCK) {
                     eprintln!("storbench: error: writing a full cache back to the image: {e}");
+                    unwritten = &keys[i..];
                     break;
                 }
             }
             g = self.lock();
+            for b in unwritten {
+                g.live.entry(*b).or_insert_with(|| out[b].clone());
+            }
             let written = g.out.take();
             self.spilled.notify_all();
             // Its blocks are freed outside the lock (16,384 frees for 64
@@ -440,6 +459,11 @@ impl Fs {
             return self.record(|j| j.write(offset, data));
         };
         let mut map = self.cache.lock();
+        if self.cache.cut.load(Ordering::SeqCst) {
+            // Past the power cut (a write that passed the scheduler's check
+            // before it): nothing more is cached.
+            return Err(std::io::Error::from_raw_os_error(libc::EIO));
+        }
         // Recorded under the cache's lock: in the order flushes drain.
         self.record(|j| j.write(offset, data))?;
         let end = offset + data.len() as u64;
@@ -1394,8 +1418,9 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
         let (s, p, st) = (sched.clone(), cfg.counters.clone(), stop.clone());
         thread("counters", move || crate::counters::run(&s, &p, &st))?
     };
+    let spills_done = Arc::new(AtomicBool::new(false));
     let spills = if cache.shape.is_some() {
-        let (c, st) = (cache.clone(), stop.clone());
+        let (c, st) = (cache.clone(), spills_done.clone());
         Some(thread("spill", move || c.run_spills(&spill_file, &st))?)
     } else {
         None
@@ -1423,6 +1448,7 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
     // A spilled cache is written first, even after a cut (it was durable).
     let _ = exit_cache.drain(exit_cache.lock(), &exit_file);
     stop.store(true, Ordering::Relaxed);
+    spills_done.store(true, Ordering::SeqCst);
     if let Some(t) = spills {
         let _ = t.join();
     }
