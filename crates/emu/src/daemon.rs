@@ -142,16 +142,24 @@ impl DataCache {
         g
     }
 
+    /// Whether the cache holds more than its capacity.
+    fn full(&self, g: &Cached) -> bool {
+        g.live.len() as u64 * CACHE_BLOCK > self.shape.map_or(u64::MAX, |c| c.capacity)
+    }
+
     /// A full cache: its blocks are handed to the spill thread (after the
     /// previous spill is written: a drive whose cache fills while it is
-    /// still writing back waits for it) and the cache starts empty.
-    fn spill<'a>(&self, g: CacheGuard<'a>) -> CacheGuard<'a> {
+    /// still writing back waits for it) and the cache starts empty. The
+    /// model charges the write-back's time.
+    fn spill_if_full<'a>(&self, g: CacheGuard<'a>) -> CacheGuard<'a> {
+        if !self.full(&g) {
+            return g;
+        }
         let mut g = self.settle(g);
         // Decided again after the wait: another writer may have spilled
         // the cache meanwhile (what is cached since is not full, so not
         // durable), or the power may have been cut (nothing is written).
-        let capacity = self.shape.map_or(0, |c| c.capacity);
-        if self.cut.load(Ordering::SeqCst) || g.live.len() as u64 * CACHE_BLOCK <= capacity {
+        if self.cut.load(Ordering::SeqCst) || !self.full(&g) {
             return g;
         }
         let full = std::mem::take(&mut g.live);
@@ -454,10 +462,10 @@ impl Fs {
     }
 
     fn write_data(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        let Some(shape) = self.cache.shape else {
+        if self.cache.shape.is_none() {
             self.file.write_all_at(data, offset)?;
             return self.record(|j| j.write(offset, data));
-        };
+        }
         let mut map = self.cache.lock();
         if self.cache.cut.load(Ordering::SeqCst) {
             // Past the power cut (a write that passed the scheduler's check
@@ -473,39 +481,31 @@ impl Fs {
             let to = (bstart + CACHE_BLOCK).min(end);
             let src = &data[(from - offset) as usize..(to - offset) as usize];
             let at = (from - bstart) as usize..(to - bstart) as usize;
-            let spilled = map.out.as_ref().and_then(|o| o.get(&b)).map(|d| &d[..]);
-            let block = match spilled {
-                _ if map.live.contains_key(&b) => None,
-                _ if src.len() as u64 == CACHE_BLOCK => {
-                    // A whole block: nothing to zero or read.
-                    Some(Box::from(src))
-                }
-                Some(old) => {
-                    // A partial block being spilled: start from its copy.
-                    let mut block = Box::<[u8]>::from(old);
-                    block[at.clone()].copy_from_slice(src);
-                    Some(block)
-                }
-                None => {
-                    // A partial block: start from what the image holds.
-                    let mut block = vec![0u8; CACHE_BLOCK as usize];
-                    let n = CACHE_BLOCK.min(self.size.saturating_sub(bstart)) as usize;
-                    self.file.read_exact_at(&mut block[..n], bstart)?;
-                    block[at.clone()].copy_from_slice(src);
-                    Some(block.into())
-                }
-            };
-            match map.live.entry(b) {
+            let c = &mut *map;
+            match c.live.entry(b) {
                 Entry::Occupied(mut o) => o.get_mut()[at].copy_from_slice(src),
+                Entry::Vacant(v) if src.len() as u64 == CACHE_BLOCK => {
+                    // A whole block: nothing to zero or read.
+                    v.insert(Box::from(src));
+                }
                 Entry::Vacant(v) => {
-                    v.insert(block.expect("made for a block not cached"));
+                    // A partial block: start from its copy being spilled,
+                    // else from what the image holds.
+                    let mut block = match c.out.as_ref().and_then(|o| o.get(&b)) {
+                        Some(old) => old.clone(),
+                        None => {
+                            let mut block = vec![0u8; CACHE_BLOCK as usize];
+                            let n = CACHE_BLOCK.min(self.size.saturating_sub(bstart)) as usize;
+                            self.file.read_exact_at(&mut block[..n], bstart)?;
+                            block.into()
+                        }
+                    };
+                    block[at].copy_from_slice(src);
+                    v.insert(block);
                 }
             }
         }
-        if map.live.len() as u64 * CACHE_BLOCK > shape.capacity {
-            // Full: the drive destages (the model charges the time).
-            drop(self.cache.spill(map));
-        }
+        drop(self.cache.spill_if_full(map));
         Ok(())
     }
 
