@@ -962,9 +962,8 @@ const UNBOUNDED_RATE: f64 = 1e11;
 /// transfer of 64k or more with MB/s, reads or mixed (writes alone where
 /// there are none: writes alone set [`fit_write_rate`]) that the rate
 /// bounds ([`Fitter::binds`]), gives the rate that reproduces it,
-/// unless the units bound that cell and the interface does not (its
-/// solution runs to the search's top, or past twice the sequential read's
-/// first estimate); the median of those rates is the interface's, so one
+/// unless that runs past twice the sequential read's first estimate; the
+/// median of those rates is the interface's, so one
 /// cell slower than the rest (a host that throttles large sequential
 /// transfers) does not set it alone. Without such cells, the sequential
 /// read alone as before.
@@ -973,8 +972,7 @@ fn fit_interface(f: &mut Fitter<'_>, seq: Option<&Row>, first: Option<f64>) {
         .rows
         .iter()
         .filter(|r| {
-            let large_deep = r.cell.pattern != Pattern::Flush && r.cell.bs >= 64 << 10 && r.cell.qd >= 4;
-            (large_deep || seq.is_some_and(|s| std::ptr::eq(*r, s))) && r.fig.mb_s_at(r.cell.bs).is_some()
+            large_deep(r) || seq.is_some_and(|s| std::ptr::eq(*r, s)) && r.fig.mb_s_at(r.cell.bs).is_some()
         })
         .collect();
     if deep.iter().any(|r| r.cell.read_pct > 0) {
@@ -986,8 +984,7 @@ fn fit_interface(f: &mut Fitter<'_>, seq: Option<&Row>, first: Option<f64>) {
             continue;
         }
         let v = f.solve_rate("interface_rate", r);
-        let bound_by_units = v > 0.5 * UNBOUNDED_RATE || first.is_some_and(|v1| v > 2.0 * v1);
-        if !bound_by_units {
+        if !first.is_some_and(|v1| v > 2.0 * v1) {
             fits.push((v, r));
         }
     }
@@ -1011,6 +1008,15 @@ fn fit_interface(f: &mut Fitter<'_>, seq: Option<&Row>, first: Option<f64>) {
     f.set("interface_rate", mbs(v), source, true);
 }
 
+/// A transfer of 64k or more at QD4 or more with its MB/s: what a rate
+/// may bound.
+fn large_deep(r: &Row) -> bool {
+    r.cell.pattern != Pattern::Flush
+        && r.cell.bs >= 64 << 10
+        && r.cell.qd >= 4
+        && r.fig.mb_s_at(r.cell.bs).is_some()
+}
+
 /// The median of rates solved each from its row (sorted here).
 fn median_rate(fits: &mut [(f64, &Row)]) -> f64 {
     fits.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -1029,24 +1035,14 @@ fn rates_listed(fits: &[(f64, &Row)]) -> String {
 
 /// Writes' own rate, with the interface known: each deep (QD4 or more)
 /// write-only transfer of 64k or more with MB/s gives the `write_rate`
-/// that reproduces it, unless the units or the write time bound it (its
-/// solution runs to the search's top); their median is writes' rate. Within
+/// that reproduces it, where that rate bounds it ([`Fitter::binds`]);
+/// their median is writes' rate. Within
 /// 15 % of the interface's, writes share the interface (`0`, as a SATA
 /// link does); else they cross their own direction at that rate (a
 /// datasheet's write figure below its read one; a host that takes writes
 /// faster than it reads).
 fn fit_write_rate(f: &mut Fitter<'_>) {
-    let deep: Vec<&Row> = f
-        .rows
-        .iter()
-        .filter(|r| {
-            r.cell.read_pct == 0
-                && r.cell.pattern != Pattern::Flush
-                && r.cell.bs >= 64 << 10
-                && r.cell.qd >= 4
-                && r.fig.mb_s_at(r.cell.bs).is_some()
-        })
-        .collect();
+    let deep: Vec<&Row> = f.rows.iter().filter(|r| r.cell.read_pct == 0 && large_deep(r)).collect();
     let interface = f.spec.set.get("interface_rate").and_then(|v| crate::model::parse_rate(v).ok());
     let (Some(interface), false) = (interface, deep.is_empty()) else {
         f.spec.set.remove("write_rate");
@@ -1061,10 +1057,7 @@ fn fit_write_rate(f: &mut Fitter<'_>) {
         if !f.binds("write_rate", r) {
             continue;
         }
-        let v = f.solve_rate("write_rate", r);
-        if v < 0.5 * UNBOUNDED_RATE {
-            fits.push((v, r));
-        }
+        fits.push((f.solve_rate("write_rate", r), r));
     }
     f.spec.set.remove("write_rate");
     if fits.is_empty() {

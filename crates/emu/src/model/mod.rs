@@ -628,17 +628,20 @@ impl State {
     }
 
     pub(crate) fn use_link(&mut self, start_ns: u64, d: Duration) -> u64 {
-        let begin = self.link_free_ns.max(start_ns);
-        self.link_free_ns = begin + d.as_nanos() as u64;
-        self.link_free_ns
+        occupy(&mut self.link_free_ns, start_ns, d)
     }
 
     /// As [`State::use_link`], for writes' own direction.
     pub(crate) fn use_write_link(&mut self, start_ns: u64, d: Duration) -> u64 {
-        let begin = self.write_link_free_ns.max(start_ns);
-        self.write_link_free_ns = begin + d.as_nanos() as u64;
-        self.write_link_free_ns
+        occupy(&mut self.write_link_free_ns, start_ns, d)
     }
+}
+
+/// A link free again at `*free_ns` carries a transfer of `d` from
+/// `start_ns` or when free, whichever is later: its end, now the link's.
+fn occupy(free_ns: &mut u64, start_ns: u64, d: Duration) -> u64 {
+    *free_ns = (*free_ns).max(start_ns) + d.as_nanos() as u64;
+    *free_ns
 }
 
 /// The cache blocks a range touches.

@@ -196,15 +196,12 @@ impl Ssd {
             },
             Op::Discard => self.write,
         };
-        if r.op == Op::Write && self.write_rate > 0.0 {
-            let end = st.use_write_link(start_ns, xfer(r.len, self.write_rate));
-            nand.max(Duration::from_nanos(end - start_ns))
-        } else if matches!(r.op, Op::Read | Op::Write) {
-            let end = st.use_link(start_ns, xfer(r.len, self.interface_rate));
-            nand.max(Duration::from_nanos(end - start_ns))
-        } else {
-            nand
-        }
+        let end = match r.op {
+            Op::Write if self.write_rate > 0.0 => st.use_write_link(start_ns, xfer(r.len, self.write_rate)),
+            Op::Read | Op::Write => st.use_link(start_ns, xfer(r.len, self.interface_rate)),
+            _ => return nand,
+        };
+        nand.max(Duration::from_nanos(end - start_ns))
     }
 }
 
