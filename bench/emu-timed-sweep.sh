@@ -13,7 +13,7 @@ trap '"$SB" -q media destroy --all >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 for t in $times; do
   "$SB" -q media destroy --all >/dev/null 2>&1 || true
   "$SB" -q media create sw --size 256M --fs none --model constant --set read=${t}us >/dev/null
-  read -r dev fl pid < <("$SB" --json media list | python3 -c 'import json,sys; m=json.load(sys.stdin)[0]; f=m["daemon"]["floor"]; print(m["device"], "%.1f/%.1f"%(f["qd1_p50_us"],f["timed_extra_us"]), m["daemon"]["pid"])')
+  read -r dev fl pid < <("$SB" --json media list | python3 -c 'import json,sys; m=json.load(sys.stdin)[0]; f=m["daemon"]["floor"]; print(m["device"], "%.1f/%.1f/%.1f"%(f["qd1_p50_us"],f["timed_extra_us"],f.get("timed_lead_us",0)), m["daemon"]["pid"])')
   cpu_ns() { cat /proc/"$pid"/task/*/schedstat | awk '{s += $1} END {print s}'; }
   c0=$(cpu_ns); w0=$(date +%s%N)
   out=$("$SB" --json -q io "$dev" --bs 4k --rw randread --qd $qd --duration 3s --rampup 1s 2>/dev/null)
@@ -31,6 +31,6 @@ if os.environ["QD"]=="1":
     o=random.randrange(n)*4096; a=time.perf_counter_ns(); os.preadv(fd,[buf],o); b=time.perf_counter_ns()
     if i>=200: lat.append((b-a)/1e3)
   lat.sort(); s=f" pread p50 {lat[len(lat)//2]:.1f} (+{lat[len(lat)//2]-t:.1f})"
-print(f"model {t:5.0f} us floor(p50/timed) {os.environ['FL']}: io_uring mean {g('io.lat.mean'):.1f} p50 {g('io.lat.p50'):.1f} (+{g('io.lat.p50')-t:.1f}) p99 {g('io.lat.p99'):.1f} iops {g('io.iops'):.0f} daemon cpu {os.environ['DCPU']} %{s}")
+print(f"model {t:5.0f} us floor(p50/timed/lead) {os.environ['FL']}: io_uring mean {g('io.lat.mean'):.1f} p50 {g('io.lat.p50'):.1f} (+{g('io.lat.p50')-t:.1f}) p99 {g('io.lat.p99'):.1f} iops {g('io.iops'):.0f} daemon cpu {os.environ['DCPU']} %{s}")
 PY
 done

@@ -79,6 +79,11 @@ pub struct DaemonConfig {
     /// ([`Sched::set_floor`]). 0: not absorbed.
     #[serde(default)]
     pub floor_ns: u64,
+    /// How much earlier than that a reply that waits for the timer leaves
+    /// (ns): the wake-ups such a reply pays and one sent at once does not
+    /// ([`Sched::set_lead`]). 0: none.
+    #[serde(default)]
+    pub lead_ns: u64,
     /// The write journal to record, if the medium records one
     /// ([`crate::journal`]; `media create --record`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1364,10 +1369,12 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
     let exit_cache = cache.clone();
     let sched = Arc::new(Sched::new(model, trace));
     sched.set_floor(Duration::from_nanos(cfg.floor_ns));
+    sched.set_lead(Duration::from_nanos(cfg.lead_ns));
     if cfg.floor_ns > 0 {
         eprintln!(
-            "storbench: info: absorbing the emulator's floor of {:.1} µs: replies leave at arrival + model time − floor, never before arrival",
-            cfg.floor_ns as f64 / 1e3
+            "storbench: info: absorbing the emulator's floor of {:.1} µs and a timed reply's {:.1} µs of wake-ups: replies leave at arrival + model time − floor (− wake-ups when they wait for the timer), never before arrival",
+            cfg.floor_ns as f64 / 1e3,
+            cfg.lead_ns as f64 / 1e3
         );
     }
     let image = Image::map(&file, cfg.size);

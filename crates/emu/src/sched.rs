@@ -68,6 +68,9 @@ struct Job<C> {
     entry: Entry<C>,
     start_ns: u64,
     model_ns: u64,
+    /// How much earlier than its target the reply was set to leave, for
+    /// the wake-ups it will pay after ([`Sched::set_lead`]).
+    led_ns: u64,
 }
 
 /// An event on the deadline heap: a reply due (`job`), or a unit that
@@ -209,6 +212,7 @@ pub struct Sched<C> {
     /// The daemon's own round trip (ns), absorbed: a reply leaves this
     /// much before the model's completion, never before its arrival.
     floor_ns: AtomicU64,
+    lead_ns: AtomicU64,
     /// The time scale's bits (an `f64`; 1.0 unless set).
     scale: AtomicU64,
 }
@@ -270,6 +274,7 @@ impl<C: Completion> Sched<C> {
             stop: AtomicBool::new(false),
             dead: AtomicBool::new(false),
             floor_ns: AtomicU64::new(0),
+            lead_ns: AtomicU64::new(0),
             scale: AtomicU64::new(1.0f64.to_bits()),
         }
     }
@@ -329,6 +334,34 @@ impl<C: Completion> Sched<C> {
     /// The floor being absorbed.
     pub fn floor(&self) -> Duration {
         Duration::from_nanos(self.floor_ns.load(Ordering::Relaxed))
+    }
+
+    /// Absorbs a timed reply's wake-ups besides the floor: a reply that
+    /// waits for the timer finds the loop device's worker and the
+    /// application asleep, and their wake-ups (measured with the floor)
+    /// come after it leaves; one sent at once pays none. Such a reply
+    /// leaves `lead` before its target (arrival + model time − floor).
+    /// A target less than `lead` away leaves at once when under half of
+    /// it away (early by less than half), else at the target (late by
+    /// about `lead`): the error is at most half the lead either way.
+    pub fn set_lead(&self, lead: Duration) {
+        self.lead_ns.store(lead.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// When a reply due at `target` for a request that arrived at
+    /// `arrival` leaves, and how much before its target.
+    fn leave_at(&self, target: u64, arrival: u64) -> (u64, u64) {
+        let lead = self.lead_ns.load(Ordering::Relaxed);
+        let away = target.saturating_sub(arrival);
+        if lead == 0 || away == 0 {
+            (target.max(arrival), 0)
+        } else if away > lead {
+            (target - lead, lead)
+        } else if away < lead / 2 {
+            (arrival, 0)
+        } else {
+            (target, 0)
+        }
     }
 
     /// Nanoseconds on the scheduler's clock.
@@ -404,7 +437,8 @@ impl<C: Completion> Sched<C> {
             g.units[u] = free;
             let back = self.model.back(&e.req).as_nanos() as u64;
             let model_ns = free + back;
-            let at_ns = model_ns.saturating_sub(self.floor_ns.load(Ordering::Relaxed)).max(e.arrival_ns);
+            let target = model_ns.saturating_sub(self.floor_ns.load(Ordering::Relaxed));
+            let (at_ns, led_ns) = self.leave_at(target, e.arrival_ns);
             if at_ns != free {
                 // The unit frees at another time than the reply leaves (a
                 // network's way back after it, the absorbed floor before
@@ -415,7 +449,7 @@ impl<C: Completion> Sched<C> {
             }
             g.seq += 1;
             let seq = g.seq;
-            g.heap.push(Timed { at_ns, seq, job: Some(Job { entry: e, start_ns: start, model_ns }) });
+            g.heap.push(Timed { at_ns, seq, job: Some(Job { entry: e, start_ns: start, model_ns, led_ns }) });
         }
     }
 
@@ -435,8 +469,9 @@ impl<C: Completion> Sched<C> {
                 g.stats.late += 1;
             }
             // As the application sees it: the daemon's time plus the floor
-            // the request spent outside it.
-            let lat = now - arrival.min(now) + self.floor_ns.load(Ordering::Relaxed);
+            // the request spent outside it, and the wake-ups a reply sent
+            // early for them pays after it.
+            let lat = now - arrival.min(now) + self.floor_ns.load(Ordering::Relaxed) + j.led_ns;
             // Queue: waiting for a unit once at the device; service: the
             // rest of the model's time (a network's trips and the device's).
             let queue = j.start_ns.saturating_sub(j.entry.ready_ns);
@@ -676,6 +711,47 @@ mod tests {
         assert!(!pending);
         s.stop();
         f.stop();
+    }
+
+    #[test]
+    fn a_timed_reply_leaves_early_by_its_lead_and_records_it() {
+        // Floor 10 ms, lead 30 ms: a 100 ms read leaves at 100 − 10 − 30.
+        let s = sched(&["read=100ms", "units=1"]);
+        s.set_floor(Duration::from_millis(10));
+        s.set_lead(Duration::from_millis(30));
+        let (tx, rx) = mpsc::channel();
+        let t0 = s.now_ns();
+        s.submit(Req { op: Op::Read, offset: 0, len: 4096 }, t0, Tx(tx.clone(), s.clone()));
+        let d = rx.recv().unwrap().0 - t0;
+        assert!((60_000_000..90_000_000).contains(&d), "answered after {d} ns");
+        // The latency recorded is the application's: the lead is paid after.
+        let (st, _) = s.take_stats();
+        let o = &st.ops[Op::Read.index()];
+        assert!(o.latency.mean_us() >= 99_000.0, "{}", o.latency.mean_us());
+        s.stop();
+        // A target less than the lead away: under half of it, at once
+        // (early by less than half the lead) ...
+        let near = sched(&["read=20ms"]);
+        near.set_floor(Duration::from_millis(10));
+        near.set_lead(Duration::from_millis(30));
+        let pending = near.submit(
+            Req { op: Op::Read, offset: 0, len: 4096 },
+            near.now_ns(),
+            Tx(tx.clone(), near.clone()),
+        );
+        assert!(!pending, "a target 10 ms away with a 30 ms lead leaves at once");
+        assert!(rx.try_recv().unwrap().1);
+        near.stop();
+        // ... over half of it, at the target (late by the lead, not early
+        // by more than half of it).
+        let far = sched(&["read=35ms"]);
+        far.set_floor(Duration::from_millis(10));
+        far.set_lead(Duration::from_millis(30));
+        let t0 = far.now_ns();
+        assert!(far.submit(Req { op: Op::Read, offset: 0, len: 4096 }, t0, Tx(tx, far.clone())));
+        let d = rx.recv().unwrap().0 - t0;
+        assert!((25_000_000..75_000_000).contains(&d), "answered after {d} ns");
+        far.stop();
     }
 
     #[test]

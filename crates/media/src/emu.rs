@@ -146,6 +146,7 @@ pub(crate) fn start_daemon(
         pid_file: d.join(format!("{name}.pid")),
         trace: trace.clone(),
         floor_ns: floor.as_ref().map(|f| f.absorbed().as_nanos() as u64).unwrap_or(0),
+        lead_ns: floor.as_ref().map(|f| f.lead().as_nanos() as u64).unwrap_or(0),
         journal: journal.map(Path::to_path_buf),
     };
     let config = d.join(format!("{name}.json"));
@@ -749,6 +750,7 @@ pub(crate) fn measure(name: &str, dir: &Path) -> Result<Option<floor::Floor>, Me
                 how: "set by STORBENCH_EMU_FLOOR".into(),
                 timed_extra_us: 0.0,
                 write_mb_s: 0.0,
+                timed_lead_us: 0.0,
             }));
         }
         _ => {}
@@ -763,22 +765,24 @@ pub(crate) fn measure(name: &str, dir: &Path) -> Result<Option<floor::Floor>, Me
     undo.remove_file(&image);
     let res = (|| {
         let zero = Spec { base: "constant".into(), ..Spec::default() };
-        let (p50, mean, iops) = with_probe(&probe, &image, &zero, floor::time_reads)?;
+        let (zero_qd1, iops) = with_probe(&probe, &image, &zero, floor::time_reads)?;
         let mut timed = Spec { base: "constant".into(), ..Spec::default() };
         timed.set.insert("read".into(), format!("{}us", floor::TIMED_PROBE_US));
-        let (t50, _) = with_probe(&probe, &image, &timed, |dev| floor::time_qd1(dev, 800))?;
+        let timed_qd1 = with_probe(&probe, &image, &timed, |dev| floor::time_qd1(dev, 800))?;
         let wmbs = with_probe(&probe, &image, &zero, floor::write_mb_s)?;
-        Ok::<_, MediaError>((p50, mean, iops, (t50 - floor::TIMED_PROBE_US - p50).max(0.0), wmbs))
+        Ok::<_, MediaError>((zero_qd1, iops, timed_qd1, wmbs))
     })();
     undo.run();
-    let (p50, mean, iops, extra, write_mb_s) = res?;
+    let (zero, iops, timed, write_mb_s) = res?;
+    let beyond = |timed: f64, zero: f64| (timed - floor::TIMED_PROBE_US - zero).max(0.0);
     Ok(Some(floor::Floor {
-        qd1_p50_us: p50,
-        qd1_mean_us: mean,
+        qd1_p50_us: zero.p50,
+        qd1_mean_us: zero.mean,
         qd16_iops: iops,
         how: "measured".into(),
-        timed_extra_us: extra,
+        timed_extra_us: beyond(timed.p50, zero.p50),
         write_mb_s,
+        timed_lead_us: beyond(timed.p25, zero.p25),
     }))
 }
 

@@ -46,12 +46,26 @@ pub struct Floor {
     /// 4 KiB read ceiling does not show (0: not measured).
     #[serde(default)]
     pub write_mb_s: f64,
+    /// How much of a timed reply's lateness the daemon absorbs, µs: the
+    /// timed probe's lower quartile beyond the zero-time probe's lower
+    /// quartile. A reply that waits for the timer finds the loop device's
+    /// worker and the application asleep and pays their wake-ups, which
+    /// a reply sent at once does not; the lower quartile, not the median,
+    /// so a probe on a busy host does not make every reply early. 0: not
+    /// absorbed (media made before it was, or the floor set by hand).
+    #[serde(default)]
+    pub timed_lead_us: f64,
 }
 
 impl Floor {
     /// The round trip the daemon absorbs.
     pub fn absorbed(&self) -> Duration {
         Duration::from_nanos((self.qd1_p50_us * 1e3) as u64)
+    }
+
+    /// The part of a timed reply's lateness the daemon absorbs besides.
+    pub fn lead(&self) -> Duration {
+        Duration::from_nanos((self.timed_lead_us * 1e3) as u64)
     }
 }
 
@@ -84,15 +98,23 @@ fn open_direct(dev: &str) -> Result<File, MediaError> {
         .map_err(|e| MediaError::Failed(format!("opening {dev} to measure the emulator's floor: {e}")))
 }
 
-/// Times direct 4 KiB reads on a device: QD1 median and mean, QD16 IOPS.
-pub(crate) fn time_reads(dev: &str) -> Result<(f64, f64, f64), MediaError> {
-    let (p50, mean) = time_qd1(dev, 2300)?;
-    Ok((p50, mean, qd16_iops(dev)))
+/// Times direct 4 KiB reads on a device: their QD1 times and QD16 IOPS.
+pub(crate) fn time_reads(dev: &str) -> Result<(Qd1, f64), MediaError> {
+    let qd1 = time_qd1(dev, 2300)?;
+    Ok((qd1, qd16_iops(dev)))
 }
 
-/// Median and mean of `n` direct 4 KiB random reads at QD1 (the first
-/// 300 not counted: warm-up), µs.
-pub(crate) fn time_qd1(dev: &str, n: usize) -> Result<(f64, f64), MediaError> {
+/// Direct 4 KiB random reads at QD1, µs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Qd1 {
+    pub p25: f64,
+    pub p50: f64,
+    pub mean: f64,
+}
+
+/// `n` direct 4 KiB random reads at QD1 (the first 300 not counted:
+/// warm-up).
+pub(crate) fn time_qd1(dev: &str, n: usize) -> Result<Qd1, MediaError> {
     let f = open_direct(dev)?;
     let mut b = Aligned::new();
     let blocks = PROBE_SIZE / BS as u64;
@@ -113,8 +135,7 @@ pub(crate) fn time_qd1(dev: &str, n: usize) -> Result<(f64, f64), MediaError> {
     }
     let mean = lat.iter().sum::<f64>() / lat.len() as f64;
     lat.sort_by(f64::total_cmp);
-    let p50 = lat[lat.len() / 2];
-    Ok((p50, mean))
+    Ok(Qd1 { p25: lat[lat.len() / 4], p50: lat[lat.len() / 2], mean })
 }
 
 /// MB/s of 256 KiB direct writes at random aligned offsets of the probe
