@@ -654,6 +654,7 @@ fn a_cache_tiers_hit_ratio_on_tpcc_matches_the_curve_of_its_own_trace() {
         ("--cache-policy", "mru", "'mru' is not a cache policy"),
         ("--cache-write", "around", "use back or through"),
         ("--cache-line", "3k", "power of two"),
+        ("--cache-line", "lots", "'lots'"),
     ] {
         let mut args =
             vec!["media", "create", "bad", "--size", "1G", "--model", "hdd", "--cache", "64M", flag, val];

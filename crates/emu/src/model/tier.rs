@@ -71,8 +71,8 @@ pub struct TierOptions<'a> {
     pub size: u64,
     /// The cache device's model (default `nvme`).
     pub model: Option<&'a str>,
-    /// The line (default `64k`).
-    pub line: Option<&'a str>,
+    /// The line in bytes (default 64 KiB), as the front end parsed it.
+    pub line: Option<u64>,
     /// The policy (default `s3fifo`).
     pub policy: Option<&'a str>,
     /// `back` (default) or `through`.
@@ -82,20 +82,17 @@ pub struct TierOptions<'a> {
 }
 
 impl TierSpec {
-    /// A spec from options as written, with the defaults filled in; the
-    /// line parsed (the rest is checked against the medium by [`TierSpec::check`]).
-    pub fn from_options(o: &TierOptions<'_>) -> Result<TierSpec, ModelError> {
-        let size = |flag: &str, v: &str| {
-            storbench_metrics::units::parse_size(v).map_err(|e| ModelError(format!("{flag} {v}: {e}")))
-        };
-        Ok(TierSpec {
+    /// A spec from options as written, with the defaults filled in (every
+    /// field is checked against the medium by [`TierSpec::check`]).
+    pub fn from_options(o: &TierOptions<'_>) -> TierSpec {
+        TierSpec {
             size: o.size,
             model: o.model.unwrap_or("nvme").to_string(),
-            line: size("--cache-line", o.line.unwrap_or("64k"))?,
+            line: o.line.unwrap_or(64 << 10),
             policy: o.policy.unwrap_or("s3fifo").to_string(),
             write: o.write.unwrap_or("back").to_string(),
             warm: o.warm.unwrap_or("none").to_string(),
-        })
+        }
     }
 
     /// Checks every field against `capacity` (the medium's bytes).

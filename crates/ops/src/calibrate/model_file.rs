@@ -76,6 +76,15 @@ fn validation_table(v: &Validation) -> toml::Table {
             t.insert(k.to_string(), round(*m, 2).into());
         }
     }
+    let split = v.comparison.split;
+    for (k, m) in [
+        ("median_abs_mean_emulator_pct", split.emulator_mean),
+        ("median_abs_mean_model_pct", split.model_mean),
+    ] {
+        if let Some(m) = m {
+            t.insert(k.into(), round(m, 2).into());
+        }
+    }
     if !v.db.is_empty() {
         let mut d = toml::Table::new();
         for r in v.db {

@@ -179,6 +179,21 @@ pub struct Comparison {
     pub inside: usize,
     /// `cell: why` for each cell outside the envelope.
     pub outside: Vec<String>,
+    /// The error split in two, median |error| of the mean latency over the
+    /// cells inside the envelope, percent: the emulated medium against the
+    /// model's own prediction (the emulator's part), and the model against
+    /// the device now (the fit's part, and how far the device moved since
+    /// it was calibrated).
+    pub split: Split,
+}
+
+/// Whose the error is (see [`Comparison::split`]).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Split {
+    /// The emulated medium's mean latency against the model's.
+    pub emulator_mean: Option<f64>,
+    /// The model's mean latency against the device's.
+    pub model_mean: Option<f64>,
 }
 
 /// The MB/s a cell writes by the model's figures (a flush cell: its
@@ -192,6 +207,7 @@ fn write_mb_s(c: &Cell, model: &Figures) -> Option<f64> {
 /// gives the prediction the envelope is judged on.
 pub fn compare(cells: &[Cell], got: &Rounds, model: &Model, capacity: u64, env: &Envelope) -> Comparison {
     let mut errs: [Vec<f64>; 4] = Default::default();
+    let (mut emulator, mut fitted) = (Vec::new(), Vec::new());
     let mut out = Comparison::default();
     for (c, (dev, emu)) in cells.iter().zip(got) {
         if dev.is_empty() || emu.is_empty() {
@@ -213,6 +229,8 @@ pub fn compare(cells: &[Cell], got: &Rounds, model: &Model, capacity: u64, env: 
                         errs[k].push(v.abs());
                     }
                 }
+                emulator.extend(err(e.lat_mean_us, predicted.lat_mean_us).map(f64::abs));
+                fitted.extend(err(predicted.lat_mean_us, r.lat_mean_us).map(f64::abs));
             }
             Some(w) => out.outside.push(format!("{}: {w}", c.label())),
         }
@@ -227,6 +245,7 @@ pub fn compare(cells: &[Cell], got: &Rounds, model: &Model, capacity: u64, env: 
     }
     out.medians = [0, 1, 2, 3].map(|k| median(&errs[k]));
     out.inside = errs[0].len();
+    out.split = Split { emulator_mean: median(&emulator), model_mean: median(&fitted) };
     out
 }
 
@@ -357,6 +376,27 @@ fn both(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_error_is_split_between_the_emulator_and_the_model() {
+        // A 100 µs model; the device now reads in 125 µs, the emulated
+        // medium in 110: the emulator is 10 % off its model, the model
+        // 20 % off the device, and the whole 12 % (the two partly cancel).
+        let model = Spec::parse("constant", &["read=100us".to_string()]).unwrap().build(1 << 30).unwrap();
+        let cell = Cell { bs: 4096, pattern: fit::Pattern::Random, read_pct: 100, qd: 1 };
+        let at = |us: f64| Figures { lat_mean_us: Some(us), iops: Some(1e6 / us), ..Default::default() };
+        let got: Rounds = vec![(vec![at(125.0)], vec![at(110.0)])];
+        let env = Envelope { floor_us: 0.0, timed_extra_us: 0.0, ceiling_iops: 0.0, ceiling_write_mb_s: 0.0 };
+        let c = compare(&[cell], &got, &model, 1 << 30, &env);
+        let near = |x: Option<f64>, want: f64| (x.unwrap() - want).abs() < 0.5;
+        assert!(near(c.split.emulator_mean, 10.0), "{:?}", c.split);
+        assert!(near(c.split.model_mean, 20.0), "{:?}", c.split);
+        assert!(near(c.medians[1], 12.0), "{:?}", c.medians);
+        // A cell outside the envelope counts in neither.
+        let env = Envelope { floor_us: 50.0, ..env };
+        let c = compare(&[cell], &got, &model, 1 << 30, &env);
+        assert_eq!((c.split.emulator_mean, c.split.model_mean), (None, None));
+    }
 
     #[test]
     fn medians_and_errors() {

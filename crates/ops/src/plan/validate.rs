@@ -74,7 +74,7 @@ fn validate_medium(plan: &Plan, name: &str, m: &MediaDef) -> Result<()> {
             let spec = storbench_emu::Spec {
                 base: "array".into(),
                 array: Some(array),
-                cache: Some(storbench_emu::TierSpec::from_options(&o).map_err(|e| bad(e.to_string()))?),
+                cache: Some(storbench_emu::TierSpec::from_options(&o)),
                 ..Default::default()
             };
             let size = storbench_metrics::units::parse_size(&m.size)
@@ -97,7 +97,7 @@ fn validate_medium(plan: &Plan, name: &str, m: &MediaDef) -> Result<()> {
         let sets: Vec<String> = m.set.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let mut spec = storbench_emu::Spec::parse(model, &sets).map_err(|e| bad(e.to_string()))?;
         if let Some(o) = tier_options(m).map_err(bad)? {
-            spec.cache = Some(storbench_emu::TierSpec::from_options(&o).map_err(|e| bad(e.to_string()))?);
+            spec.cache = Some(storbench_emu::TierSpec::from_options(&o));
             let size = storbench_metrics::units::parse_size(&m.size)
                 .map_err(|e| bad(format!("size = \"{}\": {e}", m.size)))?;
             spec.build(size).map_err(|e| bad(e.to_string()))?;
@@ -110,16 +110,37 @@ fn validate_medium(plan: &Plan, name: &str, m: &MediaDef) -> Result<()> {
 }
 
 /// A plan medium's cache tier options, if it has `cache` (the defaults are
-/// `TierSpec::from_options`'s, as for `media create`); its size parsed, a
+/// `TierSpec::from_options`'s, as for `media create`); its sizes parsed, a
 /// bad one named as the plan writes it (`cache = "lots"`).
 pub fn tier_options(m: &MediaDef) -> std::result::Result<Option<storbench_emu::TierOptions<'_>>, String> {
     let Some(size) = m.cache.as_deref() else { return Ok(None) };
+    let parse = |key: &str, v: &str| {
+        storbench_metrics::units::parse_size(v).map_err(|e| format!("{key} = \"{v}\": {e}"))
+    };
     Ok(Some(storbench_emu::TierOptions {
-        size: storbench_metrics::units::parse_size(size).map_err(|e| format!("cache = \"{size}\": {e}"))?,
+        size: parse("cache", size)?,
         model: m.cache_model.as_deref(),
-        line: m.cache_line.as_deref(),
+        line: m.cache_line.as_deref().map(|l| parse("cache_line", l)).transpose()?,
         policy: m.cache_policy.as_deref(),
         write: m.cache_write.as_deref(),
         warm: m.cache_warm.as_deref(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plan_medium_s_cache_sizes_are_parsed_and_a_bad_one_named_as_written() {
+        let def = |t: &str| -> MediaDef { toml::from_str(t).unwrap() };
+        let m = def("size = \"1G\"\ncache = \"64M\"\ncache_line = \"128k\"");
+        let o = tier_options(&m).unwrap().unwrap();
+        assert_eq!((o.size, o.line), (64 << 20, Some(128 << 10)));
+        let m = def("size = \"1G\"\ncache = \"64M\"");
+        assert_eq!(tier_options(&m).unwrap().unwrap().line, None);
+        assert!(tier_options(&def("size = \"1G\"")).unwrap().is_none());
+        let e = tier_options(&def("size = \"1G\"\ncache = \"64M\"\ncache_line = \"lots\"")).unwrap_err();
+        assert!(e.starts_with("cache_line = \"lots\": "), "{e}");
+    }
 }

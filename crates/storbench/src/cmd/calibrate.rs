@@ -394,7 +394,7 @@ pub fn validate(g: &Global, a: ValidateArgs) -> Result<ExitCode> {
         println!(
             "{}",
             serde_json::to_string_pretty(
-                &json!({"cells": cell_rows(&cmp), "median_abs_error_pct": {"iops": m[0], "mean": m[1], "p50": m[2], "p99": m[3]}, "outside": cmp.outside, "floor": floor})
+                &json!({"cells": cell_rows(&cmp), "median_abs_error_pct": {"iops": m[0], "mean": m[1], "p50": m[2], "p99": m[3]}, "median_abs_mean_error_pct": {"emulator": cmp.split.emulator_mean, "model": cmp.split.model_mean}, "outside": cmp.outside, "floor": floor})
             )?
         );
     }
@@ -452,6 +452,14 @@ fn print_comparison(cmp: &Comparison, floor: Option<&Floor>) {
         pct(meds[2]).trim_start_matches('+'),
         pct(meds[3]).trim_start_matches('+'),
     );
+    let split = cmp.split;
+    if let (Some(e), Some(m)) = (split.emulator_mean, split.model_mean) {
+        println!(
+            "whose the mean latency's error is, median |error| over the same cells: the emulated medium against its model {}, the model against the device now {} (the fit's error, and how far the device moved since it was calibrated)",
+            pct(Some(e)).trim_start_matches('+'),
+            pct(Some(m)).trim_start_matches('+'),
+        );
+    }
     match floor {
         Some(f) => println!(
             "envelope: the daemon's round trip {:.1} µs at QD1 (absorbed), a reply at a deadline {:.1} µs late after it ({:.1} µs of that absorbed), ceiling {:.0} IOPS at QD16 and {:.0} MB/s of 256 KiB writes ({}); a cell is outside when the model's time is under {}× the larger of the two or its IOPS or write MB/s above {:.0} % of a ceiling",

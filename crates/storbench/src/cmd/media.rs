@@ -168,8 +168,8 @@ pub struct CacheTierArgs {
     #[arg(long, requires = "cache")]
     pub cache_write: Option<String>,
     /// Cache line: a power of two from 4k to 16M (default 64k).
-    #[arg(long, requires = "cache")]
-    pub cache_line: Option<String>,
+    #[arg(long, requires = "cache", value_name = "SIZE", value_parser = parse_size)]
+    pub cache_line: Option<u64>,
     /// Start empty (none, the default) or filled with the medium's first lines (sequential).
     #[arg(long, requires = "cache")]
     pub cache_warm: Option<String>,
@@ -239,12 +239,12 @@ impl CacheTierArgs {
         let o = storbench_emu::TierOptions {
             size,
             model: self.cache_model.as_deref(),
-            line: self.cache_line.as_deref(),
+            line: self.cache_line,
             policy: self.cache_policy.as_deref(),
             write: self.cache_write.as_deref(),
             warm: self.cache_warm.as_deref(),
         };
-        storbench_emu::TierSpec::from_options(&o).map(Some).map_err(|e| usage(e.to_string()))
+        Ok(Some(storbench_emu::TierSpec::from_options(&o)))
     }
 }
 
