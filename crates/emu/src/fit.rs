@@ -972,7 +972,7 @@ fn fit_interface(f: &mut Fitter<'_>, seq: Option<&Row>, first: Option<f64>) {
         .rows
         .iter()
         .filter(|r| {
-            large_deep(r) || seq.is_some_and(|s| std::ptr::eq(*r, s)) && r.fig.mb_s_at(r.cell.bs).is_some()
+            large_deep(r) || (seq.is_some_and(|s| std::ptr::eq(*r, s)) && r.fig.mb_s_at(r.cell.bs).is_some())
         })
         .collect();
     if deep.iter().any(|r| r.cell.read_pct > 0) {

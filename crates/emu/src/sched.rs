@@ -715,13 +715,19 @@ mod tests {
 
     #[test]
     fn a_timed_reply_leaves_early_by_its_lead_and_records_it() {
-        // Floor 10 ms, lead 30 ms: a 100 ms read leaves at 100 − 10 − 30.
-        let s = sched(&["read=100ms", "units=1"]);
-        s.set_floor(Duration::from_millis(10));
-        s.set_lead(Duration::from_millis(30));
+        // Floor 10 ms, lead 30 ms throughout.
+        let timed = |read: &str| {
+            let s = sched(&[read, "units=1"]);
+            s.set_floor(Duration::from_millis(10));
+            s.set_lead(Duration::from_millis(30));
+            s
+        };
+        let read = Req { op: Op::Read, offset: 0, len: 4096 };
         let (tx, rx) = mpsc::channel();
+        // A 100 ms read leaves at 100 − 10 − 30.
+        let s = timed("read=100ms");
         let t0 = s.now_ns();
-        s.submit(Req { op: Op::Read, offset: 0, len: 4096 }, t0, Tx(tx.clone(), s.clone()));
+        s.submit(read, t0, Tx(tx.clone(), s.clone()));
         let d = rx.recv().unwrap().0 - t0;
         assert!((60_000_000..90_000_000).contains(&d), "answered after {d} ns");
         // The latency recorded is the application's: the lead is paid after.
@@ -731,24 +737,15 @@ mod tests {
         s.stop();
         // A target less than the lead away: under half of it, at once
         // (early by less than half the lead) ...
-        let near = sched(&["read=20ms"]);
-        near.set_floor(Duration::from_millis(10));
-        near.set_lead(Duration::from_millis(30));
-        let pending = near.submit(
-            Req { op: Op::Read, offset: 0, len: 4096 },
-            near.now_ns(),
-            Tx(tx.clone(), near.clone()),
-        );
-        assert!(!pending, "a target 10 ms away with a 30 ms lead leaves at once");
+        let near = timed("read=20ms");
+        assert!(!near.submit(read, near.now_ns(), Tx(tx.clone(), near.clone())), "10 ms away: at once");
         assert!(rx.try_recv().unwrap().1);
         near.stop();
         // ... over half of it, at the target (late by the lead, not early
         // by more than half of it).
-        let far = sched(&["read=35ms"]);
-        far.set_floor(Duration::from_millis(10));
-        far.set_lead(Duration::from_millis(30));
+        let far = timed("read=35ms");
         let t0 = far.now_ns();
-        assert!(far.submit(Req { op: Op::Read, offset: 0, len: 4096 }, t0, Tx(tx, far.clone())));
+        assert!(far.submit(read, t0, Tx(tx, far.clone())));
         let d = rx.recv().unwrap().0 - t0;
         assert!((25_000_000..75_000_000).contains(&d), "answered after {d} ns");
         far.stop();
