@@ -1695,17 +1695,27 @@ fn check_mariadb(
             .map_err(|e| e.to_string())?;
         let verdict: Vec<[String; 3]> =
             rows.iter().map(|r| [0, 2, 3].map(|i| r.text(i).unwrap_or_default())).collect();
-        let bad: Vec<String> = verdict
+        let bad_tables: Vec<&str> = verdict
             .iter()
             .enumerate()
             .filter(|(i, [t, kind, text])| {
                 let last = verdict.get(i + 1).is_none_or(|n| &n[0] != t);
                 kind.eq_ignore_ascii_case("error") || (last && text != "OK")
             })
-            .map(|(_, [t, _, text])| format!("{t}: {text}"))
+            .map(|(_, [t, _, _])| t.as_str())
+            .collect();
+        // A bad table's every row but its status: the warnings say which
+        // index and page (its verdict alone says only "Corrupt").
+        let bad: Vec<String> = verdict
+            .iter()
+            .filter(|[t, kind, text]| {
+                bad_tables.contains(&t.as_str()) && (!kind.eq_ignore_ascii_case("status") || text != "OK")
+            })
+            .map(|[t, _, text]| format!("{t}: {text}"))
             .collect();
         if out.inconsistent.is_none() && !bad.is_empty() {
-            out.inconsistent = Some(format!("CHECK TABLE: {}", bad.join("; ")));
+            let log = server.complaint().map(|l| format!(" (the server's log: {l})")).unwrap_or_default();
+            out.inconsistent = Some(format!("CHECK TABLE: {}{log}", bad.join("; ")));
         }
         Ok(())
     });

@@ -155,6 +155,23 @@ impl Mariadbd {
             .to_string()
     }
 
+    /// The first line of its log that complains of a page (`[ERROR]`, or
+    /// an InnoDB `[Warning]` naming a page, corruption, a checksum or the
+    /// doublewrite buffer): what recovery met, to say beside a check that
+    /// failed.
+    pub(crate) fn complaint(&self) -> Option<String> {
+        const ABOUT: [&str; 4] = ["page", "corrupt", "checksum", "doublewrite"];
+        let text = std::fs::read_to_string(&self.log).ok()?;
+        let warns = |l: &str| {
+            l.contains("[Warning]")
+                && l.contains("InnoDB")
+                && ABOUT.iter().any(|a| l.to_lowercase().contains(a))
+        };
+        let line =
+            text.lines().find(|l| l.contains("[ERROR]")).or_else(|| text.lines().find(|l| warns(l)))?;
+        Some(line.trim().to_string())
+    }
+
     /// Stops the server: SIGTERM, then SIGKILL after [`STOP_TIMEOUT`] (an
     /// error: it did not stop cleanly).
     pub(crate) fn stop(&mut self) -> Result<(), BackupError> {
