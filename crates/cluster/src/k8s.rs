@@ -31,7 +31,7 @@ use k8s_openapi::api::core::v1::{
     PodSpec, PodTemplateSpec, ResourceRequirements, Secret, SecretKeySelector, SecurityContext, Volume,
     VolumeMount, VolumeResourceRequirements,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+pub use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::ByteString;
 
@@ -79,16 +79,41 @@ pub struct RenderSpec {
     pub targets: Vec<(String, Placement)>,
     /// The common start instant, RFC 3339.
     pub start_at: String,
-    /// CPU request per shard pod, e.g. `2`.
-    pub cpu: String,
+    /// CPU request per shard pod, e.g. `2` ([`parse_quantity`]).
+    pub cpu: Quantity,
     /// Memory request per shard pod, e.g. `2Gi`.
-    pub memory: String,
+    pub memory: Quantity,
     /// Size of the results claim and of each target claim, e.g. `10Gi`.
-    pub storage: String,
+    pub storage: Quantity,
     /// Serve live metrics from each shard pod on this port
     /// (`--metrics-addr 0.0.0.0:PORT`), with a named container port and
     /// the `prometheus.io/*` scrape annotations on the pods.
     pub metrics_port: Option<u16>,
+}
+
+/// A resource quantity as Kubernetes reads one (a positive decimal number
+/// with an optional suffix: `Ki` … `Ei`, `n` `u` `m` `k` `M` `G` `T` `P`
+/// `E`, or an exponent `e3`): the API server would refuse anything else
+/// when the manifests are applied, so it is refused here, naming the value.
+pub fn parse_quantity(s: &str) -> Result<Quantity, String> {
+    const SUFFIXES: [&str; 15] =
+        ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P", "E"];
+    let bad = || {
+        format!("'{s}' is not a Kubernetes quantity: a positive number with an optional suffix (e.g. 500m, 2, 1Gi, 10G)")
+    };
+    let t = s.trim();
+    let digits = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, suffix) = t.split_at(digits);
+    let exponent = suffix
+        .strip_prefix(['e', 'E'])
+        .map(|e| e.strip_prefix(['+', '-']).unwrap_or(e))
+        .is_some_and(|e| !e.is_empty() && e.chars().all(|c| c.is_ascii_digit()));
+    let value: f64 = number.parse().map_err(|_| bad())?;
+    if !(suffix.is_empty() || SUFFIXES.contains(&suffix) || exponent) || value <= 0.0 || number.ends_with('.')
+    {
+        return Err(bad());
+    }
+    Ok(Quantity(t.to_string()))
 }
 
 /// A DNS-1123 label from `s`: lower case, `-` for anything else, at most
@@ -126,13 +151,13 @@ fn env(name: &str, value: &str) -> EnvVar {
     EnvVar { name: name.into(), value: Some(value.into()), ..Default::default() }
 }
 
-fn claim(name: &str, ns: &str, plan: &str, size: &str) -> PersistentVolumeClaim {
+fn claim(name: &str, ns: &str, plan: &str, size: &Quantity) -> PersistentVolumeClaim {
     PersistentVolumeClaim {
         metadata: meta(name, ns, plan),
         spec: Some(PersistentVolumeClaimSpec {
             access_modes: Some(vec!["ReadWriteMany".into()]),
             resources: Some(VolumeResourceRequirements {
-                requests: Some(BTreeMap::from([("storage".to_string(), Quantity(size.to_string()))])),
+                requests: Some(BTreeMap::from([("storage".to_string(), size.clone())])),
                 ..Default::default()
             }),
             ..Default::default()
@@ -378,8 +403,8 @@ fn shard_container(
         volume_mounts: Some(mounts),
         resources: Some(ResourceRequirements {
             requests: Some(BTreeMap::from([
-                ("cpu".to_string(), Quantity(spec.cpu.clone())),
-                ("memory".to_string(), Quantity(spec.memory.clone())),
+                ("cpu".to_string(), spec.cpu.clone()),
+                ("memory".to_string(), spec.memory.clone()),
             ])),
             ..Default::default()
         }),
@@ -425,9 +450,9 @@ mod tests {
             namespace: "ns".into(),
             targets: vec![],
             start_at: "2999-01-01T00:00:00Z".into(),
-            cpu: "1".into(),
-            memory: "1Gi".into(),
-            storage: "1Gi".into(),
+            cpu: Quantity("1".into()),
+            memory: Quantity("1Gi".into()),
+            storage: Quantity("1Gi".into()),
             metrics_port: None,
         }
     }
@@ -471,5 +496,16 @@ mod tests {
         assert_eq!(dns_label("--x--", 40), "x");
         assert_eq!(dns_label("_", 40), "plan");
         assert_eq!(dns_label("abcdef", 3), "abc");
+    }
+
+    #[test]
+    fn quantities_are_what_the_api_server_takes() {
+        for ok in ["1", "500m", "0.5", "1Gi", "10G", "2e3", "1.5Ki", " 2 "] {
+            assert!(parse_quantity(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "0", "lots", "1GB", "1g", "-1", "1.", "e3", "1e", "Gi"] {
+            let e = parse_quantity(bad).unwrap_err();
+            assert!(e.starts_with(&format!("'{bad}' is not a Kubernetes quantity")), "{e}");
+        }
     }
 }

@@ -13,4 +13,6 @@ pub mod merge;
 pub mod shard;
 
 pub use merge::{merge, write_merged, MergeError, Merged, ShardRun};
-pub use shard::{parse_start, split_aligned, split_range, wait_until, Shard, ShardError, StartAt};
+pub use shard::{
+    parse_instant, parse_start, split_aligned, split_range, wait_until, Shard, ShardError, StartAt,
+};

@@ -34,8 +34,8 @@ pub enum ShardError {
     BadStartAt(String),
     /// `--start-at` lies in the past: this shard came up too late to start
     /// with the others.
-    #[error("--start-at '{0}' is in the past ({1:.1} s ago): give a later instant, or --start-in (a shard that comes up after it would measure other seconds than the rest)")]
-    StartPassed(String, f64),
+    #[error("--start-at '{at}' is in the past ({late:.1} s ago): give a later instant, or --start-in (a shard that comes up after it would measure other seconds than the rest)", at = .0.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true), late = .1)]
+    StartPassed(DateTime<Utc>, f64),
     /// `--start-in` is beyond what a clock can add.
     #[error("--start-in: {0}")]
     BadStartIn(String),
@@ -116,7 +116,7 @@ pub enum StartAt {
 /// would add rates of different seconds); `--start-in` (a duration, parsed
 /// with the command line) counts from `now`.
 pub fn parse_start(
-    at: Option<&str>,
+    at: Option<DateTime<Utc>>,
     start_in: Option<std::time::Duration>,
     now: DateTime<Utc>,
 ) -> Result<StartAt, ShardError> {
@@ -127,19 +127,24 @@ pub fn parse_start(
             let d = chrono::Duration::from_std(d).map_err(|e| ShardError::BadStartIn(e.to_string()))?;
             Ok(StartAt::At(now + d))
         }
-        (Some(s), None) => {
-            let t = DateTime::parse_from_rfc3339(s.trim())
-                .map_err(|_| ShardError::BadStartAt(s.to_string()))?
-                .with_timezone(&Utc);
+        (Some(t), None) => {
             let late = (now - t).num_milliseconds() as f64 / 1000.0;
             // A second's grace: pods started together by one Job may read
             // the clock just after the instant written into their spec.
             if late > 1.0 {
-                return Err(ShardError::StartPassed(s.to_string(), late));
+                return Err(ShardError::StartPassed(t, late));
             }
             Ok(StartAt::At(t))
         }
     }
+}
+
+/// `--start-at`'s parser: an RFC 3339 instant, in UTC (an offset is
+/// converted); the error names the value and what is allowed.
+pub fn parse_instant(s: &str) -> Result<DateTime<Utc>, ShardError> {
+    DateTime::parse_from_rfc3339(s.trim())
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| ShardError::BadStartAt(s.to_string()))
 }
 
 /// Sleeps until `start` (wall clock), waking every 100 ms to look at `halt`
@@ -219,14 +224,18 @@ mod tests {
             parse_start(None, Some(secs(30)), now),
             Ok(StartAt::At(now + chrono::Duration::seconds(30)))
         );
-        let at = parse_start(Some("2026-11-23T21:00:00+01:00"), None, now).unwrap();
-        assert_eq!(at, StartAt::At(now), "offsets are converted to UTC");
-        assert_eq!(parse_start(Some("x"), Some(secs(1)), now), Err(ShardError::Both));
-        assert_eq!(parse_start(Some("tomorrow"), None, now), Err(ShardError::BadStartAt("tomorrow".into())));
+        let at = |s: &str| parse_instant(s).unwrap();
+        assert_eq!(at("2026-11-23T21:00:00+01:00"), now, "offsets are converted to UTC");
+        assert_eq!(parse_start(Some(now), Some(secs(1)), now), Err(ShardError::Both));
+        assert_eq!(parse_instant("tomorrow"), Err(ShardError::BadStartAt("tomorrow".into())));
         assert!(matches!(parse_start(None, Some(secs(u64::MAX)), now), Err(ShardError::BadStartIn(_))));
-        let e = parse_start(Some("2026-11-23T19:59:50Z"), None, now).unwrap_err();
-        assert_eq!(e, ShardError::StartPassed("2026-11-23T19:59:50Z".into(), 10.0));
-        assert!(parse_start(Some("2026-11-23T19:59:59.500Z"), None, now).is_ok(), "within the grace");
+        let e = parse_start(Some(at("2026-11-23T19:59:50Z")), None, now).unwrap_err();
+        assert_eq!(e, ShardError::StartPassed(at("2026-11-23T19:59:50Z"), 10.0));
+        assert!(
+            e.to_string().starts_with("--start-at '2026-11-23T19:59:50Z' is in the past (10.0 s ago)"),
+            "{e}"
+        );
+        assert!(parse_start(Some(at("2026-11-23T19:59:59.500Z")), None, now).is_ok(), "within the grace");
     }
 
     #[test]

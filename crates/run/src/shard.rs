@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use storbench_cluster::{parse_start, split_aligned, Shard, StartAt};
 use storbench_io::Profile;
@@ -20,7 +20,7 @@ const SHARDABLE: &[&str] = &["io", "tpcb", "tpcc"];
 
 /// The instant `--start-at`/`--start-in` name, read now; a bad value is a
 /// usage error naming it.
-pub fn start_of(start_at: Option<&str>, start_in: Option<Duration>) -> Result<StartAt> {
+pub fn start_of(start_at: Option<DateTime<Utc>>, start_in: Option<Duration>) -> Result<StartAt> {
     parse_start(start_at, start_in, Utc::now()).map_err(|e| usage(e.to_string()))
 }
 
@@ -38,7 +38,11 @@ pub struct Sharding {
 impl Sharding {
     /// Reads `--shard` and the start instant ([`start_of`]); a bad value
     /// is a usage error naming it.
-    pub fn of(shard: Option<Shard>, start_at: Option<&str>, start_in: Option<Duration>) -> Result<Sharding> {
+    pub fn of(
+        shard: Option<Shard>,
+        start_at: Option<DateTime<Utc>>,
+        start_in: Option<Duration>,
+    ) -> Result<Sharding> {
         Ok(Sharding {
             shard: shard.unwrap_or(Shard::WHOLE),
             given: shard.is_some(),

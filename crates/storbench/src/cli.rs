@@ -77,13 +77,18 @@ fn parse_shard(s: &str) -> Result<storbench_cluster::Shard, String> {
     storbench_cluster::Shard::parse(s).map_err(|e| e.to_string())
 }
 
+/// `--start-at`'s parser: an RFC 3339 instant; the error names the value.
+fn parse_start_at(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    storbench_cluster::parse_instant(s).map_err(|e| e.to_string())
+}
+
 /// When the first measured step begins: shards that came up at different
 /// times measure the same seconds.
 #[derive(Debug, Clone, Default, Args)]
 pub struct StartFlags {
     /// Begin the first measured step at this wall-clock instant (RFC 3339).
-    #[arg(long, env = "STORBENCH_START_AT", value_name = "RFC3339", conflicts_with = "start_in")]
-    pub start_at: Option<String>,
+    #[arg(long, env = "STORBENCH_START_AT", value_name = "RFC3339", conflicts_with = "start_in", value_parser = parse_start_at)]
+    pub start_at: Option<chrono::DateTime<chrono::Utc>>,
     /// Begin the first measured step this long from now (e.g. 30s).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub start_in: Option<Duration>,

@@ -10,12 +10,12 @@ use crate::cli::{RunFlags, StartFlags};
 /// The instant `--start-at`/`--start-in` name, read now; a bad value is a
 /// usage error naming it.
 pub fn start_of(s: &StartFlags) -> Result<StartAt> {
-    storbench_run::shard::start_of(s.start_at.as_deref(), s.start_in)
+    storbench_run::shard::start_of(s.start_at, s.start_in)
 }
 
 /// This process's shard and start instant from a command's run options.
 pub fn of(r: &RunFlags) -> Result<Sharding> {
-    Sharding::of(r.shard, r.start.start_at.as_deref(), r.start.start_in)
+    Sharding::of(r.shard, r.start.start_at, r.start.start_in)
 }
 
 #[cfg(test)]
@@ -76,6 +76,9 @@ mod tests {
         }
         let e = of(&global(&["--start-at", "2001-01-01T00:00:00Z"])).unwrap_err().to_string();
         assert!(e.contains("is in the past"), "{e}");
+        // `--start-at` is an instant as clap reads the line: refused there.
+        let e = crate::cli::Cli::try_parse_from(["storbench", "io", "--start-at", "tomorrow"]).unwrap_err();
+        assert!(e.to_string().contains("--start-at 'tomorrow': use an RFC 3339 instant"), "{e}");
         // `--start-in` is a duration as clap reads the line: refused there.
         let e = crate::cli::Cli::try_parse_from(["storbench", "io", "--start-in", "soon"]).unwrap_err();
         assert!(e.to_string().contains("'soon' is not a duration"), "{e}");

@@ -534,6 +534,10 @@ run = { target = "{target}/t.dat", set = "quick", duration = "5s" }
         (vec!["--shards", "0"], "--shards 0"),
         (vec!["--shards", "2", "--start-at", "2020-01-01T00:00:00Z"], "is in the past"),
         (vec!["--shards", "2", "--start-in", "soon"], "'soon'"),
+        (vec!["--shards", "2", "--start-at", "noon"], "--start-at 'noon': use an RFC 3339 instant"),
+        (vec!["--shards", "2", "--cpu", "two"], "'two' is not a Kubernetes quantity"),
+        (vec!["--shards", "2", "--memory", "1GB"], "'1GB' is not a Kubernetes quantity"),
+        (vec!["--shards", "2", "--storage", "0"], "'0' is not a Kubernetes quantity"),
     ] {
         let out = sb(&d.path().join("r.db")).args(["k8s", "render"]).arg(&plan).args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");

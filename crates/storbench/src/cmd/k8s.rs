@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use storbench_cluster::k8s::{render, Placement, RenderSpec};
+use storbench_cluster::k8s::{render, Placement, Quantity, RenderSpec};
 use storbench_cluster::StartAt;
 use storbench_db::{DbUrl, Engine};
 
@@ -51,15 +51,15 @@ pub struct RenderArgs {
     /// Namespace of every object.
     #[arg(long, value_name = "NS", default_value = "default")]
     pub namespace: String,
-    /// CPU request of each shard pod.
-    #[arg(long, default_value = "1")]
-    pub cpu: String,
-    /// Memory request of each shard pod.
-    #[arg(long, default_value = "1Gi")]
-    pub memory: String,
-    /// Size of the results claim and of each target claim.
-    #[arg(long, default_value = "10Gi")]
-    pub storage: String,
+    /// CPU request of each shard pod (a Kubernetes quantity: 2, 500m).
+    #[arg(long, default_value = "1", value_parser = storbench_cluster::k8s::parse_quantity)]
+    pub cpu: Quantity,
+    /// Memory request of each shard pod (a Kubernetes quantity: 1Gi, 512Mi).
+    #[arg(long, default_value = "1Gi", value_parser = storbench_cluster::k8s::parse_quantity)]
+    pub memory: Quantity,
+    /// Size of the results claim and of each target claim (a Kubernetes quantity: 10Gi).
+    #[arg(long, default_value = "10Gi", value_parser = storbench_cluster::k8s::parse_quantity)]
+    pub storage: Quantity,
     /// Where to write the Secret holding the plan's database passwords
     /// (created 0600; `kubectl apply -f` it beside the manifests). Needed
     /// when a URL in the plan carries a password: it never goes to stdout.
