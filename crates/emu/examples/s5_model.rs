@@ -71,11 +71,11 @@ fn main() {
     let member = args.first().cloned().unwrap_or_else(|| "models/hgst-ssd800mhb.toml".into());
     let offsets: Vec<u64> =
         if args.len() > 1 { args[1..].iter().map(|s| s.parse().expect("bytes")).collect() } else { vec![0] };
-    let volumes: [(&str, &str, usize, Option<&str>); 6] = [
+    let volumes: [(&str, &str, usize, Option<u64>); 6] = [
         ("r10-4", "raid10", 4, None),
         ("r10-6", "raid10", 6, None),
         ("r10-10", "raid10", 10, None),
-        ("r0-4hw", "raid0", 4, Some("1G")),
+        ("r0-4hw", "raid0", 4, Some(1 << 30)),
         ("r0-4sw", "raid0", 4, None),
         ("r50-6", "raid50", 6, None),
     ];
@@ -85,7 +85,7 @@ fn main() {
             let spec = ArraySpec::from_options(&ArrayOptions {
                 layout,
                 disks: Some(disks),
-                chunk: Some(chunk),
+                chunk: Some(storbench_metrics::units::parse_size(chunk).unwrap()),
                 member: Some(member.as_str()),
                 cache,
                 ..ArrayOptions::default()

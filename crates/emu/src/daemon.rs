@@ -1333,10 +1333,9 @@ fn handle_signals(
     Ok(())
 }
 
-/// Runs the daemon in this process until it is told to stop (SIGTERM,
-/// SIGINT, SIGHUP) or its filesystem is unmounted. SIGUSR1 cuts the power.
-pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
-    let model = cfg.spec.build(cfg.size).map_err(|e| EmuError::Usage(e.to_string()))?;
+/// The medium's image, opened for reading and writing; one smaller than
+/// the medium is refused (it is mapped whole).
+fn open_image(cfg: &DaemonConfig) -> Result<File, EmuError> {
     let file = File::options()
         .read(true)
         .write(true)
@@ -1350,6 +1349,28 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
             cfg.size
         )));
     }
+    Ok(file)
+}
+
+/// Gives the scheduler the floor and the lead the medium was made with,
+/// and says so in the log.
+fn absorb<C: crate::sched::Completion>(sched: &Sched<C>, cfg: &DaemonConfig) {
+    sched.set_floor(Duration::from_nanos(cfg.floor_ns));
+    sched.set_lead(Duration::from_nanos(cfg.lead_ns));
+    if cfg.floor_ns > 0 {
+        eprintln!(
+            "storbench: info: absorbing the emulator's floor of {:.1} µs and a timed reply's {:.1} µs of wake-ups: replies leave at arrival + model time − floor (− wake-ups when they wait for the timer), never before arrival",
+            cfg.floor_ns as f64 / 1e3,
+            cfg.lead_ns as f64 / 1e3
+        );
+    }
+}
+
+/// Runs the daemon in this process until it is told to stop (SIGTERM,
+/// SIGINT, SIGHUP) or its filesystem is unmounted. SIGUSR1 cuts the power.
+pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
+    let model = cfg.spec.build(cfg.size).map_err(|e| EmuError::Usage(e.to_string()))?;
+    let file = open_image(cfg)?;
     let trace = cfg.trace.as_deref().map(create_trace).transpose()?;
     let set = process_setup();
     let cache = Arc::new(DataCache {
@@ -1368,15 +1389,7 @@ pub fn serve(cfg: &DaemonConfig) -> Result<(), EmuError> {
         file.try_clone().map_err(|e| EmuError::Failed(format!("opening the image twice: {e}")))?;
     let exit_cache = cache.clone();
     let sched = Arc::new(Sched::new(model, trace));
-    sched.set_floor(Duration::from_nanos(cfg.floor_ns));
-    sched.set_lead(Duration::from_nanos(cfg.lead_ns));
-    if cfg.floor_ns > 0 {
-        eprintln!(
-            "storbench: info: absorbing the emulator's floor of {:.1} µs and a timed reply's {:.1} µs of wake-ups: replies leave at arrival + model time − floor (− wake-ups when they wait for the timer), never before arrival",
-            cfg.floor_ns as f64 / 1e3,
-            cfg.lead_ns as f64 / 1e3
-        );
-    }
+    absorb(&sched, cfg);
     let image = Image::map(&file, cfg.size);
     let journal = match &cfg.journal {
         Some(p) => Some(

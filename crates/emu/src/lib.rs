@@ -22,8 +22,8 @@ pub mod table;
 pub mod walprefix;
 
 pub use model::{
-    ArrayCommand, ArrayOptions, ArraySpec, ArrayStatus, Model, ModelError, Op, Req, Spec, TierOptions,
-    TierSpec,
+    parse_battery, parse_destage, ArrayCommand, ArrayOptions, ArraySpec, ArrayStatus, Destage, Model,
+    ModelError, Op, Req, Spec, TierOptions, TierSpec,
 };
 
 /// An emulator error: bad input or a missing facility (exit 2), or a failure.

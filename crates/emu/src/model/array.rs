@@ -50,6 +50,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use storbench_metrics::units::format_size;
 
 use super::{xfer, Model, ModelError, Op, Req, Spec, State, VolatileCache, CACHE_BLOCK};
 
@@ -110,8 +111,8 @@ pub struct ArrayOptions<'a> {
     pub layout: &'a str,
     /// `--disks`.
     pub disks: Option<usize>,
-    /// `--chunk` (default 64k).
-    pub chunk: Option<&'a str>,
+    /// `--chunk` (default 64k), bytes.
+    pub chunk: Option<u64>,
     /// `--groups` (raid50/60; default 2).
     pub groups: Option<usize>,
     /// `--member` (default sata-ssd): a built-in name or a TOML file.
@@ -120,16 +121,51 @@ pub struct ArrayOptions<'a> {
     pub member_sets: &'a [String],
     /// `--member-link up=…,down=…,bw=…`.
     pub link: Option<&'a str>,
-    /// `--controller-cache SIZE`.
-    pub cache: Option<&'a str>,
-    /// `--cache-battery on|off` (default on).
-    pub battery: Option<&'a str>,
+    /// `--controller-cache SIZE`, bytes.
+    pub cache: Option<u64>,
+    /// `--cache-battery on|off` (default on): [`parse_battery`].
+    pub battery: Option<bool>,
     /// `--controller-destage idle|full` (default idle).
-    pub destage: Option<&'a str>,
+    pub destage: Option<Destage>,
 }
 
-fn size(flag: &str, v: &str) -> Result<u64, ModelError> {
-    storbench_metrics::units::parse_size(v).map_err(|e| ModelError(format!("{flag} {v}: {e}")))
+/// When a controller cache writes its dirty blocks to the members.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Destage {
+    /// Whenever the members have time.
+    Idle,
+    /// Only above half full.
+    Full,
+}
+
+impl Destage {
+    /// As a model file and a medium's spec write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Destage::Idle => "idle",
+            Destage::Full => "full",
+        }
+    }
+}
+
+/// `--controller-destage`'s parser (and a plan's `controller_destage`):
+/// `idle` or `full`; the error names the value.
+pub fn parse_destage(s: &str) -> Result<Destage, String> {
+    match s.trim() {
+        "idle" => Ok(Destage::Idle),
+        "full" => Ok(Destage::Full),
+        _ => Err(format!("'{s}': use idle or full")),
+    }
+}
+
+/// `--cache-battery`'s parser (and a plan's `cache_battery`): `on` (also
+/// `true`, `yes`) or `off` (`false`, `no`); the error names the value.
+pub fn parse_battery(s: &str) -> Result<bool, String> {
+    match s.trim() {
+        "on" | "true" | "yes" => Ok(true),
+        "off" | "false" | "no" => Ok(false),
+        _ => Err(format!("'{s}': use on or off")),
+    }
 }
 
 /// Parses `up=0.1ms,down=0.1ms,bw=25Gbit` (bw also as a rate: `3GB/s`).
@@ -179,11 +215,11 @@ impl ArraySpec {
         }
         .to_string();
         let disks = o.disks.ok_or_else(|| ModelError(format!("--array {layout}: give --disks N")))?;
-        let chunk_s = o.chunk.unwrap_or("64k");
-        let chunk = size("--chunk", chunk_s)?;
+        let chunk = o.chunk.unwrap_or(64 << 10);
         if !chunk.is_power_of_two() || !(4096..=(16 << 20)).contains(&chunk) {
             return Err(ModelError(format!(
-                "--chunk {chunk_s}: give a power of two from 4k to 16M (default 64k)"
+                "--chunk {}: give a power of two from 4k to 16M (default 64k)",
+                format_size(chunk)
             )));
         }
         let member_name = o.member.unwrap_or("sata-ssd");
@@ -200,23 +236,19 @@ impl ArraySpec {
                 }
                 None
             }
-            Some(c) => {
-                let size = size("--controller-cache", c)?;
+            Some(size) => {
                 if size < 1 << 20 {
                     return Err(ModelError(format!(
-                        "--controller-cache {c}: give at least 1M (controllers carry 256M to 8G)"
+                        "--controller-cache {}: give at least 1M (controllers carry 256M to 8G)",
+                        format_size(size)
                     )));
                 }
-                let battery = match o.battery.unwrap_or("on") {
-                    "on" | "true" | "yes" => true,
-                    "off" | "false" | "no" => false,
-                    b => return Err(ModelError(format!("--cache-battery {b}: use on or off"))),
-                };
-                let destage = match o.destage.unwrap_or("idle") {
-                    d @ ("idle" | "full") => d.to_string(),
-                    d => return Err(ModelError(format!("--controller-destage {d}: use idle or full"))),
-                };
-                Some(ControllerSpec { size, battery, destage, latency_ns: CONTROLLER_LATENCY_NS })
+                Some(ControllerSpec {
+                    size,
+                    battery: o.battery.unwrap_or(true),
+                    destage: o.destage.unwrap_or(Destage::Idle).as_str().to_string(),
+                    latency_ns: CONTROLLER_LATENCY_NS,
+                })
             }
         };
         let spec = ArraySpec { layout, disks, chunk, groups: 1, member: Box::new(member), link, controller };
@@ -276,7 +308,7 @@ impl ArraySpec {
             self.layout,
             self.disks,
             self.member.label(),
-            storbench_metrics::units::format_size(self.chunk)
+            format_size(self.chunk)
         );
         if self.groups > 1 {
             s.push_str(&format!(", {} groups", self.groups));
@@ -292,7 +324,7 @@ impl ArraySpec {
         if let Some(c) = &self.controller {
             s.push_str(&format!(
                 ", {} controller cache ({} battery, destage {})",
-                storbench_metrics::units::format_size(c.size),
+                format_size(c.size),
                 if c.battery { "with" } else { "no" },
                 c.destage
             ));
@@ -1191,13 +1223,14 @@ impl<'a> Stripe<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use storbench_metrics::units::parse_size;
 
     fn spec(layout: &str, disks: usize, chunk: &str, member: &[&str]) -> ArraySpec {
         let sets: Vec<String> = member.iter().map(|s| s.to_string()).collect();
         ArraySpec::from_options(&ArrayOptions {
             layout,
             disks: Some(disks),
-            chunk: Some(chunk),
+            chunk: Some(parse_size(chunk).unwrap()),
             member: Some("constant"),
             member_sets: &sets,
             ..ArrayOptions::default()
@@ -1488,7 +1521,7 @@ mod tests {
             ArraySpec::from_options(&ArrayOptions {
                 layout,
                 disks: Some(disks),
-                chunk: Some(chunk),
+                chunk: Some(parse_size(chunk).unwrap()),
                 ..ArrayOptions::default()
             })
             .unwrap_err()

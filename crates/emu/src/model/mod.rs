@@ -22,8 +22,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use array::{
-    parse_link, Array, ArrayCommand, ArrayOptions, ArraySnapshot, ArraySpec, ArrayStatus, ControllerSpec,
-    LinkSpec, MemberCounts, MemberIo, Plan, LAYOUTS,
+    parse_battery, parse_destage, parse_link, Array, ArrayCommand, ArrayOptions, ArraySnapshot, ArraySpec,
+    ArrayStatus, ControllerSpec, Destage, LinkSpec, MemberCounts, MemberIo, Plan, LAYOUTS,
 };
 pub use constant::Constant;
 pub use hdd::Hdd;
@@ -400,17 +400,27 @@ fn array_table(path: &Path, t: &toml::Table) -> Result<ArraySpec, ModelError> {
             .collect(),
         Some(_) => return Err(bad("member_set", "give a table: member_set = { rpm = 5400 }")),
     };
+    // A value a parser refuses is named with its key as the file writes it.
+    fn parsed<T>(
+        text: Option<&str>,
+        k: &str,
+        parse: fn(&str) -> Result<T, String>,
+        bad: &dyn Fn(&str, &str) -> ModelError,
+    ) -> Result<Option<T>, ModelError> {
+        text.map(|v| parse(v).map_err(|e| bad(k, &e))).transpose()
+    }
+    let size = storbench_metrics::units::parse_size;
     let o = ArrayOptions {
         layout: text("layout")?.ok_or_else(|| bad("layout", &format!("give one of {LAYOUTS}")))?,
         disks: count("disks")?,
-        chunk: text("chunk")?,
+        chunk: parsed(text("chunk")?, "chunk", size, &bad)?,
         groups: count("groups")?,
         member: text("member")?,
         member_sets: &member_sets,
         link: text("member_link")?,
-        cache: text("controller_cache")?,
-        battery: text("cache_battery")?,
-        destage: text("controller_destage")?,
+        cache: parsed(text("controller_cache")?, "controller_cache", size, &bad)?,
+        battery: parsed(text("cache_battery")?, "cache_battery", array::parse_battery, &bad)?,
+        destage: parsed(text("controller_destage")?, "controller_destage", array::parse_destage, &bad)?,
     };
     ArraySpec::from_options(&o).map_err(|e| ModelError(format!("--model {}: [array]: {e}", path.display())))
 }

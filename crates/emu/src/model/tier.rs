@@ -584,7 +584,7 @@ mod tests {
         let a = ArrayOptions {
             layout: "raid0",
             disks: Some(6),
-            chunk: Some("64k"),
+            chunk: Some(64 << 10),
             member: Some("constant"),
             member_sets: &["read=10ms".into(), "write=10ms".into(), "units=1".into()],
             ..Default::default()

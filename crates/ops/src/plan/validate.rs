@@ -53,18 +53,7 @@ fn validate_medium(plan: &Plan, name: &str, m: &MediaDef) -> Result<()> {
             return Err(bad("give array or model or emulate, one of them".into()));
         }
         let sets: Vec<String> = m.member_set.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let o = storbench_emu::ArrayOptions {
-            layout,
-            disks: m.disks,
-            chunk: m.chunk.as_deref(),
-            groups: m.groups,
-            member: m.member.as_deref(),
-            member_sets: &sets,
-            link: m.member_link.as_deref(),
-            cache: m.controller_cache.as_deref(),
-            battery: m.cache_battery.as_deref(),
-            destage: m.controller_destage.as_deref(),
-        };
+        let o = array_options(m, layout, &sets).map_err(bad)?;
         let array = storbench_emu::ArraySpec::from_options(&o).map_err(|e| bad(e.to_string()))?;
         if !m.set.is_empty() {
             return Err(bad("an array's members take member_set = { ... }, not set".into()));
@@ -109,6 +98,37 @@ fn validate_medium(plan: &Plan, name: &str, m: &MediaDef) -> Result<()> {
     Ok(())
 }
 
+/// A plan medium's array options (the defaults are
+/// `ArraySpec::from_options`'s, as for `media create`): sizes, the battery
+/// and the destage parsed, a bad one named as the plan writes it
+/// (`chunk = "48q"`).
+pub fn array_options<'a>(
+    m: &'a MediaDef,
+    layout: &'a str,
+    member_sets: &'a [String],
+) -> std::result::Result<storbench_emu::ArrayOptions<'a>, String> {
+    fn parsed<T>(
+        key: &str,
+        v: Option<&str>,
+        parse: fn(&str) -> std::result::Result<T, String>,
+    ) -> std::result::Result<Option<T>, String> {
+        v.map(|v| parse(v).map_err(|e| format!("{key} = \"{v}\": {e}"))).transpose()
+    }
+    let size = storbench_metrics::units::parse_size;
+    Ok(storbench_emu::ArrayOptions {
+        layout,
+        disks: m.disks,
+        chunk: parsed("chunk", m.chunk.as_deref(), size)?,
+        groups: m.groups,
+        member: m.member.as_deref(),
+        member_sets,
+        link: m.member_link.as_deref(),
+        cache: parsed("controller_cache", m.controller_cache.as_deref(), size)?,
+        battery: parsed("cache_battery", m.cache_battery.as_deref(), storbench_emu::parse_battery)?,
+        destage: parsed("controller_destage", m.controller_destage.as_deref(), storbench_emu::parse_destage)?,
+    })
+}
+
 /// A plan medium's cache tier options, if it has `cache` (the defaults are
 /// `TierSpec::from_options`'s, as for `media create`); its sizes parsed, a
 /// bad one named as the plan writes it (`cache = "lots"`).
@@ -142,5 +162,28 @@ mod tests {
         assert!(tier_options(&def("size = \"1G\"")).unwrap().is_none());
         let e = tier_options(&def("size = \"1G\"\ncache = \"64M\"\ncache_line = \"lots\"")).unwrap_err();
         assert!(e.starts_with("cache_line = \"lots\": "), "{e}");
+    }
+
+    #[test]
+    fn a_plan_array_s_sizes_battery_and_destage_are_parsed_and_a_bad_one_named_as_written() {
+        let def = |t: &str| -> MediaDef {
+            toml::from_str(&format!("size = \"1G\"\narray = \"raid5\"\n{t}")).unwrap()
+        };
+        let m = def("chunk = \"128k\"\ncontroller_cache = \"1G\"\ncache_battery = \"off\"\ncontroller_destage = \"full\"");
+        let o = array_options(&m, "raid5", &[]).unwrap();
+        assert_eq!(
+            (o.chunk, o.cache, o.battery, o.destage),
+            (Some(128 << 10), Some(1 << 30), Some(false), Some(storbench_emu::Destage::Full))
+        );
+        for (t, want) in [
+            ("chunk = \"48q\"", "chunk = \"48q\": "),
+            ("controller_cache = \"big\"", "controller_cache = \"big\": "),
+            ("cache_battery = \"maybe\"", "cache_battery = \"maybe\": 'maybe': use on or off"),
+            ("controller_destage = \"never\"", "controller_destage = \"never\": 'never': use idle or full"),
+        ] {
+            let m = def(t);
+            let e = array_options(&m, "raid5", &[]).unwrap_err();
+            assert!(e.starts_with(want), "{t}: {e}");
+        }
     }
 }

@@ -186,8 +186,8 @@ pub struct ArrayArgs {
     #[arg(long, requires = "array")]
     pub disks: Option<usize>,
     /// Stripe unit (chunk): a power of two from 4k to 16M (default 64k).
-    #[arg(long, requires = "array")]
-    pub chunk: Option<String>,
+    #[arg(long, requires = "array", value_name = "SIZE", value_parser = parse_size)]
+    pub chunk: Option<u64>,
     /// Parity groups of a raid50/raid60 (default 2).
     #[arg(long, requires = "array")]
     pub groups: Option<usize>,
@@ -201,14 +201,14 @@ pub struct ArrayArgs {
     #[arg(long, requires = "array")]
     pub member_link: Option<String>,
     /// A controller write cache of this size in front of the array: e.g. 1G.
-    #[arg(long, requires = "array")]
-    pub controller_cache: Option<String>,
+    #[arg(long, requires = "array", value_name = "SIZE", value_parser = parse_size)]
+    pub controller_cache: Option<u64>,
     /// The controller cache's battery: on (default; a flush returns at once) or off (a power cut loses it).
-    #[arg(long, requires = "controller_cache")]
-    pub cache_battery: Option<String>,
+    #[arg(long, requires = "controller_cache", value_name = "on|off", value_parser = storbench_emu::parse_battery)]
+    pub cache_battery: Option<bool>,
     /// When the controller cache destages: idle (default: whenever the members have time) or full (above half full).
-    #[arg(long, requires = "controller_cache")]
-    pub controller_destage: Option<String>,
+    #[arg(long, requires = "controller_cache", value_name = "idle|full", value_parser = storbench_emu::parse_destage)]
+    pub controller_destage: Option<storbench_emu::Destage>,
 }
 
 impl ArrayArgs {
@@ -218,14 +218,14 @@ impl ArrayArgs {
         let o = storbench_emu::ArrayOptions {
             layout,
             disks: self.disks,
-            chunk: self.chunk.as_deref(),
+            chunk: self.chunk,
             groups: self.groups,
             member: self.member.as_deref(),
             member_sets: &self.member_sets,
             link: self.member_link.as_deref(),
-            cache: self.controller_cache.as_deref(),
-            battery: self.cache_battery.as_deref(),
-            destage: self.controller_destage.as_deref(),
+            cache: self.controller_cache,
+            battery: self.cache_battery,
+            destage: self.controller_destage,
         };
         let a = storbench_emu::ArraySpec::from_options(&o).map_err(|e| usage(e.to_string()))?;
         Ok(Some(storbench_emu::Spec { base: "array".into(), array: Some(a), ..Default::default() }))
