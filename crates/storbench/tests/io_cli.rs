@@ -85,8 +85,8 @@ fn flags_make_a_profile_and_bad_values_exit_2_recording_nothing() {
     let e = tempfile::tempdir().unwrap();
     let cases: &[(&[&str], &str)] = &[
         (&["io", "--bs", "1000"], "block size 1000"),
-        (&["io", "--set", "oracle"], "--set oracle"),
-        (&["io", "--profile", "read-random-9k"], "--profile read-random-9k"),
+        (&["io", "--set", "oracle"], "'oracle' for '--set <SET>': 'oracle': unknown profile set"),
+        (&["io", "--profile", "read-random-8k,read-random-9k"], "'read-random-9k': unknown profile"),
         (&["io", "--rw", "randomread"], "'randomread'"),
         (&["io", "--duration", "0s"], "'0s' for '--duration <DURATION>': '0s' must be more than zero"),
         (&["io", "--read", "120"], "--read 120"),

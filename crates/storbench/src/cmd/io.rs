@@ -46,10 +46,10 @@ pub struct IoArgs {
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true, conflicts_with_all = ["set", "profile"])]
     pub diskspd: Option<String>,
     /// A built-in set: sqlserver-six, nvme-vs-sata, hci-mix, db-shapes, quick.
-    #[arg(long, conflicts_with = "profile")]
+    #[arg(long, conflicts_with = "profile", value_parser = parse_set)]
     pub set: Option<String>,
     /// Built-in profiles by name, comma-separated (e.g. read-random-8k,log-write-8k).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_profile_names)]
     pub profile: Option<String>,
     /// Name of a profile made from flags.
     #[arg(long)]
@@ -173,25 +173,34 @@ fn overrides(a: &IoArgs) -> Result<Overrides> {
     Ok(o)
 }
 
+/// `--set`'s parser: a built-in set's name; the error names the value
+/// and the sets.
+fn parse_set(s: &str) -> std::result::Result<String, String> {
+    match profile::set(s) {
+        Some(_) => Ok(s.to_string()),
+        None => Err(format!("'{s}': unknown profile set; use one of {}", profile::SETS.join(", "))),
+    }
+}
+
+/// `--profile`'s parser: built-in profiles' names, comma-separated; the
+/// error names the first unknown one and the built-in names.
+fn parse_profile_names(s: &str) -> std::result::Result<String, String> {
+    match s.split(',').map(str::trim).find(|n| profile::named(n).is_none()) {
+        Some(n) => {
+            Err(format!("'{n}': unknown profile; built-in profiles are {}", profile::all_names().join(", ")))
+        }
+        None => Ok(s.to_string()),
+    }
+}
+
 fn parse_profiles(a: &IoArgs, imp: Option<&Import>) -> Result<Vec<Profile>> {
+    // `--set` and `--profile` name built-ins: their parsers above checked.
     let mut profiles = if let Some(imp) = imp {
         imp.profiles.clone()
     } else if let Some(set) = &a.set {
-        profile::set(set).ok_or_else(|| {
-            usage(format!("--set {set}: unknown profile set; use one of {}", profile::SETS.join(", ")))
-        })?
+        profile::set(set).unwrap_or_default()
     } else if let Some(names) = &a.profile {
-        names
-            .split(',')
-            .map(|n| {
-                profile::named(n.trim()).ok_or_else(|| {
-                    usage(format!(
-                        "--profile {n}: unknown profile; built-in profiles are {}",
-                        profile::all_names().join(", ")
-                    ))
-                })
-            })
-            .collect::<Result<Vec<_>>>()?
+        names.split(',').filter_map(|n| profile::named(n.trim())).collect()
     } else {
         let mut p = Profile::new(a.name.as_deref().unwrap_or("custom"));
         p.rampup = Duration::from_secs(2);

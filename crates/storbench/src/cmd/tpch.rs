@@ -114,8 +114,8 @@ pub struct RunArgs {
     pub validation: bool,
     /// Per-query limit; the server cancels a query that reaches it, and the
     /// run records it as timed out (PostgreSQL, MySQL/MariaDB).
-    #[arg(long)]
-    pub timeout: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = parse_query_timeout)]
+    pub timeout: Option<Duration>,
     #[command(flatten)]
     pub waits: oltp::WaitArgs,
     /// `--sensitivity` (power test only: the whole power test is re-run
@@ -175,21 +175,20 @@ fn build(g: &Global, a: BuildArgs) -> Result<ExitCode> {
     dataset::build(g.into(), &oltp::Term(g), &tpch::Data, &db, opts, a.replace)
 }
 
+/// `--timeout`'s parser: a duration of at least 1 ms (the servers' limits
+/// count milliseconds); the error names the value.
+fn parse_query_timeout(s: &str) -> std::result::Result<Duration, String> {
+    match storbench_metrics::units::parse_duration(s)? {
+        d if d < Duration::from_millis(1) => Err(format!("'{s}' must be at least 1ms")),
+        d => Ok(d),
+    }
+}
+
 /// What `tpch run` validates before it connects: the per-query timeout and
 /// the sensitivity factors (each with a one-line error naming the flag).
 fn run_flags(a: &RunArgs) -> Result<(Option<Duration>, Option<oltp::Factors>)> {
     validate_queries(&a.queries)?;
-    let timeout = match &a.timeout {
-        Some(t) => {
-            let d = storbench_metrics::units::parse_duration(t)
-                .map_err(|e| usage(format!("--timeout {t}: {e}")))?;
-            if d < Duration::from_millis(1) {
-                return Err(usage(format!("--timeout {t}: must be at least 1ms")));
-            }
-            Some(d)
-        }
-        None => None,
-    };
+    let timeout = a.timeout;
     if let Some(s) = a.streams {
         if !(1..=40).contains(&s) {
             return Err(usage(format!("--streams {s}: must be 1 to 40 (the specification's ordered sets)")));
@@ -328,7 +327,12 @@ mod tests {
         assert_eq!(r.test, TestKind::Throughput);
         assert_eq!(r.streams, Some(3));
         assert_eq!(r.queries, vec![1, 6, 14]);
-        assert_eq!(r.timeout.as_deref(), Some("30s"));
+        assert_eq!(r.timeout, Some(Duration::from_secs(30)));
+        for (bad, why) in [("soon", "'soon' is not a duration"), ("0.5ms", "'0.5ms' must be at least 1ms")] {
+            let e =
+                Cli::try_parse_from(["storbench", "tpch", "run", "--timeout", bad]).unwrap_err().to_string();
+            assert!(e.contains(why), "{e}");
+        }
         assert_eq!(parse(&[]).test, TestKind::Power);
     }
 
