@@ -688,6 +688,35 @@ fn report_against_reads_each_published_cell_and_check_against_the_runs() {
     assert_eq!(cell("order of target at clients=10")[1], "fast > slow", "the TPS order is unchanged");
 }
 
+/// A plan's run that was interrupted (S1's TPC-H half stopped in a query)
+/// never recorded its later steps nor their figures: a published cell of
+/// them reads "not run", where a complete plan would call it a typo.
+#[test]
+fn report_against_reads_the_steps_an_interrupted_run_never_reached_as_not_run() {
+    let (f, _) = against_fixture();
+    let mut store = Store::open(f.dir.path().join("results.db")).unwrap();
+    let run = store
+        .begin_run(&NewRun {
+            kind: "tpch".into(),
+            label: "target=slow".into(),
+            config: json!({ "axes": { "target": "slow" } }),
+            env: env("slow", true),
+            plan: Some("s2".into()),
+            cell: Some("target=slow/tpch".into()),
+        })
+        .unwrap();
+    let mut r = StepReport::default();
+    r.figure("tpch.q1.seconds", 213.0, Unit::S);
+    store.write_step(run.id, 0, "Q1", &json!({}), &now_rfc3339(), &now_rfc3339(), &r).unwrap();
+    store.finish_run(run.id, Status::Interrupted).unwrap();
+    drop(store);
+    let summary = "[[cell]]\naxes = { target = \"slow\" }\nstep = \"summary\"\nfigure = \"tpch.power\"\nunit = \"count\"\nvalue = 400\n[[check]]";
+    std::fs::write(f.dir.path().join("p.toml"), PUBLISHED.replacen("[[check]]", summary, 1)).unwrap();
+    let text = ok_stdout(&storbench(&f, &["report", "--against", "p.toml", "--md"]));
+    let rows = md_rows(&text);
+    assert!(rows.iter().any(|r| r[0] == "target=slow summary" && r[3] == "not run"), "{text}");
+}
+
 fn within(a: f64, b: f64, f: f64) -> bool {
     (a / b).max(b / a) <= f
 }
