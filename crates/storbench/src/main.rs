@@ -48,7 +48,7 @@ fn main() -> ExitCode {
     // which would not block them, would take them instead and die of them.
     if !matches!(&cli.command, command::Command::Media(m) if matches!(m.verb, cmd::media::MediaVerb::Serve { .. }))
     {
-        interrupt::install();
+        interrupt::install(matches!(&cli.command, command::Command::Run(_)));
     }
     // Server notices reach stderr, as libpq's default notice processor does,
     // less the chatter (NOTICE such as "does not exist, skipping", LOG, DEBUG).

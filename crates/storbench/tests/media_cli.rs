@@ -564,3 +564,41 @@ fn empty_lists_say_there_is_nothing_and_how_to_make_one() {
     let json: Value = serde_json::from_str(&s.ok(&["--json", "media", "list"])).unwrap();
     assert_eq!(json, serde_json::json!([]), "JSON stays a list");
 }
+
+/// Ctrl-C twice on a plan that made a medium: the second stops the running
+/// cell at once (it is a child in the terminal's process group), and the
+/// plan still tears down the medium it made; the run is kept, interrupted.
+#[test]
+fn a_second_ctrl_c_stops_the_cell_at_once_and_the_plan_still_tears_down_its_medium() {
+    use std::os::unix::process::CommandExt;
+    let s = State::new();
+    std::fs::write(
+        s.path("p.toml"),
+        r#"
+name = "twice"
+[target.m]
+media = { size = "128M", fs = "ext4" }
+[[workload]]
+kind = "io"
+run = { target = "{target}/io.dat", size = "16M", rw = "randread", bs = "4k", duration = "60s", rampup = "0s" }
+"#,
+    )
+    .unwrap();
+    let mut child = s.sb().args(["run", "p.toml", "--no-report"]).process_group(0).spawn().unwrap();
+    // Into the step: the medium made and the I/O running.
+    let t0 = std::time::Instant::now();
+    while s.media().is_empty() && t0.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert_eq!(s.media().len(), 1, "the plan made its medium");
+    // SAFETY: signalling our own child's process group, as a terminal's Ctrl-C does.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert!(s.media().is_empty(), "the plan tore down its medium: {:?}", s.media());
+    let list: serde_json::Value = serde_json::from_str(&s.ok(&["--json", "results", "list"])).unwrap();
+    let io = list.as_array().unwrap().iter().find(|r| r["kind"] == "io").expect("the io run is kept").clone();
+    assert_eq!(io["status"], "interrupted", "{io}");
+}
