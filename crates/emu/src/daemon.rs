@@ -79,11 +79,15 @@ pub struct DaemonConfig {
     /// ([`Sched::set_floor`]). 0: not absorbed.
     #[serde(default)]
     pub floor_ns: u64,
-    /// How much earlier than that a reply that waits for the timer leaves
-    /// (ns): the wake-ups such a reply pays and one sent at once does not
-    /// ([`Sched::set_lead`]). 0: none.
+    /// The same for a 64 KiB request (ns; [`Sched::set_floor_by_size`]).
+    /// 0: the 4 KiB floor for every size.
     #[serde(default)]
-    pub lead_ns: u64,
+    pub floor_64k_ns: u64,
+    /// How much earlier than that a reply that waits for the timer leaves,
+    /// by its wait: the wake-ups such a reply pays and one sent at once
+    /// does not ([`Sched::set_lead`]). Zero: none.
+    #[serde(default)]
+    pub lead: crate::sched::Lead,
     /// The write journal to record, if the medium records one
     /// ([`crate::journal`]; `media create --record`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1355,13 +1359,19 @@ fn open_image(cfg: &DaemonConfig) -> Result<File, EmuError> {
 /// Gives the scheduler the floor and the lead the medium was made with,
 /// and says so in the log.
 fn absorb<C: crate::sched::Completion>(sched: &Sched<C>, cfg: &DaemonConfig) {
-    sched.set_floor(Duration::from_nanos(cfg.floor_ns));
-    sched.set_lead(Duration::from_nanos(cfg.lead_ns));
+    let large = if cfg.floor_64k_ns > 0 { cfg.floor_64k_ns } else { cfg.floor_ns };
+    sched.set_floor_by_size(Duration::from_nanos(cfg.floor_ns), Duration::from_nanos(large));
+    sched.set_lead(cfg.lead);
     if cfg.floor_ns > 0 {
+        let us = |ns: u64| ns as f64 / 1e3;
         eprintln!(
-            "storbench: info: absorbing the emulator's floor of {:.1} µs and a timed reply's {:.1} µs of wake-ups: replies leave at arrival + model time − floor (− wake-ups when they wait for the timer), never before arrival",
-            cfg.floor_ns as f64 / 1e3,
-            cfg.lead_ns as f64 / 1e3
+            "storbench: info: absorbing the emulator's floor of {:.1} µs ({:.1} µs at 64 KiB) and a timed reply's wake-ups ({:.1} µs after a {:.0} µs wait, {:.1} µs after {:.0} µs): replies leave at arrival + model time − floor (− wake-ups when they wait for the timer), never before arrival",
+            us(cfg.floor_ns),
+            us(large),
+            us(cfg.lead.near.1),
+            us(cfg.lead.near.0),
+            us(cfg.lead.far.1),
+            us(cfg.lead.far.0),
         );
     }
 }

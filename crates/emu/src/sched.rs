@@ -212,9 +212,45 @@ pub struct Sched<C> {
     /// The daemon's own round trip (ns), absorbed: a reply leaves this
     /// much before the model's completion, never before its arrival.
     floor_ns: AtomicU64,
-    lead_ns: AtomicU64,
+    /// The same for a 64 KiB request ([`Sched::set_floor_by_size`]).
+    floor_64k_ns: AtomicU64,
+    /// [`Lead`]: the near wait and its lead, the far wait and its lead (ns).
+    lead: [AtomicU64; 4],
     /// The time scale's bits (an `f64`; 1.0 unless set).
     scale: AtomicU64,
+}
+
+/// How much of a timed reply's lateness the scheduler absorbs, by how far
+/// its target is from its arrival (a vCPU asleep longer wakes slower):
+/// the lead measured at a near and at a far wait, `(wait, lead)` in ns,
+/// linear between them and the nearer one's beyond. Zero: none absorbed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Lead {
+    /// The near wait and its lead.
+    pub near: (u64, u64),
+    /// The far wait and its lead (the near one again when only one was measured).
+    pub far: (u64, u64),
+}
+
+impl Lead {
+    /// One lead whatever the wait.
+    pub fn flat(lead: Duration) -> Lead {
+        let l = lead.as_nanos() as u64;
+        Lead { near: (0, l), far: (0, l) }
+    }
+
+    /// The lead for a reply whose target is `away` ns after its arrival.
+    pub fn at(&self, away: u64) -> u64 {
+        let ((w0, l0), (w1, l1)) = (self.near, self.far);
+        if away <= w0 || w1 <= w0 {
+            l0
+        } else if away >= w1 {
+            l1
+        } else {
+            let f = (away - w0) as f64 / (w1 - w0) as f64;
+            (l0 as f64 + f * (l1 as f64 - l0 as f64)).round() as u64
+        }
+    }
 }
 
 /// The smallest and largest time scale a scheduler takes: beyond them a
@@ -274,7 +310,8 @@ impl<C: Completion> Sched<C> {
             stop: AtomicBool::new(false),
             dead: AtomicBool::new(false),
             floor_ns: AtomicU64::new(0),
-            lead_ns: AtomicU64::new(0),
+            floor_64k_ns: AtomicU64::new(0),
+            lead: [0; 4].map(AtomicU64::new),
             scale: AtomicU64::new(1.0f64.to_bits()),
         }
     }
@@ -328,31 +365,65 @@ impl<C: Completion> Sched<C> {
     /// that is above the floor. The model's own timeline (units, queueing,
     /// the counters' service and queue times) is unchanged.
     pub fn set_floor(&self, floor: Duration) {
-        self.floor_ns.store(floor.as_nanos() as u64, Ordering::Relaxed);
+        self.set_floor_by_size(floor, floor);
     }
 
-    /// The floor being absorbed.
+    /// As [`Sched::set_floor`], with the floor of a 4 KiB request and of a
+    /// 64 KiB one (the daemon copies the data through FUSE: a larger
+    /// request's round trip is longer): linear between them, the 4 KiB
+    /// floor below and the 64 KiB one above (not extrapolated).
+    pub fn set_floor_by_size(&self, at_4k: Duration, at_64k: Duration) {
+        self.floor_ns.store(at_4k.as_nanos() as u64, Ordering::Relaxed);
+        self.floor_64k_ns.store(at_64k.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// The floor being absorbed (of a 4 KiB request).
     pub fn floor(&self) -> Duration {
         Duration::from_nanos(self.floor_ns.load(Ordering::Relaxed))
+    }
+
+    /// The floor of a request of `len` bytes, ns.
+    fn floor_of(&self, len: u64) -> u64 {
+        const SMALL: u64 = 4 << 10;
+        const LARGE: u64 = 64 << 10;
+        let (small, large) =
+            (self.floor_ns.load(Ordering::Relaxed), self.floor_64k_ns.load(Ordering::Relaxed));
+        if len <= SMALL || large <= small {
+            small
+        } else {
+            let f = (len.min(LARGE) - SMALL) as f64 / (LARGE - SMALL) as f64;
+            small + (f * (large - small) as f64).round() as u64
+        }
     }
 
     /// Absorbs a timed reply's wake-ups besides the floor: a reply that
     /// waits for the timer finds the loop device's worker and the
     /// application asleep, and their wake-ups (measured with the floor)
     /// come after it leaves; one sent at once pays none. Such a reply
-    /// leaves `lead` before its target (arrival + model time − floor).
-    /// A target less than `lead` away leaves at once when under half of
-    /// it away (early by less than half), else at the target (late by
-    /// about `lead`): the error is at most half the lead either way.
-    pub fn set_lead(&self, lead: Duration) {
-        self.lead_ns.store(lead.as_nanos() as u64, Ordering::Relaxed);
+    /// leaves [`Lead::at`] its wait before its target (arrival + model
+    /// time − floor). A target less than that lead away leaves at once
+    /// when under half of it away (early by less than half), else at the
+    /// target (late by about the lead): the error is at most half the lead
+    /// either way.
+    pub fn set_lead(&self, lead: Lead) {
+        let [a, b, c, d] = &self.lead;
+        a.store(lead.near.0, Ordering::Relaxed);
+        b.store(lead.near.1, Ordering::Relaxed);
+        c.store(lead.far.0, Ordering::Relaxed);
+        d.store(lead.far.1, Ordering::Relaxed);
+    }
+
+    /// The lead in effect.
+    fn lead(&self) -> Lead {
+        let [a, b, c, d] = self.lead.each_ref().map(|x| x.load(Ordering::Relaxed));
+        Lead { near: (a, b), far: (c, d) }
     }
 
     /// When a reply due at `target` for a request that arrived at
     /// `arrival` leaves, and how much before its target.
     fn leave_at(&self, target: u64, arrival: u64) -> (u64, u64) {
-        let lead = self.lead_ns.load(Ordering::Relaxed);
         let away = target.saturating_sub(arrival);
+        let lead = self.lead().at(away);
         if lead == 0 || away == 0 {
             (target.max(arrival), 0)
         } else if away > lead {
@@ -437,7 +508,7 @@ impl<C: Completion> Sched<C> {
             g.units[u] = free;
             let back = self.model.back(&e.req).as_nanos() as u64;
             let model_ns = free + back;
-            let target = model_ns.saturating_sub(self.floor_ns.load(Ordering::Relaxed));
+            let target = model_ns.saturating_sub(self.floor_of(e.req.len));
             let (at_ns, led_ns) = self.leave_at(target, e.arrival_ns);
             if at_ns != free {
                 // The unit frees at another time than the reply leaves (a
@@ -471,7 +542,7 @@ impl<C: Completion> Sched<C> {
             // As the application sees it: the daemon's time plus the floor
             // the request spent outside it, and the wake-ups a reply sent
             // early for them pays after it.
-            let lat = now - arrival.min(now) + self.floor_ns.load(Ordering::Relaxed) + j.led_ns;
+            let lat = now - arrival.min(now) + self.floor_of(r.len) + j.led_ns;
             // Queue: waiting for a unit once at the device; service: the
             // rest of the model's time (a network's trips and the device's).
             let queue = j.start_ns.saturating_sub(j.entry.ready_ns);
@@ -719,7 +790,7 @@ mod tests {
         let timed = |read: &str| {
             let s = sched(&[read, "units=1"]);
             s.set_floor(Duration::from_millis(10));
-            s.set_lead(Duration::from_millis(30));
+            s.set_lead(Lead::flat(Duration::from_millis(30)));
             s
         };
         let read = Req { op: Op::Read, offset: 0, len: 4096 };
@@ -749,6 +820,39 @@ mod tests {
         let d = rx.recv().unwrap().0 - t0;
         assert!((25_000_000..75_000_000).contains(&d), "answered after {d} ns");
         far.stop();
+    }
+
+    #[test]
+    fn a_larger_request_s_floor_is_the_64k_probe_s_and_linear_between() {
+        let s = sched(&[]);
+        s.set_floor_by_size(Duration::from_micros(20), Duration::from_micros(50));
+        assert_eq!([s.floor_of(512), s.floor_of(4096)], [20_000, 20_000]);
+        assert_eq!(s.floor_of(34 << 10), 35_000, "halfway from 4 KiB to 64 KiB");
+        assert_eq!([s.floor_of(64 << 10), s.floor_of(1 << 20)], [50_000, 50_000], "not extrapolated");
+        s.set_floor(Duration::from_micros(20));
+        assert_eq!(s.floor_of(1 << 20), 20_000, "one floor for every size");
+        s.stop();
+    }
+
+    #[test]
+    fn a_lead_measured_at_two_waits_is_linear_between_them_and_flat_beyond() {
+        let lead = Lead { near: (200_000, 20_000), far: (1_000_000, 60_000) };
+        assert_eq!([lead.at(0), lead.at(200_000)], [20_000, 20_000], "the near lead below the near wait");
+        assert_eq!(lead.at(600_000), 40_000, "halfway: halfway between");
+        assert_eq!([lead.at(1_000_000), lead.at(9_000_000)], [60_000, 60_000], "the far lead beyond");
+        assert_eq!(Lead::flat(Duration::from_micros(30)).at(5_000_000), 30_000);
+        assert_eq!(Lead::default().at(1_000), 0, "none");
+        // Farther waits lead by more: a 1 s wait with a far lead of 300 ms
+        // leaves 300 ms before its target, a 150 ms one by the near 30 ms.
+        let s = sched(&["read=1s", "units=1"]);
+        s.set_lead(Lead { near: (100_000_000, 30_000_000), far: (900_000_000, 300_000_000) });
+        let read = Req { op: Op::Read, offset: 0, len: 4096 };
+        let (tx, rx) = mpsc::channel();
+        let t0 = s.now_ns();
+        s.submit(read, t0, Tx(tx, s.clone()));
+        let d = rx.recv().unwrap().0 - t0;
+        assert!((650_000_000..750_000_000).contains(&d), "answered after {d} ns");
+        s.stop();
     }
 
     #[test]

@@ -146,7 +146,8 @@ pub(crate) fn start_daemon(
         pid_file: d.join(format!("{name}.pid")),
         trace: trace.clone(),
         floor_ns: floor.as_ref().map(|f| f.absorbed().as_nanos() as u64).unwrap_or(0),
-        lead_ns: floor.as_ref().map(|f| f.lead().as_nanos() as u64).unwrap_or(0),
+        floor_64k_ns: floor.as_ref().map(|f| f.absorbed_64k().as_nanos() as u64).unwrap_or(0),
+        lead: floor.as_ref().map(floor::Floor::lead).unwrap_or_default(),
         journal: journal.map(Path::to_path_buf),
     };
     let config = d.join(format!("{name}.json"));
@@ -751,6 +752,8 @@ pub(crate) fn measure(name: &str, dir: &Path) -> Result<Option<floor::Floor>, Me
                 timed_extra_us: 0.0,
                 write_mb_s: 0.0,
                 timed_lead_us: 0.0,
+                timed_lead_far_us: None,
+                qd1_p50_64k_us: None,
             }));
         }
         _ => {}
@@ -765,16 +768,30 @@ pub(crate) fn measure(name: &str, dir: &Path) -> Result<Option<floor::Floor>, Me
     undo.remove_file(&image);
     let res = (|| {
         let zero = Spec { base: "constant".into(), ..Spec::default() };
-        let (zero_qd1, iops) = with_probe(&probe, &image, &zero, floor::time_reads)?;
-        let mut timed = Spec { base: "constant".into(), ..Spec::default() };
-        timed.set.insert("read".into(), format!("{}us", floor::TIMED_PROBE_US));
-        let timed_qd1 = with_probe(&probe, &image, &timed, |dev| floor::time_qd1(dev, 800))?;
-        let wmbs = with_probe(&probe, &image, &zero, floor::write_mb_s)?;
-        Ok::<_, MediaError>((zero_qd1, iops, timed_qd1, wmbs))
+        // One zero-time daemon for its three figures: 4 KiB reads, 64 KiB
+        // reads, then (last, so the reads meet no dirty data) 256 KiB writes.
+        let (zero_qd1, iops, zero_64k, wmbs) = with_probe(&probe, &image, &zero, |dev| {
+            let (qd1, iops) = floor::time_reads(dev)?;
+            let qd1_64k = floor::time_qd1_of(dev, 1300, 64 << 10, 300)?;
+            Ok((qd1, iops, qd1_64k, floor::write_mb_s(dev)?))
+        })?;
+        let timed = |us: f64| {
+            let mut s = Spec { base: "constant".into(), ..Spec::default() };
+            s.set.insert("read".into(), format!("{us}us"));
+            s
+        };
+        let near =
+            with_probe(&probe, &image, &timed(floor::TIMED_PROBE_US), |dev| floor::time_qd1(dev, 800))?;
+        // 300 counted after 100 of warm-up: 0.4 s.
+        let far = with_probe(&probe, &image, &timed(floor::TIMED_FAR_US), |dev| {
+            floor::time_qd1_of(dev, 400, 4096, 100)
+        })?;
+        Ok::<_, MediaError>((zero_qd1, zero_64k, iops, near, far, wmbs))
     })();
     undo.run();
-    let (zero, iops, timed, write_mb_s) = res?;
+    let (zero, zero_64k, iops, timed, far, write_mb_s) = res?;
     let beyond = |timed: f64, zero: f64| (timed - floor::TIMED_PROBE_US - zero).max(0.0);
+    let far_lead = (far.p25 - floor::TIMED_FAR_US - zero.p25).max(0.0);
     Ok(Some(floor::Floor {
         qd1_p50_us: zero.p50,
         qd1_mean_us: zero.mean,
@@ -783,6 +800,8 @@ pub(crate) fn measure(name: &str, dir: &Path) -> Result<Option<floor::Floor>, Me
         timed_extra_us: beyond(timed.p50, zero.p50),
         write_mb_s,
         timed_lead_us: beyond(timed.p25, zero.p25),
+        timed_lead_far_us: Some(far_lead),
+        qd1_p50_64k_us: Some(zero_64k.p50.max(zero.p50)),
     }))
 }
 

@@ -2,9 +2,12 @@
 //! throwaway daemon with a model that takes no time (`constant`, every time
 //! 0) serves a small image under its own loop device, and direct 4 KiB
 //! reads on that device time what the loop device, FUSE and the daemon add
-//! to a request (the QD1 median) and the most they serve (IOPS at QD16);
-//! a second probe whose model takes 200 µs times how much later a reply
-//! sent at a deadline arrives (the timer thread's wake-up and hand-over).
+//! to a request (the QD1 median; 64 KiB reads the same for a larger
+//! request, which the daemon's copy makes longer) and the most they serve
+//! (IOPS at QD16);
+//! two more probes whose model takes 200 µs and 1 ms time how much later a
+//! reply sent at a deadline arrives (the timer thread's wake-up and
+//! hand-over, and the wake-ups of whoever slept meanwhile).
 //! The medium's daemon then absorbs that round trip (it replies at the
 //! arrival plus the model time less the floor, never before the arrival:
 //! `storbench_emu::sched`), and the figures are kept with the medium, so
@@ -55,17 +58,39 @@ pub struct Floor {
     /// absorbed (media made before it was, or the floor set by hand).
     #[serde(default)]
     pub timed_lead_us: f64,
+    /// The same at a far wait: a probe whose model takes
+    /// [`TIMED_FAR_US`] (a vCPU asleep longer wakes slower on a virtual
+    /// machine: 20-30 µs late after 100 µs, 40-70 after 400 µs, here).
+    /// The lead between the two waits is linear; `None`: not measured
+    /// (media made before it was), the one lead at every wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timed_lead_far_us: Option<f64>,
+    /// Median added to a 64 KiB direct read at QD1, µs: the daemon copies
+    /// a request's data through FUSE, so a larger one's round trip is
+    /// longer, and absorbing the 4 KiB floor alone leaves a 64 KiB request
+    /// slow. Linear between the two, by size. `None`: not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qd1_p50_64k_us: Option<f64>,
 }
 
 impl Floor {
-    /// The round trip the daemon absorbs.
+    /// The round trip the daemon absorbs (of a 4 KiB request).
     pub fn absorbed(&self) -> Duration {
         Duration::from_nanos((self.qd1_p50_us * 1e3) as u64)
     }
 
-    /// The part of a timed reply's lateness the daemon absorbs besides.
-    pub fn lead(&self) -> Duration {
-        Duration::from_nanos((self.timed_lead_us * 1e3) as u64)
+    /// The round trip the daemon absorbs of a 64 KiB request.
+    pub fn absorbed_64k(&self) -> Duration {
+        Duration::from_nanos((self.qd1_p50_64k_us.unwrap_or(self.qd1_p50_us) * 1e3) as u64)
+    }
+
+    /// The part of a timed reply's lateness the daemon absorbs besides,
+    /// by the reply's wait: the two probes' leads at their model times.
+    pub fn lead(&self) -> storbench_emu::sched::Lead {
+        let ns = |us: f64| (us * 1e3) as u64;
+        let near = (ns(TIMED_PROBE_US), ns(self.timed_lead_us));
+        let far = self.timed_lead_far_us.map_or(near, |far| (ns(TIMED_FAR_US), ns(far)));
+        storbench_emu::sched::Lead { near, far }
     }
 }
 
@@ -74,19 +99,25 @@ pub(crate) const PROBE_SIZE: u64 = 64 << 20;
 /// The model time of the timed probe, µs: long enough that the reply
 /// always waits for the timer thread.
 pub const TIMED_PROBE_US: f64 = 200.0;
+/// The model time of the far timed probe, µs: past the few hundred µs a
+/// virtual machine's host polls a halted vCPU for before it sleeps.
+pub const TIMED_FAR_US: f64 = 1000.0;
 const BS: usize = 4096;
 
-/// An aligned buffer for direct I/O.
-struct Aligned(Vec<u8>, usize);
+/// An aligned buffer for direct I/O of `.2` bytes.
+struct Aligned(Vec<u8>, usize, usize);
 
 impl Aligned {
     fn new() -> Aligned {
-        let v = vec![0u8; BS * 2];
+        Aligned::of(BS)
+    }
+    fn of(len: usize) -> Aligned {
+        let v = vec![0u8; len + BS];
         let off = v.as_ptr().align_offset(BS);
-        Aligned(v, off)
+        Aligned(v, off, len)
     }
     fn buf(&mut self) -> &mut [u8] {
-        &mut self.0[self.1..self.1 + BS]
+        &mut self.0[self.1..self.1 + self.2]
     }
 }
 
@@ -115,21 +146,26 @@ pub(crate) struct Qd1 {
 /// `n` direct 4 KiB random reads at QD1 (the first 300 not counted:
 /// warm-up).
 pub(crate) fn time_qd1(dev: &str, n: usize) -> Result<Qd1, MediaError> {
+    time_qd1_of(dev, n, BS, 300)
+}
+
+/// As [`time_qd1`], reads of `bs` bytes, the first `warm` not counted.
+pub(crate) fn time_qd1_of(dev: &str, n: usize, bs: usize, warm: usize) -> Result<Qd1, MediaError> {
     let f = open_direct(dev)?;
-    let mut b = Aligned::new();
-    let blocks = PROBE_SIZE / BS as u64;
+    let mut b = Aligned::of(bs);
+    let blocks = PROBE_SIZE / bs as u64;
     let mut x = 0x9e3779b97f4a7c15u64;
     let mut next = move || {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        (x % blocks) * BS as u64
+        (x % blocks) * bs as u64
     };
     let mut lat = Vec::with_capacity(n);
     for i in 0..n {
         let t = Instant::now();
         f.read_at(b.buf(), next()).map_err(|e| MediaError::Failed(format!("reading {dev}: {e}")))?;
-        if i >= 300 {
+        if i >= warm {
             lat.push(t.elapsed().as_nanos() as f64 / 1e3);
         }
     }

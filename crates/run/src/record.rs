@@ -547,8 +547,10 @@ fn what_if(name: &str) -> Vec<storbench_metrics::Figure> {
 /// absorbed by its daemon) and whether the step fell outside the
 /// emulator's envelope: some op's mean model time under a few floors, or
 /// the IOPS above most of its ceiling (`storbench_ops::calibrate::Envelope`).
-/// `emu.NAME.floor` (µs), `emu.NAME.lead` (µs: a timed reply's wake-ups,
-/// absorbed besides) and `emu.NAME.outside_envelope` (1 or 0).
+/// `emu.NAME.floor` and `emu.NAME.floor_64k` (µs: a 4 KiB and a 64 KiB
+/// read's round trip), `emu.NAME.lead` and `emu.NAME.lead_far` (µs: a
+/// timed reply's wake-ups absorbed besides, after a 200 µs and a 1 ms
+/// wait) and `emu.NAME.outside_envelope` (1 or 0).
 fn envelope(name: &str, figures: &[storbench_metrics::Figure]) -> Vec<storbench_metrics::Figure> {
     use storbench_metrics::{Figure, Unit};
     let Ok(Some(m)) = storbench_media::get(name) else { return Vec::new() };
@@ -568,7 +570,9 @@ fn envelope(name: &str, figures: &[storbench_metrics::Figure]) -> Vec<storbench_
     let model = storbench_emu::fit::Figures { lat_mean_us: svc, iops: Some(iops), ..Default::default() };
     vec![
         Figure::new(format!("emu.{name}.floor"), f.qd1_p50_us, Unit::Us),
+        Figure::new(format!("emu.{name}.floor_64k"), f.qd1_p50_64k_us.unwrap_or(f.qd1_p50_us), Unit::Us),
         Figure::new(format!("emu.{name}.lead"), f.timed_lead_us, Unit::Us),
+        Figure::new(format!("emu.{name}.lead_far"), f.timed_lead_far_us.unwrap_or(f.timed_lead_us), Unit::Us),
         Figure::new(
             format!("emu.{name}.outside_envelope"),
             env.outside(&model, None).is_some() as u8 as f64,

@@ -244,7 +244,7 @@ fn validate_tells_a_model_from_a_different_one() {
             "--rounds",
             "1",
             "--cell-time",
-            "1s",
+            "500ms",
         ]);
         // The run record is printed after the validation's table.
         let v: Value = serde_json::Deserializer::from_str(&out).into_iter::<Value>().next().unwrap().unwrap();

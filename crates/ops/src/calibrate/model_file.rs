@@ -63,8 +63,14 @@ fn validation_table(v: &Validation) -> toml::Table {
     );
     if let Some(f) = v.floor {
         t.insert("floor_us".into(), round(f.qd1_p50_us, 1).into());
+        if let Some(l) = f.qd1_p50_64k_us {
+            t.insert("floor_64k_us".into(), round(l, 1).into());
+        }
         t.insert("timed_extra_us".into(), round(f.timed_extra_us, 1).into());
         t.insert("timed_lead_us".into(), round(f.timed_lead_us, 1).into());
+        if let Some(far) = f.timed_lead_far_us {
+            t.insert("timed_lead_far_us".into(), round(far, 1).into());
+        }
         t.insert("ceiling_iops".into(), f.qd16_iops.round().into());
         t.insert("ceiling_write_mb_s".into(), f.write_mb_s.round().into());
     }

@@ -462,10 +462,14 @@ fn print_comparison(cmp: &Comparison, floor: Option<&Floor>) {
     }
     match floor {
         Some(f) => println!(
-            "envelope: the daemon's round trip {:.1} µs at QD1 (absorbed), a reply at a deadline {:.1} µs late after it ({:.1} µs of that absorbed), ceiling {:.0} IOPS at QD16 and {:.0} MB/s of 256 KiB writes ({}); a cell is outside when the model's time is under {}× the larger of the two or its IOPS or write MB/s above {:.0} % of a ceiling",
+            "envelope: the daemon's round trip {:.1} µs at QD1 (absorbed), a reply at a deadline {:.1} µs late after it ({:.1} µs of that absorbed after a {:.0} µs wait{}), ceiling {:.0} IOPS at QD16 and {:.0} MB/s of 256 KiB writes ({}); a cell is outside when the model's time is under {}× the larger of the two or its IOPS or write MB/s above {:.0} % of a ceiling",
             f.qd1_p50_us,
             f.timed_extra_us,
             f.timed_lead_us,
+            storbench_media::floor::TIMED_PROBE_US,
+            f.timed_lead_far_us
+                .map(|far| format!(", {far:.1} µs after {:.0} µs", storbench_media::floor::TIMED_FAR_US))
+                .unwrap_or_default(),
             f.qd16_iops,
             f.write_mb_s,
             f.how,
