@@ -1359,8 +1359,10 @@ fn open_image(cfg: &DaemonConfig) -> Result<File, EmuError> {
 /// Gives the scheduler the floor and the lead the medium was made with,
 /// and says so in the log.
 fn absorb<C: crate::sched::Completion>(sched: &Sched<C>, cfg: &DaemonConfig) {
-    let large = if cfg.floor_64k_ns > 0 { cfg.floor_64k_ns } else { cfg.floor_ns };
-    sched.set_floor_by_size(Duration::from_nanos(cfg.floor_ns), Duration::from_nanos(large));
+    // A 64 KiB floor of 0 (not measured) is the 4 KiB one: `floor_of` reads
+    // any 64 KiB floor under the 4 KiB one so.
+    sched.set_floor_by_size(Duration::from_nanos(cfg.floor_ns), Duration::from_nanos(cfg.floor_64k_ns));
+    let large = cfg.floor_64k_ns.max(cfg.floor_ns);
     sched.set_lead(cfg.lead);
     if cfg.floor_ns > 0 {
         let us = |ns: u64| ns as f64 / 1e3;
