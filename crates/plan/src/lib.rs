@@ -399,6 +399,11 @@ pub struct Cell {
     /// The workloads of a `together` cell that run again and again (`every`,
     /// `times`), by name; empty elsewhere (alone, a workload runs once).
     pub cycles: BTreeMap<String, Cycles>,
+    /// A fingerprint of what the cell runs: its commands and the plan's
+    /// definitions of its database and of the targets it or its database
+    /// names, as written (layout and comments aside). Its runs record it, so
+    /// a resumed plan keeps a completed cell only while this is unchanged.
+    pub digest: String,
 }
 
 /// A workload repeated inside a `together` cell: cycle k (from 1) begins
@@ -619,8 +624,49 @@ pub fn parse(file: &str, text: &str, quick: bool) -> Result<(PlanDef, Vec<Cell>)
     }
     check_targets_and_dbs(&src, &def)?;
     check_axes_and_workloads(&src, &def)?;
-    let cells = expand(&def);
+    let mut cells = expand(&def);
+    // The text parsed as a plan above, so it parses as a table.
+    let raw: toml::Table = toml::from_str(text).unwrap_or_default();
+    for c in &mut cells {
+        c.digest = cell_digest(&raw, c);
+    }
     Ok((def, cells))
+}
+
+/// [`Cell::digest`]: FNV-1a over the cell's commands, its database's
+/// definition with the cell's axis values put in (`data = "{target}"`), and
+/// the definitions of the targets the commands or that definition name. A
+/// change detector, not a seal: a target added to the plan, or a comment,
+/// leaves the other cells' digests as they were.
+fn cell_digest(raw: &toml::Table, cell: &Cell) -> String {
+    let section = |kind: &str| raw.get(kind).and_then(toml::Value::as_table);
+    let written = cell.db.as_ref().and_then(|d| section("db")?.get(d)).map(toml::Value::to_string);
+    let db = written.clone().map(|s| cell.axes.iter().fold(s, |s, (k, v)| s.replace(&format!("{{{k}}}"), v)));
+    // A target the database names: by an axis placeholder (`{target}` in
+    // `data` or in a URL) or by name (`wal = "ssd"`).
+    let named = |name: &str| {
+        let by_axis = cell
+            .axes
+            .iter()
+            .any(|(k, v)| v == name && written.as_ref().is_some_and(|w| w.contains(&format!("{{{k}}}"))));
+        by_axis || db.as_ref().is_some_and(|d| d.contains(&format!("\"{name}\"")))
+    };
+    let mut text = String::new();
+    for (name, def) in section("target").into_iter().flatten() {
+        if cell.targets.contains(name) || named(name) {
+            text.push_str(&format!("target {name} = {def}\n"));
+        }
+    }
+    if let Some(d) = db {
+        text.push_str(&format!("db = {d}\n"));
+    }
+    for (w, before, command) in cell.parts() {
+        text.push_str(&format!("{w}: {before:?} {command:?}\n"));
+    }
+    let h = text
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    format!("{h:016x}")
 }
 
 /// Puts a plan's quick form (its [quick] table) over the plan.
@@ -1260,6 +1306,7 @@ fn expand(def: &PlanDef) -> Vec<Cell> {
                             .collect(),
                         together: group.map(str::to_string),
                         cycles,
+                        digest: String::new(),
                     });
                 };
                 if group.is_some() && def.alone {
@@ -1317,6 +1364,35 @@ repeats = 1
 axes = { target = ["a"] }
 set = { duration = "1s" }
 "#;
+
+    /// A resumed plan keeps a completed cell only while its digest holds:
+    /// it must follow what the cell runs on and runs, and nothing else.
+    #[test]
+    fn a_cells_digest_follows_its_own_targets_database_and_commands_only() {
+        let digests = |text: &str| -> BTreeMap<String, String> {
+            parse("p.toml", text, false).unwrap().1.into_iter().map(|c| (c.id, c.digest)).collect()
+        };
+        let base = digests(PLAN);
+        assert_eq!(base.len(), 8);
+        assert!(base.values().all(|d| d.len() == 16), "{base:?}");
+        // What changed, by cell: `which` says which cells should.
+        let changed = |text: String, which: &dyn Fn(&str) -> bool| {
+            let new = digests(&text);
+            for (id, d) in &base {
+                assert_eq!(new[id] != *d, which(id), "{id}: {d} → {}", new[id]);
+            }
+        };
+        // Target b's medium: b's cells, the TPC-B ones through the
+        // database's `{target}` as well as the io ones naming it.
+        changed(PLAN.replace("emulate = \"hdd\"", "emulate = \"nvme\""), &|id| id.contains("target=b"));
+        // The database's definition: every cell that uses it.
+        changed(PLAN.replace("/b.db", "/c.db"), &|id| id.contains("tpcb"));
+        // A workload's commands: its cells.
+        changed(PLAN.replace("clients = \"1,4\"", "clients = \"1,2\""), &|id| id.contains("tpcb"));
+        // A comment, or a target no cell uses: none.
+        changed(PLAN.replace("[target.a]", "# the host's disk\n[target.a]"), &|_| false);
+        changed(PLAN.replace("[db.lite]", "[target.c]\npath = \"/tmp/c\"\n[db.lite]"), &|_| false);
+    }
 
     #[test]
     fn a_cache_study_without_a_memory_limit_is_warned_about() {

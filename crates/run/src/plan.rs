@@ -50,7 +50,7 @@ impl exec::CellRunner for Cells<'_, '_> {
     type Error = anyhow::Error;
 
     fn completed(&mut self, cell: &Cell) -> Result<bool> {
-        Ok(self.store.completed_cell(&self.env.plan().def.name, &cell.id)?.is_some())
+        Ok(matches!(done(self.store, &self.env.plan().def.name, cell)?, Done::Yes))
     }
 
     fn run(&mut self, cell: &Cell) -> std::result::Result<i32, String> {
@@ -110,15 +110,54 @@ impl exec::CellRunner for Cells<'_, '_> {
     }
 }
 
-/// The ids of the plan's cells the store holds a complete run of.
+/// Whether the store holds a complete run of a cell, made as the cell is
+/// now defined.
+enum Done {
+    /// No complete run.
+    No,
+    /// One made with the cell's present digest, or recorded before runs
+    /// carried digests: kept.
+    Yes,
+    /// One made with another digest (the run's id): the cell's target,
+    /// database or commands changed since, so it runs again.
+    Changed(i64),
+}
+
+fn done(store: &Store, plan: &str, cell: &Cell) -> Result<Done> {
+    let Some(run) = store.completed_cell(plan, &cell.id)? else { return Ok(Done::No) };
+    Ok(match run.config.get("cell_digest").and_then(|d| d.as_str()) {
+        Some(d) if d != cell.digest => Done::Changed(run.id),
+        _ => Done::Yes,
+    })
+}
+
+/// The ids of the plan's cells the store holds a complete run of, made as
+/// the cell is now defined.
 pub fn complete_cells(plan: &Plan, store: &Store) -> Result<std::collections::BTreeSet<String>> {
-    let mut done = std::collections::BTreeSet::new();
+    let mut complete = std::collections::BTreeSet::new();
     for c in &plan.cells {
-        if store.completed_cell(&plan.def.name, &c.id)?.is_some() {
-            done.insert(c.id.clone());
+        if matches!(done(store, &plan.def.name, c)?, Done::Yes) {
+            complete.insert(c.id.clone());
         }
     }
-    Ok(done)
+    Ok(complete)
+}
+
+/// The plan's cells whose complete run was made with another definition
+/// (their target, database or commands changed since), each as a line
+/// that says so: a resumed plan runs them again.
+pub fn changed_cells(plan: &Plan, store: &Store) -> Result<Vec<String>> {
+    let mut lines = Vec::new();
+    for c in &plan.cells {
+        if let Done::Changed(run) = done(store, &plan.def.name, c)? {
+            lines.push(format!(
+                "cell {}: run {run} completed it as the plan defined it then; its target, database or commands \
+                 changed since, so it runs again",
+                c.id
+            ));
+        }
+    }
+    Ok(lines)
 }
 
 /// `--dry-run`: the expanded matrix and its estimated duration, as text.

@@ -69,6 +69,9 @@ pub struct RecordOptions {
     pub plan: Option<String>,
     /// The plan cell.
     pub cell: Option<String>,
+    /// The plan cell's digest (what it runs), recorded in the config so a
+    /// resumed plan can tell a cell whose definition changed.
+    pub cell_digest: Option<String>,
     /// This process's shard and start instant.
     pub sharding: Sharding,
     /// The build that records.
@@ -204,6 +207,9 @@ impl Recorder {
         });
         if let Some(axes) = g.axes.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()) {
             config["axes"] = axes;
+        }
+        if let Some(d) = &g.cell_digest {
+            config["cell_digest"] = Value::from(d.as_str());
         }
         let run = store.begin_run(&NewRun {
             kind: kind.to_string(),

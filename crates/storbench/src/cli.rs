@@ -110,6 +110,9 @@ pub struct RecordFlags {
     /// The cell's axis values as JSON (set by `storbench run`).
     #[arg(id = "axes_tag", long = "cell-axes", env = "STORBENCH_AXES", hide = true)]
     pub axes: Option<String>,
+    /// The cell's digest (set by `storbench run`).
+    #[arg(id = "digest_tag", long = "cell-digest", env = "STORBENCH_CELL_DIGEST", hide = true)]
+    pub cell_digest: Option<String>,
 }
 
 #[cfg(test)]

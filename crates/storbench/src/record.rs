@@ -36,6 +36,7 @@ impl From<&Global> for RecordOptions {
             axes: g.record.axes.clone(),
             plan: g.record.plan.clone(),
             cell: g.record.cell.clone(),
+            cell_digest: g.record.cell_digest.clone(),
             sharding: g.sharding(),
             build: BUILD,
             voice: VOICE,

@@ -84,6 +84,25 @@ fn a_plan_runs_its_cells_and_a_rerun_skips_them() {
     // --fresh redoes them.
     assert!(sb(d.path()).args(["run", "p.toml", "--no-report", "--fresh"]).status().unwrap().success());
     assert_eq!(runs(d.path()).iter().filter(|r| r["kind"] == "tpcb").count(), 4);
+
+    // A cell whose definition changed since its complete run (here its
+    // target's directory) is not complete: a dry run and a run say so, and
+    // the run redoes it; a comment changes nothing.
+    std::fs::write(d.path().join("p.toml"), PLAN.replace("\"./data\"", "\"./data2\" # moved")).unwrap();
+    let dry = sb(d.path()).args(["run", "p.toml", "--dry-run"]).output().unwrap();
+    let err = String::from_utf8_lossy(&dry.stderr);
+    assert_eq!(err.matches("changed since, so it runs again").count(), 2, "{err}");
+    assert!(!String::from_utf8_lossy(&dry.stdout).contains("complete"), "{err}");
+    assert!(sb(d.path()).args(["run", "p.toml", "--no-report"]).status().unwrap().success());
+    assert_eq!(runs(d.path()).iter().filter(|r| r["kind"] == "tpcb").count(), 6);
+    assert!(d.path().join("data2/b.db").exists());
+    std::fs::write(d.path().join("p.toml"), PLAN.replace("\"./data\"", "\"./data2\" # a comment")).unwrap();
+    let dry = sb(d.path()).args(["run", "p.toml", "--dry-run"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&dry.stdout).contains("all complete"),
+        "{}",
+        String::from_utf8_lossy(&dry.stderr)
+    );
 }
 
 #[test]

@@ -89,6 +89,7 @@ impl Setup<'_> {
                 .arg(&label)
                 .env("STORBENCH_PLAN", &self.plan.def.name)
                 .env("STORBENCH_CELL", &cell.id)
+                .env("STORBENCH_CELL_DIGEST", &cell.digest)
                 .env("STORBENCH_AXES", json(&axes)?)
                 .stdout(Stdio::null());
             for (k, v) in [
@@ -258,6 +259,7 @@ impl Setup<'_> {
                 c.args(b)
                     .env("STORBENCH_PLAN", &self.plan.def.name)
                     .env("STORBENCH_CELL", format!("{}:{}", cell.id, b[..2.min(b.len())].join("-")))
+                    .env("STORBENCH_CELL_DIGEST", &cell.digest)
                     .env("STORBENCH_AXES", json(&cell.axes)?)
                     .stdout(Stdio::null());
                 let st =

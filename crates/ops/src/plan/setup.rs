@@ -80,6 +80,7 @@ impl<'a> Setup<'a> {
         for k in [
             "STORBENCH_PLAN",
             "STORBENCH_CELL",
+            "STORBENCH_CELL_DIGEST",
             "STORBENCH_AXES",
             "STORBENCH_SHARD",
             "STORBENCH_START_AT",
