@@ -433,7 +433,8 @@ impl Report {
                 return Err(ReportError::Empty);
             }
             if let Some(p) = all.iter().find_map(|r| r.plan.clone()) {
-                runs = store.runs(&RunFilter { plan: Some(p.clone()), ..Default::default() })?;
+                runs =
+                    newest_per_cell(store.runs(&RunFilter { plan: Some(p.clone()), ..Default::default() })?);
                 selection.push(p);
             } else {
                 selection.push(all[0].id.to_string());
@@ -538,7 +539,8 @@ pub(crate) fn emulation_note<'a>(runs: impl Iterator<Item = &'a RunData>) -> Opt
 /// finds such a run. Digits alone are a run id first (a script asking for
 /// run 12 gets run 12), and a plan named so when no run has that id.
 pub(crate) fn select(store: &Store, s: &str) -> Result<Vec<RunRow>, ReportError> {
-    let plan = || store.runs(&RunFilter { plan: Some(s.to_string()), ..Default::default() });
+    let plan =
+        || store.runs(&RunFilter { plan: Some(s.to_string()), ..Default::default() }).map(newest_per_cell);
     let id = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     if !id {
         let runs = plan()?;
@@ -558,6 +560,31 @@ pub(crate) fn select(store: &Store, s: &str) -> Result<Vec<RunRow>, ReportError>
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// A plan's runs as a report reads them: where one cell has several runs
+/// of the same part (a cell redone with `--fresh`, or run again after its
+/// definition changed), the newest complete one, or the newest of all when
+/// none completed; never the old and the new as if they were repeats
+/// (repeats are cells of their own, `#r2`). The parts of a cell (a
+/// `together` group's workloads, their cycles: the run's axes) and the
+/// shards of a sharded run (`config.shard`) are told apart; runs outside a
+/// cell are all kept.
+pub(crate) fn newest_per_cell(mut runs: Vec<RunRow>) -> Vec<RunRow> {
+    let key = |r: &RunRow| {
+        r.cell.clone().map(|c| {
+            (c, r.config.get("axes").map(Value::to_string), r.config.get("shard").map(Value::to_string))
+        })
+    };
+    let complete: std::collections::BTreeSet<_> =
+        runs.iter().filter(|r| r.status == Status::Complete).filter_map(key).collect();
+    runs.sort_by_key(|r| std::cmp::Reverse(r.id));
+    let mut seen = std::collections::BTreeSet::new();
+    runs.retain(|r| match key(r) {
+        None => true,
+        Some(k) => (r.status == Status::Complete || !complete.contains(&k)) && seen.insert(k),
+    });
+    runs
 }
 
 /// Flattens a JSON value into `a.b.c = value` pairs (for environment tables).
@@ -628,6 +655,64 @@ mod tests {
         assert_eq!(select(&store, "1").unwrap().len(), 1, "run 1, not a plan");
         drop(store);
         let _ = std::fs::remove_file(&path);
+    }
+
+    /// Regression (S4's full run, 2026-11-28): a cell redone with
+    /// `--fresh` was reported as two repeats, the old run's figures (a
+    /// smaller memory limit, a server killed at 21 users) in the medians.
+    #[test]
+    fn a_cell_run_again_is_read_as_its_newest_complete_run_not_as_repeats() {
+        let run = |id: i64, cell: Option<&str>, status: Status, config: Value| RunRow {
+            id,
+            uuid: format!("u{id}"),
+            kind: "tpcc".into(),
+            label: "x".into(),
+            started_at: String::new(),
+            finished_at: None,
+            status,
+            config,
+            env: Value::Null,
+            plan: Some("p".into()),
+            cell: cell.map(str::to_string),
+        };
+        let none = Value::Null;
+        let part = |w: &str| serde_json::json!({ "axes": { "workload": w } });
+        let shard = |s: &str| serde_json::json!({ "shard": s });
+        let kept = |runs: Vec<RunRow>| {
+            let mut ids: Vec<i64> = newest_per_cell(runs).iter().map(|r| r.id).collect();
+            ids.sort();
+            ids
+        };
+        let a = Some("t=a/tpcc#r1");
+        // Redone: the newest complete run; a later interrupted try does not
+        // replace it; the second repeat is a cell of its own.
+        assert_eq!(
+            kept(vec![
+                run(1, a, Status::Complete, none.clone()),
+                run(2, a, Status::Complete, none.clone()),
+                run(3, a, Status::Interrupted, none.clone()),
+                run(4, Some("t=a/tpcc#r2"), Status::Complete, none.clone()),
+            ]),
+            [2, 4]
+        );
+        // Never completed: the newest try, so the report can say so.
+        assert_eq!(
+            kept(vec![run(1, a, Status::Failed, none.clone()), run(2, a, Status::Interrupted, none.clone())]),
+            [2]
+        );
+        // A together cell's parts, a sharded run's shards, runs outside a
+        // cell: all kept.
+        assert_eq!(
+            kept(vec![
+                run(1, a, Status::Complete, part("tpcc")),
+                run(2, a, Status::Complete, part("io")),
+                run(3, a, Status::Complete, shard("0/2")),
+                run(4, a, Status::Complete, shard("1/2")),
+                run(5, None, Status::Complete, none.clone()),
+                run(6, None, Status::Complete, none.clone()),
+            ]),
+            [1, 2, 3, 4, 5, 6]
+        );
     }
 
     #[test]

@@ -453,7 +453,7 @@ pub fn summary_table(columns: &[(&str, &str)], summary: &[(String, StepReport, V
 
 /// The flags beside a step's figures: the run's settings warnings and the
 /// step's own (CPU steal, from the system monitor's `flag.steal`; server
-/// counts over a window too short to hold them).
+/// counts over a window too short to hold them, or that went back).
 pub fn flags(warnings: &[String], r: &StepReport) -> Vec<String> {
     let mut f = warnings.to_vec();
     if let Some(steal) = r.get("flag.steal") {
@@ -469,6 +469,9 @@ pub fn flags(warnings: &[String], r: &StepReport) -> Vec<String> {
         f.push(format!(
             "server counts {kept}: a {secs:.1} s window (the server publishes them once a second; steps of {ok} s or more hold them)"
         ));
+    }
+    if r.get(storbench_workloads::figures::SERVER_RESET).is_some() {
+        f.push("server counts left out: they went back within the step (the server restarted, or its statistics were reset)".into());
     }
     f
 }

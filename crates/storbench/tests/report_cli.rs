@@ -521,9 +521,10 @@ fn html_charts_read_at_a_phones_width() {
 fn against_fixture() -> (Fixture, [[f64; 2]; 3]) {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(dir.path().join("results.db")).unwrap();
-    // (target, tps at 1 client, at 10)
-    let runs = [("fast", [150.0, 1600.0]), ("fast", [170.0, 1800.0]), ("slow", [40.0, 140.0])];
-    for (target, tps) in runs {
+    // (target, repeat, tps at 1 client, at 10): repeats are cells of their
+    // own (`#r1`, `#r2`), as a plan names them.
+    let runs = [("fast", 1, [150.0, 1600.0]), ("fast", 2, [170.0, 1800.0]), ("slow", 1, [40.0, 140.0])];
+    for (target, rep, tps) in runs {
         let steps = [1, 10]
             .iter()
             .zip(tps)
@@ -535,7 +536,7 @@ fn against_fixture() -> (Fixture, [[f64; 2]; 3]) {
                 (format!("clients={c}"), json!({ "clients": c }), r)
             })
             .collect();
-        let cell = format!("target={target}/tpcb");
+        let cell = format!("target={target}/tpcb#r{rep}");
         add_run(
             &mut store,
             "tpcb",

@@ -128,17 +128,31 @@ pub const SERVER_WINDOW_MIN: Duration = Duration::from_secs(2);
 /// the window's seconds.
 pub const SHORT_SERVER_WINDOW: &str = "flag.server_window";
 
+/// The figure that flags a server count that went back between the
+/// window's edges (the server restarted, as when the kernel kills a backend
+/// for memory and the postmaster resets, or its statistics were reset):
+/// the step keeps no server rate, and this says why (value 1).
+pub const SERVER_RESET: &str = "flag.server_reset";
+
 /// The figures a workload flag concerns, by name without `flag.`: the
-/// short-window flag concerns only the server's own counts, not the step's
-/// other figures. `None` for a flag that concerns the whole step (or that
-/// the workloads do not raise).
+/// short-window and reset flags concern only the server's own counts, not
+/// the step's other figures. `None` for a flag that concerns the whole
+/// step (or that the workloads do not raise).
 pub fn flag_concerns(name: &str) -> Option<&'static [&'static str]> {
-    (Some(name) == SHORT_SERVER_WINDOW.strip_prefix("flag.")).then_some(&["tps.server", "tpm.server"][..])
+    let ours = |flag: &str| Some(name) == flag.strip_prefix("flag.");
+    (ours(SHORT_SERVER_WINDOW) || ours(SERVER_RESET)).then_some(&["tps.server", "tpm.server"][..])
 }
 
 /// A workload flag as people read it (name without `flag.`, its value), or
 /// `None` when the workloads do not raise it.
 pub fn flag_words(name: &str, value: f64) -> Option<String> {
+    if Some(name) == SERVER_RESET.strip_prefix("flag.") {
+        return Some(
+            "server count left out: it went back within the step (the server restarted, or its statistics \
+             were reset)"
+                .to_string(),
+        );
+    }
     (Some(name) == SHORT_SERVER_WINDOW.strip_prefix("flag.")).then(|| {
         format!(
             "server count over a {value:.0} s window, under {} s: the server publishes its counts up to a \
@@ -154,10 +168,18 @@ pub fn flag_words(name: &str, value: f64) -> Option<String> {
 /// minute by `unit`), judged by the window: when the server publishes its
 /// counts late (`late`), a window under [`SERVER_WINDOW_MIN`] gives no
 /// figure and one under [`SERVER_WINDOW_OK`] a flagged one; both carry
-/// [`SHORT_SERVER_WINDOW`] so the step says why.
+/// [`SHORT_SERVER_WINDOW`] so the step says why. A negative `count` (the
+/// counter went back: a restart or a statistics reset within the window)
+/// gives no figure and [`SERVER_RESET`], never a rate of zero or less.
 pub fn server_rate(out: &mut Vec<Figure>, name: &str, unit: Unit, count: f64, window: Duration, late: bool) {
     let secs = window.as_secs_f64();
     if secs <= 0.0 {
+        return;
+    }
+    if count < 0.0 {
+        if !out.iter().any(|f| f.name == SERVER_RESET) {
+            out.push(Figure::new(SERVER_RESET, 1.0, Unit::Count));
+        }
         return;
     }
     if late && window < SERVER_WINDOW_OK && !out.iter().any(|f| f.name == SHORT_SERVER_WINDOW) {
@@ -275,5 +297,24 @@ mod tests {
         let mut f = Vec::new();
         server_rate(&mut f, "tps.server", Unit::PerS, 3.0, Duration::from_secs(1), false);
         assert_eq!((get(&f, "tps.server"), get(&f, SHORT_SERVER_WINDOW)), (Some(3.0), None));
+    }
+
+    /// Regression (S4's full run, 2026-11-28): the kernel killed a backend
+    /// for memory at 21 users, the postmaster reset, its counters started
+    /// again from zero, and the step read "TPM server 0" (TPC-B's would
+    /// have been negative).
+    #[test]
+    fn a_server_count_that_went_back_leaves_no_rate_and_flags_the_step() {
+        let get = |f: &[Figure], n: &str| f.iter().find(|x| x.name == n).map(|x| x.value);
+        let mut f = Vec::new();
+        server_rate(&mut f, "tpm.server", Unit::PerMin, -41_000.0, Duration::from_secs(60), true);
+        assert_eq!((get(&f, "tpm.server"), get(&f, SERVER_RESET)), (None, Some(1.0)));
+        let name = SERVER_RESET.strip_prefix("flag.").unwrap();
+        assert_eq!(flag_concerns(name), Some(&["tps.server", "tpm.server"][..]));
+        assert!(flag_words(name, 1.0).unwrap().contains("went back"));
+        // A count of zero over a whole window is a figure, not a reset.
+        let mut f = Vec::new();
+        server_rate(&mut f, "tps.server", Unit::PerS, 0.0, Duration::from_secs(30), true);
+        assert_eq!((get(&f, "tps.server"), get(&f, SERVER_RESET)), (Some(0.0), None));
     }
 }

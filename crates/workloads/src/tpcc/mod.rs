@@ -704,15 +704,14 @@ impl Workload for Tpcc {
         if mins <= 0.0 {
             return f;
         }
-        let delta = |k: &str| match (before.get(k), after.get(k)) {
-            (Some(a), Some(b)) => Some((b - a).max(0.0)),
-            _ => None,
-        };
+        let delta = |k: &str| Some(after.get(k)? - before.get(k)?);
+        // A server count that went back (a restart within the step) is
+        // server_rate's to flag; it is never read as a rate of zero.
         if let Some(x) = delta("xact_db") {
             let late = before.contains_key(crate::figures::PUBLISHED_LATE);
             crate::figures::server_rate(&mut f, "tpm.server", Unit::PerMin, x, window, late);
         }
-        if let Some(x) = delta("next_o_id") {
+        if let Some(x) = delta("next_o_id").map(|x| x.max(0.0)) {
             f.push(Figure::new("nopm.districts", x / mins, Unit::PerMin));
         }
         crate::figures::log_flush_figures(&mut f, before, after, window);
