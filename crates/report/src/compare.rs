@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use storbench_results::{RunFilter, Store};
+use storbench_results::Store;
 
 use crate::model::{emulation_note, flatten, select, RunData, Stat};
 use crate::table::Table;
@@ -37,14 +37,12 @@ impl Side {
         let rows = match selector.split_once(':') {
             // No uuid holds a colon: PLAN:LABEL.
             Some((plan, label)) => {
-                let runs: Vec<_> = crate::model::newest_per_cell(
-                    store.runs(&RunFilter { plan: Some(plan.to_string()), ..Default::default() })?,
-                )
-                .into_iter()
-                .filter(|r| {
-                    r.label == label || r.cell.as_deref().and_then(|c| c.split('#').next()) == Some(label)
-                })
-                .collect();
+                let runs: Vec<_> = crate::model::plan_runs(store, plan)?
+                    .into_iter()
+                    .filter(|r| {
+                        r.label == label || r.cell.as_deref().and_then(|c| c.split('#').next()) == Some(label)
+                    })
+                    .collect();
                 if runs.is_empty() {
                     return Err(ReportError::NoSuchSelection(selector.to_string()));
                 }

@@ -433,8 +433,7 @@ impl Report {
                 return Err(ReportError::Empty);
             }
             if let Some(p) = all.iter().find_map(|r| r.plan.clone()) {
-                runs =
-                    newest_per_cell(store.runs(&RunFilter { plan: Some(p.clone()), ..Default::default() })?);
+                runs = plan_runs(store, &p)?;
                 selection.push(p);
             } else {
                 selection.push(all[0].id.to_string());
@@ -539,8 +538,7 @@ pub(crate) fn emulation_note<'a>(runs: impl Iterator<Item = &'a RunData>) -> Opt
 /// finds such a run. Digits alone are a run id first (a script asking for
 /// run 12 gets run 12), and a plan named so when no run has that id.
 pub(crate) fn select(store: &Store, s: &str) -> Result<Vec<RunRow>, ReportError> {
-    let plan =
-        || store.runs(&RunFilter { plan: Some(s.to_string()), ..Default::default() }).map(newest_per_cell);
+    let plan = || plan_runs(store, s);
     let id = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     if !id {
         let runs = plan()?;
@@ -562,6 +560,11 @@ pub(crate) fn select(store: &Store, s: &str) -> Result<Vec<RunRow>, ReportError>
     }
 }
 
+/// A plan's runs as a report reads them: see [`newest_per_cell`].
+pub(crate) fn plan_runs(store: &Store, plan: &str) -> Result<Vec<RunRow>, StoreError> {
+    Ok(newest_per_cell(store.runs(&RunFilter { plan: Some(plan.to_string()), ..Default::default() })?))
+}
+
 /// A plan's runs as a report reads them: where one cell has several runs
 /// of the same part (a cell redone with `--fresh`, or run again after its
 /// definition changed), the newest complete one, or the newest of all when
@@ -570,7 +573,7 @@ pub(crate) fn select(store: &Store, s: &str) -> Result<Vec<RunRow>, ReportError>
 /// `together` group's workloads, their cycles: the run's axes) and the
 /// shards of a sharded run (`config.shard`) are told apart; runs outside a
 /// cell are all kept.
-pub(crate) fn newest_per_cell(mut runs: Vec<RunRow>) -> Vec<RunRow> {
+fn newest_per_cell(mut runs: Vec<RunRow>) -> Vec<RunRow> {
     let key = |r: &RunRow| {
         r.cell.clone().map(|c| {
             (c, r.config.get("axes").map(Value::to_string), r.config.get("shard").map(Value::to_string))

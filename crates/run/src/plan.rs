@@ -29,8 +29,6 @@ pub struct Cells<'a, 'p> {
     pub build: Build,
     /// Where the progress lines go (stderr).
     pub say: &'a dyn Fn(&str),
-    /// The results store.
-    pub store: &'a Store,
     /// The plan's targets and databases.
     pub env: &'a mut plan_ops::Setup<'p>,
     /// When the cell in hand started, for its time and the plan's ETA.
@@ -50,7 +48,7 @@ impl exec::CellRunner for Cells<'_, '_> {
     type Error = anyhow::Error;
 
     fn completed(&mut self, cell: &Cell) -> Result<bool> {
-        Ok(matches!(done(self.store, &self.env.plan().def.name, cell)?, Done::Yes))
+        Ok(self.complete.contains(&cell.id))
     }
 
     fn run(&mut self, cell: &Cell) -> std::result::Result<i32, String> {
@@ -110,54 +108,31 @@ impl exec::CellRunner for Cells<'_, '_> {
     }
 }
 
-/// Whether the store holds a complete run of a cell, made as the cell is
-/// now defined.
-enum Done {
-    /// No complete run.
-    No,
-    /// One made with the cell's present digest, or recorded before runs
-    /// carried digests: kept.
-    Yes,
-    /// One made with another digest (the run's id): the cell's target,
-    /// database or commands changed since, so it runs again.
-    Changed(i64),
-}
-
-fn done(store: &Store, plan: &str, cell: &Cell) -> Result<Done> {
-    let Some(run) = store.completed_cell(plan, &cell.id)? else { return Ok(Done::No) };
-    Ok(match run.config.get("cell_digest").and_then(|d| d.as_str()) {
-        Some(d) if d != cell.digest => Done::Changed(run.id),
-        _ => Done::Yes,
-    })
-}
-
-/// The ids of the plan's cells the store holds a complete run of, made as
-/// the cell is now defined.
-pub fn complete_cells(plan: &Plan, store: &Store) -> Result<std::collections::BTreeSet<String>> {
+/// What a resumed plan skips: the ids of the plan's cells the store holds
+/// a complete run of, made as the cell is now defined (with its present
+/// digest, or recorded before runs carried digests). A cell whose complete
+/// run was made with another digest (its target, database or commands
+/// changed since) runs again, and `say` is told so.
+pub fn complete_cells(
+    plan: &Plan,
+    store: &Store,
+    say: &dyn Fn(&str),
+) -> Result<std::collections::BTreeSet<String>> {
     let mut complete = std::collections::BTreeSet::new();
     for c in &plan.cells {
-        if matches!(done(store, &plan.def.name, c)?, Done::Yes) {
-            complete.insert(c.id.clone());
+        let Some(run) = store.completed_cell(&plan.def.name, &c.id)? else { continue };
+        match run.config.get("cell_digest").and_then(|d| d.as_str()) {
+            Some(d) if d != c.digest => say(&format!(
+                "cell {}: run {} completed it as the plan defined it then; its target, database or commands \
+                 changed since, so it runs again",
+                c.id, run.id
+            )),
+            _ => {
+                complete.insert(c.id.clone());
+            }
         }
     }
     Ok(complete)
-}
-
-/// The plan's cells whose complete run was made with another definition
-/// (their target, database or commands changed since), each as a line
-/// that says so: a resumed plan runs them again.
-pub fn changed_cells(plan: &Plan, store: &Store) -> Result<Vec<String>> {
-    let mut lines = Vec::new();
-    for c in &plan.cells {
-        if let Done::Changed(run) = done(store, &plan.def.name, c)? {
-            lines.push(format!(
-                "cell {}: run {run} completed it as the plan defined it then; its target, database or commands \
-                 changed since, so it runs again",
-                c.id
-            ));
-        }
-    }
-    Ok(lines)
 }
 
 /// `--dry-run`: the expanded matrix and its estimated duration, as text.

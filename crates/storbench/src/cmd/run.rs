@@ -26,7 +26,7 @@ use storbench_results::Store;
 
 use crate::cli::Global;
 use crate::error::{usage, EXIT_INTERRUPTED};
-use storbench_run::plan::{changed_cells, complete_cells, matrix_text, plan_err, Cells};
+use storbench_run::plan::{complete_cells, matrix_text, plan_err, Cells};
 
 /// Options of `storbench run`.
 #[derive(Debug, Args)]
@@ -68,15 +68,12 @@ pub fn run(g: &Global, a: RunArgs, parses: &dyn Fn(&[String]) -> Result<(), Stri
     for w in plan.warnings() {
         eprintln!("storbench: warning: plan {name}: {w}");
     }
+    let changed = |l: &str| eprintln!("storbench: plan {name}: {l}");
     if a.dry_run {
         // What a run would skip: cells complete in the store (never made
         // by a dry run), unless --fresh.
         let done = if g.results.exists() && !a.fresh {
-            let store = Store::open_read(&g.results)?;
-            for l in changed_cells(&plan, &store)? {
-                eprintln!("storbench: plan {name}: {l}");
-            }
-            complete_cells(&plan, &store)?
+            complete_cells(&plan, &Store::open_read(&g.results)?, &changed)?
         } else {
             Default::default()
         };
@@ -98,21 +95,13 @@ pub fn run(g: &Global, a: RunArgs, parses: &dyn Fn(&[String]) -> Result<(), Stri
     let opts = exec::Options { fresh: a.fresh, stop_on_error: a.stop_on_error };
     // Progress is a line per cell, not a bar: each cell is a child
     // storbench whose own lines would run into a bar drawn over them.
-    let complete = if a.fresh {
-        Default::default()
-    } else {
-        for l in changed_cells(&plan, &store)? {
-            eprintln!("storbench: plan {name}: {l}");
-        }
-        complete_cells(&plan, &store)?
-    };
+    let complete = if a.fresh { Default::default() } else { complete_cells(&plan, &store, &changed)? };
     let say = |l: &str| eprintln!("{l}");
     let mut cells = Cells {
         quiet: g.quiet,
         results: &g.results,
         build: crate::record::BUILD,
         say: &say,
-        store: &store,
         env: &mut env,
         start_at,
         cell_started: String::new(),
