@@ -107,13 +107,24 @@ fn throughput_under_queue_depth_is_the_models() {
         "--trace",
         trace.to_str().unwrap(),
     ]);
-    let dev = s.medium("c")["device"].as_str().unwrap().to_string();
+    let m = s.medium("c");
+    let dev = m["device"].as_str().unwrap().to_string();
     let r1 = s.io(&dev, &["--rw", "randread", "--qd", "1", "--duration", "2s"]);
     let q16 = v(&s.io(&dev, &["--rw", "randread", "--qd", "16", "--duration", "3s"]), "io.read.iops");
-    // QD1 pays the model's 2 ms plus the round trip through loop and FUSE
-    // (bench/emu-floor.sh measures that); never less than the model.
+    // QD1 pays the model's 2 ms: the daemon absorbs its round trip through
+    // loop and FUSE and a timed reply's wake-ups as measured at creation,
+    // so a round trip shorter during the run reads a little under the
+    // model, never by more than what was absorbed (CI, 2026-11-28: p50
+    // 1,999.9 µs, which the bound "never under 2,000" of before the floor
+    // was absorbed failed).
+    let floor = &m["daemon"]["floor"];
+    let absorbed = floor["qd1_p50_us"].as_f64().unwrap_or_else(|| panic!("no floor in {m}"))
+        + floor["timed_lead_far_us"].as_f64().or(floor["timed_lead_us"].as_f64()).unwrap_or(0.0);
     let p50 = v(&r1, "io.read.lat.p50");
-    assert!((2_000.0..3_000.0).contains(&p50), "QD1 p50 {p50} µs, model 2,000");
+    assert!(
+        (2_000.0 - absorbed..3_000.0).contains(&p50),
+        "QD1 p50 {p50} µs, model 2,000, {absorbed:.1} µs absorbed"
+    );
     // With requests queued for every unit (12 waiting) the round trip and a
     // busy host's delays in resubmitting are hidden.
     assert!((q16 / 2000.0 - 1.0).abs() < 0.1, "QD16: {q16} IOPS, model 2000");
