@@ -279,3 +279,20 @@ fn a_build_stops_at_the_next_batch_once_asked() {
     assert!(count(c.as_mut(), "lineitem") < 600_000, "the load stopped early");
     tpch::drop(c.as_mut()).unwrap();
 }
+
+#[test]
+fn the_build_raises_index_memory_only_where_the_server_leaves_it_at_its_default() {
+    let pg = TempDb::new(
+        "postgres://root@127.0.0.1:5432/postgres",
+        "postgres://root@127.0.0.1:5432",
+        " WITH (FORCE)",
+    );
+    let mut c = open(&pg.url);
+    assert!(tpch::maintenance_memory_is_default(c.as_mut()).unwrap(), "the test server sets none");
+    // A server held to a memory limit sets its own (a managed instance's
+    // conf; here the database's): the build keeps it.
+    let name = pg.url.rsplit('/').next().unwrap();
+    c.batch(&format!("ALTER DATABASE {name} SET maintenance_work_mem = '16MB'")).unwrap();
+    let mut c = open(&pg.url);
+    assert!(!tpch::maintenance_memory_is_default(c.as_mut()).unwrap());
+}

@@ -239,7 +239,11 @@ pub fn build_until(
     progress(LoadProgress { rows_done: done.load(Ordering::Relaxed), rows_total, table: "indexes" });
     let t_idx = Instant::now();
     let idx = schema::indexes(dialect);
-    let setup = if dialect == Dialect::Postgres { "SET maintenance_work_mem = '256MB'" } else { "" };
+    let setup = if dialect == Dialect::Postgres && maintenance_memory_is_default(conn.as_mut())? {
+        "SET maintenance_work_mem = '256MB'"
+    } else {
+        ""
+    };
     run_spread(conn.as_mut(), connect, caps.concurrent_writers, setup, &idx, jobs)?;
     run_all(conn.as_mut(), &schema::attach_keys(dialect))?;
     let index_seconds = t_idx.elapsed().as_secs_f64();
@@ -261,6 +265,16 @@ pub fn build_until(
         analyze_seconds,
         per_table,
     })
+}
+
+/// Whether the server leaves `maintenance_work_mem` at its default, so the
+/// index builds may raise it (256 MB a connection, `jobs` at once); a
+/// server that sets it (a managed instance held to a memory limit) keeps
+/// its own: two builds at 256 MB in a 384 MB group were killed by the
+/// group's OOM killer.
+pub fn maintenance_memory_is_default(conn: &mut dyn Connection) -> Result<bool, DbError> {
+    let q = Stmt::new("SELECT source FROM pg_settings WHERE name = 'maintenance_work_mem'");
+    Ok(conn.query_one(&q, &[])?.text(0)? == "default")
 }
 
 /// Runs `stmts` over `jobs` connections (each after `setup`) where writers
