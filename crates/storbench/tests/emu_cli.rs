@@ -181,9 +181,18 @@ fn a_flush_costs_what_the_model_says() {
     }
     took.sort();
     let median = took[5];
+    // The daemon replies early by what it absorbs (its round trip and a
+    // timed reply's lead, measured at creation): a flush may read that
+    // much under the model's 20 ms when the round trip is shorter now.
+    let floor = &m["daemon"]["floor"];
+    let absorbed = Duration::from_secs_f64(
+        (floor["qd1_p50_us"].as_f64().unwrap_or_else(|| panic!("no floor in {m}"))
+            + floor["timed_lead_far_us"].as_f64().or(floor["timed_lead_us"].as_f64()).unwrap_or(0.0))
+            / 1e6,
+    );
     assert!(
-        median >= Duration::from_millis(20) && median < Duration::from_millis(26),
-        "fdatasync took {took:?}, the model says 20 ms"
+        median >= Duration::from_millis(20) - absorbed && median < Duration::from_millis(26),
+        "fdatasync took {took:?}, the model says 20 ms, {absorbed:?} absorbed"
     );
     drop(f);
     // FUA: the loop device offers none, so the block layer sends a write
@@ -208,8 +217,8 @@ fn a_flush_costs_what_the_model_says() {
     // flushes and leave the host's round trips room, so a busy machine
     // cannot fail this.
     assert!(
-        took[2] >= Duration::from_millis(40) && took[2] < Duration::from_millis(60),
-        "a FUA write took {took:?}, the model's flush is 20 ms (two expected)"
+        took[2] >= Duration::from_millis(40) - 2 * absorbed && took[2] < Duration::from_millis(60),
+        "a FUA write took {took:?}, the model's flush is 20 ms (two expected), {absorbed:?} absorbed each"
     );
     drop(f);
     std::thread::sleep(Duration::from_millis(1200));
