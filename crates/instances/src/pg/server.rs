@@ -249,7 +249,7 @@ fn check_new(name: &str, o: &UpOptions) -> Result<(), InstanceError> {
 
 /// The delay proxy's own floor, measured now, when `l` asks for more.
 fn link_floor(l: &Link) -> Result<u64, InstanceError> {
-    let f = crate::proxy::floor()?;
+    let f = least_floor(l.rtt_us, crate::proxy::floor)?;
     if l.rtt_us > 0 && l.rtt_us < f {
         // The floor is a round trip's: compared with the two one-way
         // delays together.
@@ -263,6 +263,25 @@ fn link_floor(l: &Link) -> Result<u64, InstanceError> {
             l.to_arg(),
             f as f64 / 1000.0
         )));
+    }
+    Ok(f)
+}
+
+/// The floor to hold a link of `rtt_us` against: one measurement, and up
+/// to two more while the least so far is above the link asked, the least
+/// kept. A moment of CPU steal put one measurement at 0.222 ms against a
+/// typical 0.1 and refused a 0.2 ms link the proxy serves (S3's full run,
+/// 2026-11-28); a floor truly above the link stays above it in all three.
+fn least_floor(
+    rtt_us: u64,
+    mut measure: impl FnMut() -> Result<u64, InstanceError>,
+) -> Result<u64, InstanceError> {
+    let mut f = measure()?;
+    for _ in 0..2 {
+        if rtt_us == 0 || rtt_us >= f {
+            break;
+        }
+        f = f.min(measure()?);
     }
     Ok(f)
 }
@@ -722,6 +741,21 @@ pub fn down(name: &str, destroy: bool, wait: Duration) -> Result<(), InstanceErr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_floor_above_the_link_is_measured_again_and_the_least_kept() {
+        let seq = |v: Vec<u64>| {
+            let mut it = v.into_iter();
+            move || Ok(it.next().expect("measured more often than three times"))
+        };
+        // A busy first measurement, a quiet second: the link is served.
+        assert_eq!(least_floor(200, seq(vec![222, 150, 190])).unwrap(), 150);
+        // Above the link in all three: the least, which the caller refuses.
+        assert_eq!(least_floor(200, seq(vec![222, 240, 210])).unwrap(), 210);
+        // Below the link at once, or no link delay asked: measured once.
+        assert_eq!(least_floor(200, seq(vec![120])).unwrap(), 120);
+        assert_eq!(least_floor(0, seq(vec![300])).unwrap(), 300);
+    }
 
     fn inst() -> Instance {
         Instance {
