@@ -33,6 +33,16 @@ impl Media for State {
     }
 }
 
+/// What the daemon of medium `m` (as `media list` gives it) takes off a
+/// 4 KiB request or a flush whose reply waits 1 ms or more, µs: its round
+/// trip and a timed reply's lead at the far wait, both measured at
+/// creation (none with `STORBENCH_EMU_FLOOR=off`).
+fn absorbed_us(m: &Value) -> f64 {
+    let floor = &m["daemon"]["floor"];
+    floor["qd1_p50_us"].as_f64().unwrap_or(0.0)
+        + floor["timed_lead_far_us"].as_f64().or(floor["timed_lead_us"].as_f64()).unwrap_or(0.0)
+}
+
 fn v(m: &Value, k: &str) -> f64 {
     m[k]["value"].as_f64().unwrap_or_else(|| panic!("{k} in {m}"))
 }
@@ -117,9 +127,7 @@ fn throughput_under_queue_depth_is_the_models() {
     // model, never by more than what was absorbed (CI, 2026-11-28: p50
     // 1,999.9 µs, which the bound "never under 2,000" of before the floor
     // was absorbed failed).
-    let floor = &m["daemon"]["floor"];
-    let absorbed = floor["qd1_p50_us"].as_f64().unwrap_or_else(|| panic!("no floor in {m}"))
-        + floor["timed_lead_far_us"].as_f64().or(floor["timed_lead_us"].as_f64()).unwrap_or(0.0);
+    let absorbed = absorbed_us(&m);
     let p50 = v(&r1, "io.read.lat.p50");
     assert!(
         (2_000.0 - absorbed..3_000.0).contains(&p50),
@@ -184,12 +192,7 @@ fn a_flush_costs_what_the_model_says() {
     // The daemon replies early by what it absorbs (its round trip and a
     // timed reply's lead, measured at creation): a flush may read that
     // much under the model's 20 ms when the round trip is shorter now.
-    let floor = &m["daemon"]["floor"];
-    let absorbed = Duration::from_secs_f64(
-        (floor["qd1_p50_us"].as_f64().unwrap_or_else(|| panic!("no floor in {m}"))
-            + floor["timed_lead_far_us"].as_f64().or(floor["timed_lead_us"].as_f64()).unwrap_or(0.0))
-            / 1e6,
-    );
+    let absorbed = Duration::from_secs_f64(absorbed_us(&m) / 1e6);
     assert!(
         median >= Duration::from_millis(20) - absorbed && median < Duration::from_millis(26),
         "fdatasync took {took:?}, the model says 20 ms, {absorbed:?} absorbed"

@@ -281,7 +281,7 @@ fn a_build_stops_at_the_next_batch_once_asked() {
 }
 
 #[test]
-fn the_build_raises_index_memory_only_where_the_server_leaves_it_at_its_default() {
+fn index_memory_is_the_builds_only_where_the_server_leaves_it_at_its_default() {
     let pg = TempDb::new(
         "postgres://root@127.0.0.1:5432/postgres",
         "postgres://root@127.0.0.1:5432",

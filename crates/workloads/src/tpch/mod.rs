@@ -269,9 +269,10 @@ pub fn build_until(
 
 /// Whether the server leaves `maintenance_work_mem` at its default, so the
 /// index builds may raise it (256 MB a connection, `jobs` at once); a
-/// server that sets it (a managed instance held to a memory limit) keeps
-/// its own: two builds at 256 MB in a 384 MB group were killed by the
-/// group's OOM killer.
+/// server that sets it anywhere (its configuration, a managed instance's
+/// `conf`, the database or the role) keeps its own. A server held to a
+/// small memory limit needs one: two builds at 256 MB in a 384 MB group
+/// were killed by the group's OOM killer.
 pub fn maintenance_memory_is_default(conn: &mut dyn Connection) -> Result<bool, DbError> {
     let q = Stmt::new("SELECT source FROM pg_settings WHERE name = 'maintenance_work_mem'");
     Ok(conn.query_one(&q, &[])?.text(0)? == "default")
