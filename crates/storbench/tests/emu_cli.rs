@@ -548,7 +548,10 @@ run = { target = "{target}/io.dat", size = "32M", bs = "4k", rw = "randread", qd
     // at a 1 ms wait, the far one).
     let floor = m["emu.emu-plan-m.floor"]["value"].as_f64().unwrap();
     let lead = m["emu.emu-plan-m.lead_far"]["value"].as_f64().unwrap();
-    assert!(lat >= 1000.0 - floor - lead && lat < 1200.0, "p50 {lat} µs on a 1 ms model: {m}");
+    // Above: a busy host's wake-ups, 1,200.1 µs under 18 % CPU steal (CI,
+    // 2026-11-28); a model applied twice (2 ms) or not at all (the round
+    // trip alone) still fails.
+    assert!(lat >= 1000.0 - floor - lead && lat < 1500.0, "p50 {lat} µs on a 1 ms model: {m}");
     assert!(
         rec["env"]["medium"]["model"]["base"] == "constant" || rec.to_string().contains("constant"),
         "{rec}"

@@ -78,11 +78,17 @@ fn tpcb_at_one_client_on_an_hdd_follows_the_devices_speed() {
     // 2.14× were measured against 1.80× and 1.92× expected (-7 %, +11 %),
     // and 2.16× against 1.87× (+15.5 %, CI 2026-11-28: a 1.9 s stall in
     // the base step). 20 % still fails a scale that does not reach the
-    // device (1.0×, −47 %).
-    assert!((up / want_up - 1.0).abs() <= 0.20, "{split}\n{terminal}");
+    // device (1.0×, −47 %). CPU steal that differs between the steps moves
+    // the split more (2.20× against 1.73× expected, +27 %, with 16 % steal
+    // in the base step and 6 % in the ×0.5 one: CI 2026-11-28), so where a
+    // step lost over 5 % to steal (as the io test below) the bound is 35 %,
+    // which a scale that does not reach the device still fails.
+    let steal = steps.iter().filter_map(|s| s["metrics"]["cpu.steal"]["value"].as_f64()).fold(0.0, f64::max);
+    let tol = if steal > 5.0 { 0.35 } else { 0.20 };
+    assert!((up / want_up - 1.0).abs() <= tol, "steal {steal:.1} %: {split}\n{terminal}");
     // At ×2 a 30 s step holds only 500 transactions (two checkpoints):
     // a checkpoint more or less moves it by up to 15 %.
-    assert!((down / want_down - 1.0).abs() <= 0.20, "{split}\n{terminal}");
+    assert!((down / want_down - 1.0).abs() <= tol, "steal {steal:.1} %: {split}\n{terminal}");
     // The medium is back at scale 1.
     let scale: Value =
         serde_json::from_str(&std::fs::read_to_string(s.state().join("emu/sens-hdd.scale")).unwrap())
