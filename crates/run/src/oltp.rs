@@ -470,8 +470,10 @@ pub fn flags(warnings: &[String], r: &StepReport) -> Vec<String> {
             "server counts {kept}: a {secs:.1} s window (the server publishes them once a second; steps of {ok} s or more hold them)"
         ));
     }
-    if r.get(storbench_workloads::figures::SERVER_RESET).is_some() {
-        f.push("server counts left out: they went back within the step (the server restarted, or its statistics were reset)".into());
+    let reset = storbench_workloads::figures::SERVER_RESET;
+    if let Some(v) = r.get(reset) {
+        // The report's words for it too (one wording, the figures crate's).
+        f.extend(storbench_workloads::figures::flag_words(reset.trim_start_matches("flag."), v));
     }
     f
 }
@@ -664,6 +666,16 @@ pub fn sensitivity_flags(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_server_reset_is_flagged_on_the_step_line_in_the_reports_words() {
+        let mut r = StepReport::default();
+        r.figure(storbench_workloads::figures::SERVER_RESET, 1.0, storbench_metrics::Unit::Count);
+        let f = flags(&[], &r);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(Some(f[0].clone()), storbench_workloads::figures::flag_words("server_reset", 1.0));
+        assert!(flags(&[], &StepReport::default()).is_empty());
+    }
 
     #[test]
     fn sensitivity_flags_go_together_and_not_with_shards() {
