@@ -143,6 +143,9 @@ fn literal(v: &Value, out: &mut String) {
     }
 }
 
+/// How long a login may take (PostgreSQL's default here too).
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl MyConn {
     pub(crate) fn connect(url: &DbUrl) -> Result<MyConn, DbError> {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -169,11 +172,26 @@ impl MyConn {
         } else {
             mysql_async::OptsBuilder::from_opts(opts).stmt_cache_size(1024).into()
         };
-        let conn = rt.block_on(Conn::new(opts.clone())).map_err(|e| {
-            let err = map_err(e);
-            let kind = if err.kind() == ErrorKind::Closed { ErrorKind::Connect } else { err.kind() };
-            DbError::new(kind, format!("cannot connect to {}: {err}", url.redacted()))
-        })?;
+        // The login is bounded, as PostgreSQL's (10 s unless the URL says
+        // otherwise): a server that takes the connection but never answers
+        // (one stuck in its start) would otherwise hold the caller forever.
+        let conn = rt
+            .block_on(async { tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(opts.clone())).await })
+            .map_err(|_| {
+                DbError::new(
+                    ErrorKind::Connect,
+                    format!(
+                        "cannot connect to {}: no answer within {} s",
+                        url.redacted(),
+                        CONNECT_TIMEOUT.as_secs()
+                    ),
+                )
+            })?
+            .map_err(|e| {
+                let err = map_err(e);
+                let kind = if err.kind() == ErrorKind::Closed { ErrorKind::Connect } else { err.kind() };
+                DbError::new(kind, format!("cannot connect to {}: {err}", url.redacted()))
+            })?;
         let id = conn.id();
         Ok(MyConn { rt, conn: Some(conn), stmts: StmtCache::new(), closed: false, opts, id })
     }

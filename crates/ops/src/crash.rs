@@ -1566,6 +1566,10 @@ fn check_postgres(data: &Path, run_dir: &Path, districts: &[[i64; 3]], acked: &[
         }
     };
     let recovered_in = t0.elapsed();
+    // As on MariaDB: a check that never ends is bounded (SIGQUIT: the
+    // postmaster ends its backends at once, their clients get an error).
+    let dog =
+        t.pid().map(|pid| storbench_proc::Watchdog::arm(pid, storbench_proc::Sig::SIGQUIT, CHECK_TIMEOUT));
     let dir =
         percent_encoding::utf8_percent_encode(&run_dir.to_string_lossy(), percent_encoding::NON_ALPHANUMERIC)
             .to_string();
@@ -1588,9 +1592,12 @@ fn check_postgres(data: &Path, run_dir: &Path, districts: &[[i64; 3]], acked: &[
             Err(e) => out.failed = Some(e),
         }
     }
-    if let Err(e) = checked {
+    if matches!(&dog, Some(Ok(d)) if d.fired()) {
+        out.failed = Some(did_not_finish(&None));
+    } else if let Err(e) = checked {
         out.error(&e.to_string(), false);
     }
+    drop(dog);
     // Immediate shutdown: nothing of this copy is kept.
     if let Some(pid) = t.pid() {
         // SAFETY: kill with a pid from the copy's postmaster.pid, which this started.
@@ -1600,6 +1607,21 @@ fn check_postgres(data: &Path, run_dir: &Path, districts: &[[i64; 3]], acked: &[
     drop(t);
     let _ = std::fs::remove_dir_all(run_dir);
     (out, recovered_in)
+}
+
+/// How long a recovered image's check (its rows looked for, its tables
+/// checked) may take before its server is killed and the point is said to
+/// have failed: a check on a damaged image may loop. Scale-1 TPC-C checks
+/// in about a second here; a user's larger schema in minutes.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// A point's failure when its check outlived [`CHECK_TIMEOUT`].
+fn did_not_finish(log: &Option<String>) -> String {
+    let log = log.as_ref().map(|l| format!("; the server's log: {l}")).unwrap_or_default();
+    format!(
+        "the check did not finish within {} s (a damaged table's check can loop): the server was killed{log}",
+        CHECK_TIMEOUT.as_secs()
+    )
 }
 
 /// The mariadbd options of every server here, live or on a crash image:
@@ -1674,6 +1696,12 @@ fn check_mariadb(
         }
     };
     let recovered_in = server.started_in();
+    // A check on a damaged image may never end (a B-tree whose page chain
+    // loops, a server waiting on a page it cannot read): killed at the
+    // bound, its client gets an error back and the point says why.
+    let dog = server
+        .pid()
+        .map(|pid| storbench_proc::Watchdog::arm(pid, storbench_proc::Sig::SIGKILL, CHECK_TIMEOUT));
     let checked = maria_url(server.socket(), database).map_err(|e| e.to_string()).and_then(|u| {
         let mut c = connect(&u).map_err(|e| e.to_string())?;
         let tables: Vec<&str> = if districts.is_empty() {
@@ -1719,9 +1747,22 @@ fn check_mariadb(
         }
         Ok(())
     });
-    if let Err(e) = checked {
-        out.error(&e, false);
+    if let Some(Ok(dog)) = &dog {
+        if dog.fired() {
+            out.failed = Some(did_not_finish(&server.complaint()));
+        }
     }
+    if let Err(e) = checked {
+        if out.failed.is_none() {
+            out.error(&e, false);
+            // What the server's log says beside an error it sent (a table
+            // it calls corrupted says no page; its log does).
+            if let (Some(why), Some(log)) = (out.inconsistent.as_mut(), server.complaint()) {
+                why.push_str(&format!(" (the server's log: {log})"));
+            }
+        }
+    }
+    drop(dog);
     server.kill();
     let _ = std::fs::remove_dir_all(run_dir);
     (out, recovered_in)

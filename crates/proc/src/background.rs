@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// A background thread, stopped and joined when dropped.
 pub struct Background {
@@ -34,6 +35,41 @@ impl Background {
     }
 }
 
+/// A process killed if it outlives a deadline: the bound on work that
+/// waits on a server which may never answer (a check on a damaged
+/// database whose query loops, a login never answered). Killing the
+/// server closes its sockets, so whoever waits on it gets an error back.
+/// Dropping the watchdog before the deadline disarms it.
+pub struct Watchdog {
+    fired: Arc<AtomicBool>,
+    _thread: Background,
+}
+
+impl Watchdog {
+    /// Sends `sig` to `pid` once `after` has passed, unless dropped first.
+    pub fn arm(pid: u32, sig: nix::sys::signal::Signal, after: Duration) -> std::io::Result<Watchdog> {
+        let fired = Arc::new(AtomicBool::new(false));
+        let f = fired.clone();
+        let deadline = Instant::now() + after;
+        let thread = Background::named("watchdog", move |stop| {
+            while !stop.load(Ordering::Relaxed) {
+                if Instant::now() >= deadline {
+                    f.store(true, Ordering::SeqCst);
+                    crate::signal(pid, sig);
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })?;
+        Ok(Watchdog { fired, _thread: thread })
+    }
+
+    /// Whether the deadline passed and the signal went.
+    pub fn fired(&self) -> bool {
+        self.fired.load(Ordering::SeqCst)
+    }
+}
+
 impl Drop for Background {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
@@ -47,6 +83,24 @@ impl Drop for Background {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicU32;
+
+    #[test]
+    fn a_watchdog_kills_what_outlives_its_deadline_and_not_what_ends_before() {
+        use std::process::Command;
+        let mut slow = Command::new("sleep").arg("30").spawn().unwrap();
+        let dog =
+            Watchdog::arm(slow.id(), nix::sys::signal::Signal::SIGKILL, Duration::from_millis(200)).unwrap();
+        let t0 = Instant::now();
+        let st = slow.wait().unwrap();
+        assert!(dog.fired() && !st.success(), "killed: {st}");
+        assert!(t0.elapsed() < Duration::from_secs(10), "at the deadline, not at the end of its sleep");
+        let mut quick = Command::new("sleep").arg("1").spawn().unwrap();
+        let dog =
+            Watchdog::arm(quick.id(), nix::sys::signal::Signal::SIGKILL, Duration::from_secs(30)).unwrap();
+        assert!(quick.wait().unwrap().success());
+        assert!(!dog.fired());
+        drop(dog);
+    }
 
     #[test]
     fn dropping_stops_and_joins_the_thread() {

@@ -26,7 +26,7 @@ use std::time::Duration;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-pub use background::Background;
+pub use background::{Background, Watchdog};
 pub use memory::MemoryGroup;
 pub use mounts::{holders, is_mounted, mount_of, mounts, unescape, Holder, Mount};
 pub use nix::sys::signal::Signal as Sig;

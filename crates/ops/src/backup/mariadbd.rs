@@ -124,6 +124,11 @@ impl Mariadbd {
         }
     }
 
+    /// Its pid, while it runs.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Its Unix socket.
     pub(crate) fn socket(&self) -> &Path {
         &self.socket
