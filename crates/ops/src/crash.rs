@@ -608,25 +608,49 @@ fn maria_workload(
     // parser allows no more): `SET GLOBAL` cannot change them all.
     let options: Vec<String> = s.iter().map(|(k, v)| format!("--{k}={v}")).collect();
     let (mut server, _reg) = maria_start(data, &run_dir, false, &options)?;
-    let mut admin = connect(&maria_url(server.socket(), "mysql")?)?;
-    admin.batch(&format!("CREATE DATABASE IF NOT EXISTS `{database}`"))?;
-    let url = maria_url(server.socket(), database)?;
-    let info = match o.workload {
-        Workload::Tpcc => Some(maria_tpcc(&url)?),
-        Workload::Rows => {
-            connect(&url)?.batch(&acked::create_table(TABLE))?;
-            None
-        }
+    // The live part (the schema built the first time, the run, its end) is
+    // bounded too: a server that stops answering ends the cell with an
+    // error instead of holding it.
+    let live_for = o.run_for + LIVE_ALLOWANCE;
+    let dog =
+        server.pid().map(|pid| storbench_proc::Watchdog::arm(pid, storbench_proc::Sig::SIGKILL, live_for));
+    let fired = || matches!(&dog, Some(Ok(d)) if d.fired());
+    let outlived = || {
+        OpsError::Failed(format!(
+            "mariadbd on {} did not finish the run within {} s: killed",
+            data.display(),
+            live_for.as_secs()
+        ))
     };
-    let mut out = match &info {
-        None => commit_for(o.run_for, (0..o.clients).map(|_| connect(&url)).collect::<Result<Vec<_>, _>>()?),
-        Some(info) => {
-            let districts = tpcc_districts(connect(&url)?.as_mut())?;
-            let conns = (0..o.clients).map(|_| connect(&url)).collect::<Result<Vec<_>, _>>()?;
-            tpcc_run_log(o, conns, info, districts)
-        }
+    let live = || -> Result<RunLog, OpsError> {
+        let mut admin = connect(&maria_url(server.socket(), "mysql")?)?;
+        admin.batch(&format!("CREATE DATABASE IF NOT EXISTS `{database}`"))?;
+        let url = maria_url(server.socket(), database)?;
+        let info = match o.workload {
+            Workload::Tpcc => Some(maria_tpcc(&url)?),
+            Workload::Rows => {
+                connect(&url)?.batch(&acked::create_table(TABLE))?;
+                None
+            }
+        };
+        Ok(match &info {
+            None => {
+                commit_for(o.run_for, (0..o.clients).map(|_| connect(&url)).collect::<Result<Vec<_>, _>>()?)
+            }
+            Some(info) => {
+                let districts = tpcc_districts(connect(&url)?.as_mut())?;
+                let conns = (0..o.clients).map(|_| connect(&url)).collect::<Result<Vec<_>, _>>()?;
+                tpcc_run_log(o, conns, info, districts)
+            }
+        })
     };
-    drop(admin);
+    let run = live();
+    // Killed at the bound: whatever the clients met after is its echo.
+    if fired() {
+        return Err(outlived());
+    }
+    let mut out = run?;
+    drop(dog);
     server.stop().map_err(maria_err)?;
     out.server = options;
     Ok(out)
@@ -1614,6 +1638,11 @@ fn check_postgres(data: &Path, run_dir: &Path, districts: &[[i64; 3]], acked: &[
 /// have failed: a check on a damaged image may loop. Scale-1 TPC-C checks
 /// in about a second here; a user's larger schema in minutes.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// What a live MariaDB run may take beyond its `--cut-after`: the schema
+/// built the first time (scale 1, about a minute on a modelled SSD here)
+/// and a clean stop, with room.
+const LIVE_ALLOWANCE: Duration = Duration::from_secs(1200);
 
 /// A point's failure when its check outlived [`CHECK_TIMEOUT`].
 fn did_not_finish(log: &Option<String>) -> String {
