@@ -172,9 +172,9 @@ impl MyConn {
         } else {
             mysql_async::OptsBuilder::from_opts(opts).stmt_cache_size(1024).into()
         };
-        // The login is bounded, as PostgreSQL's (10 s unless the URL says
-        // otherwise): a server that takes the connection but never answers
-        // (one stuck in its start) would otherwise hold the caller forever.
+        // The login is bounded at 10 s, PostgreSQL's default here (mysql_async
+        // has no connect timeout of its own): a server that takes the
+        // connection but never answers would otherwise hold the caller.
         let conn = rt
             .block_on(async { tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(opts.clone())).await })
             .map_err(|_| {

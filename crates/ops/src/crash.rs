@@ -612,9 +612,7 @@ fn maria_workload(
     // bounded too: a server that stops answering ends the cell with an
     // error instead of holding it.
     let live_for = o.run_for + LIVE_ALLOWANCE;
-    let dog =
-        server.pid().map(|pid| storbench_proc::Watchdog::arm(pid, storbench_proc::Sig::SIGKILL, live_for));
-    let fired = || matches!(&dog, Some(Ok(d)) if d.fired());
+    let dog = watch(server.pid(), storbench_proc::Sig::SIGKILL, live_for);
     let outlived = || {
         OpsError::Failed(format!(
             "mariadbd on {} did not finish the run within {} s: killed",
@@ -646,7 +644,7 @@ fn maria_workload(
     };
     let run = live();
     // Killed at the bound: whatever the clients met after is its echo.
-    if fired() {
+    if fired(&dog) {
         return Err(outlived());
     }
     let mut out = run?;
@@ -1592,8 +1590,7 @@ fn check_postgres(data: &Path, run_dir: &Path, districts: &[[i64; 3]], acked: &[
     let recovered_in = t0.elapsed();
     // As on MariaDB: a check that never ends is bounded (SIGQUIT: the
     // postmaster ends its backends at once, their clients get an error).
-    let dog =
-        t.pid().map(|pid| storbench_proc::Watchdog::arm(pid, storbench_proc::Sig::SIGQUIT, CHECK_TIMEOUT));
+    let dog = watch(t.pid(), storbench_proc::Sig::SIGQUIT, CHECK_TIMEOUT);
     let dir =
         percent_encoding::utf8_percent_encode(&run_dir.to_string_lossy(), percent_encoding::NON_ALPHANUMERIC)
             .to_string();
@@ -1616,7 +1613,7 @@ fn check_postgres(data: &Path, run_dir: &Path, districts: &[[i64; 3]], acked: &[
             Err(e) => out.failed = Some(e),
         }
     }
-    if matches!(&dog, Some(Ok(d)) if d.fired()) {
+    if fired(&dog) {
         out.failed = Some(did_not_finish(&None));
     } else if let Err(e) = checked {
         out.error(&e.to_string(), false);
@@ -1643,6 +1640,17 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 /// built the first time (scale 1, about a minute on a modelled SSD here)
 /// and a clean stop, with room.
 const LIVE_ALLOWANCE: Duration = Duration::from_secs(1200);
+
+/// A watchdog on `pid` (none when the process is gone, or when the
+/// system cannot start its thread: then the work goes unbounded, as before).
+fn watch(pid: Option<u32>, sig: storbench_proc::Sig, after: Duration) -> Option<storbench_proc::Watchdog> {
+    storbench_proc::Watchdog::arm(pid?, sig, after).ok()
+}
+
+/// Whether `dog` killed its process.
+fn fired(dog: &Option<storbench_proc::Watchdog>) -> bool {
+    dog.as_ref().is_some_and(storbench_proc::Watchdog::fired)
+}
 
 /// A point's failure when its check outlived [`CHECK_TIMEOUT`].
 fn did_not_finish(log: &Option<String>) -> String {
@@ -1728,9 +1736,7 @@ fn check_mariadb(
     // A check on a damaged image may never end (a B-tree whose page chain
     // loops, a server waiting on a page it cannot read): killed at the
     // bound, its client gets an error back and the point says why.
-    let dog = server
-        .pid()
-        .map(|pid| storbench_proc::Watchdog::arm(pid, storbench_proc::Sig::SIGKILL, CHECK_TIMEOUT));
+    let dog = watch(server.pid(), storbench_proc::Sig::SIGKILL, CHECK_TIMEOUT);
     let checked = maria_url(server.socket(), database).map_err(|e| e.to_string()).and_then(|u| {
         let mut c = connect(&u).map_err(|e| e.to_string())?;
         let tables: Vec<&str> = if districts.is_empty() {
@@ -1776,10 +1782,8 @@ fn check_mariadb(
         }
         Ok(())
     });
-    if let Some(Ok(dog)) = &dog {
-        if dog.fired() {
-            out.failed = Some(did_not_finish(&server.complaint()));
-        }
+    if fired(&dog) {
+        out.failed = Some(did_not_finish(&server.complaint()));
     }
     if let Err(e) = checked {
         if out.failed.is_none() {
