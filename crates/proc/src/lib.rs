@@ -235,15 +235,32 @@ pub fn stop(who: Identity, what: &str, steps: &[Step]) -> Result<Option<Signal>,
             return Ok(Some(s.signal));
         }
     }
-    Err(ProcError::Survived {
-        pid: who.pid,
-        what: what.to_string(),
-        steps: steps
-            .iter()
-            .map(|s| format!("{} {}s", s.signal.as_str(), s.wait.as_secs_f64()))
-            .collect::<Vec<_>>()
-            .join(", "),
-    })
+    let mut tried = steps
+        .iter()
+        .map(|s| format!("{} {}s", s.signal.as_str(), s.wait.as_secs_f64()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    // Killed, but in an uninterruptible wait: it goes when its I/O
+    // completes, which on a throttled or emulated device (a server's
+    // checkpoint fsync at a disk's caps) can take minutes. Not a survivor
+    // yet.
+    if steps.last().is_some_and(|s| s.signal == Signal::SIGKILL) && state(who.pid) == Some('D') {
+        if wait_until(KILLED_IO_WAIT, || !who.alive()) {
+            return Ok(Some(Signal::SIGKILL));
+        }
+        tried.push_str(&format!(" and {}s more in uninterruptible I/O", KILLED_IO_WAIT.as_secs()));
+    }
+    Err(ProcError::Survived { pid: who.pid, what: what.to_string(), steps: tried })
+}
+
+/// How long a killed process in an uninterruptible wait (state `D`) is
+/// given to finish its I/O and go.
+pub const KILLED_IO_WAIT: Duration = Duration::from_secs(300);
+
+/// Process `pid`'s state letter (`R` running, `S` sleeping, `D` in an
+/// uninterruptible wait, …), if it exists.
+pub fn state(pid: u32) -> Option<char> {
+    stat(pid).map(|s| s.state)
 }
 
 /// Whether this process runs as root (and so can give files to another
@@ -342,6 +359,20 @@ mod tests {
         assert!(!alive(child.id()));
         child.wait().unwrap();
         assert_eq!(stop(who, "sleep", &[]).unwrap(), None, "a gone process needs no stop");
+    }
+
+    #[test]
+    fn a_process_s_state_is_read_from_proc() {
+        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+        assert!(
+            wait_until(Duration::from_secs(5), || state(child.id()) == Some('S')),
+            "{:?}",
+            state(child.id())
+        );
+        child.kill().unwrap();
+        assert!(wait_until(Duration::from_secs(5), || state(child.id()) == Some('Z')), "killed, not reaped");
+        child.wait().unwrap();
+        assert_eq!(state(child.id()), None, "reaped: gone");
     }
 
     #[test]
