@@ -13,8 +13,9 @@
 #   bench/emu-calibrate.sh [--grid quick|default] [--rounds 2] [--size 2G] [--dir /work] [--no-db]
 #
 # With the database check (default): TPC-B at 1 and 8 clients and TPC-C at
-# 1 and 4 users, SQLite on /work's filesystem and on an ext4 on the
-# emulated model, 20 s steps (goal: ≤ 10 % on TPS and NOPM).
+# 1 and 4 users, SQLite on /work's filesystem, on an ext4 on the emulated
+# model and on a tmpfs with the model in process (`sqlite:…?model=`), 20 s
+# steps (goal: ≤ 10 % on TPS and NOPM).
 #
 # Runs under flock /tmp/storbench-measure.lock (exclusive).
 set -euo pipefail

@@ -12,6 +12,7 @@
 
 #![deny(missing_docs)]
 
+mod device;
 mod error;
 mod mysql;
 mod notice;
@@ -28,6 +29,7 @@ pub mod waits;
 
 use std::collections::BTreeMap;
 
+pub use device::{set_device_opener, DeviceOpener, FileDevice};
 pub use error::{DbError, ErrorKind};
 pub use notice::{set_notice_handler, Notice};
 pub use pgwire::TlsInfo;

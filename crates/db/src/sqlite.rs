@@ -12,6 +12,7 @@ use std::time::Duration;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::ToSql;
 
+use crate::device::FileDevice;
 use crate::error::{DbError, ErrorKind};
 use crate::placeholder::to_sqlite;
 use crate::url::DbUrl;
@@ -105,6 +106,7 @@ impl SqliteConn {
         };
         let mut synchronous = "FULL".to_string();
         let mut timing = true;
+        let mut model: Option<&str> = None;
         for kv in query.split('&').filter(|s| !s.is_empty()) {
             match kv.split_once('=') {
                 Some(("synchronous", v)) => {
@@ -117,6 +119,7 @@ impl SqliteConn {
                     }
                     synchronous = v;
                 }
+                Some(("model", v)) if !v.is_empty() => model = Some(v),
                 Some(("timing", v)) => {
                     timing = match v {
                         "on" => true,
@@ -134,7 +137,7 @@ impl SqliteConn {
                         ErrorKind::BadUrl,
                         format!(
                             "sqlite: unknown URL option '{kv}' (allowed: synchronous=off|normal|full|extra, \
-                             timing=on|off)"
+                             timing=on|off, model=NAME|FILE.toml)"
                         ),
                     ))
                 }
@@ -153,7 +156,21 @@ impl SqliteConn {
         // Unseen when the shim cannot be registered: the run goes on, and
         // the wait sampler says why the waits are missing.
         let registered = if timing { vfs::register() } else { Ok(()) };
-        Self::open_timed(path, &synchronous, timing, registered)
+        // A device model under the files (`device.rs`) needs the VFS.
+        let device = match model {
+            None => None,
+            Some(m) => {
+                let bad = |why: String| DbError::new(ErrorKind::BadUrl, format!("sqlite: model={m}: {why}"));
+                if !timing {
+                    return Err(bad("a device model needs the timing VFS (drop timing=off)".into()));
+                }
+                if let Err(why) = &registered {
+                    return Err(bad(format!("the timing VFS could not be registered: {why}")));
+                }
+                Some(crate::device::open_device(m).map_err(bad)?)
+            }
+        };
+        Self::open_timed(path, &synchronous, timing, registered, device)
     }
 
     /// Opens `path` through the timing VFS when `timing` and it was
@@ -163,12 +180,17 @@ impl SqliteConn {
         synchronous: &str,
         timing: bool,
         registered: Result<(), String>,
+        device: Option<Arc<dyn FileDevice>>,
     ) -> Result<SqliteConn, DbError> {
+        let device_label = device.as_ref().map(|d| d.describe());
         let timing = match (timing, registered) {
             (false, _) => Timing::Off,
             (true, Err(why)) => Timing::Unavailable(why),
             (true, Ok(())) => {
                 let db = vfs::connections_for(std::path::Path::new(path));
+                if let Some(d) = device {
+                    db.device(d);
+                }
                 let conn = db.connect();
                 Timing::On(db, conn)
             }
@@ -193,11 +215,14 @@ impl SqliteConn {
             Timing::Off => "default".to_string(),
             Timing::Unavailable(why) => format!("default (the timing VFS could not be registered: {why})"),
         };
-        let settings = vec![
+        let mut settings = vec![
             ("journal_mode".into(), "wal".into()),
             ("synchronous".into(), synchronous.to_lowercase()),
             ("vfs".into(), vfs_name),
         ];
+        if let Some(d) = device_label {
+            settings.push(("device".into(), d));
+        }
         drop(_active);
         Ok(SqliteConn { db: Db { conn: Some(conn), sql: StmtCache::new() }, settings, timing })
     }
@@ -345,6 +370,7 @@ impl Connection for SqliteConn {
 mod tests {
     use super::*;
     use crate::VfsStates;
+    use std::sync::Mutex;
 
     fn open(dir: &tempfile::TempDir) -> SqliteConn {
         let url = DbUrl::parse(&format!("sqlite:{}", dir.path().join("t.db").display())).unwrap();
@@ -538,9 +564,14 @@ mod tests {
     fn a_timing_vfs_that_could_not_be_registered_is_named_as_such() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
-        let mut c =
-            SqliteConn::open_timed(path.to_str().unwrap(), "FULL", true, Err("refused (code 1)".into()))
-                .unwrap();
+        let mut c = SqliteConn::open_timed(
+            path.to_str().unwrap(),
+            "FULL",
+            true,
+            Err("refused (code 1)".into()),
+            None,
+        )
+        .unwrap();
         commits(&mut c);
         let vfs = &c.server_info().unwrap().settings["vfs"];
         assert_eq!(vfs, "default (the timing VFS could not be registered: refused (code 1))");
@@ -562,5 +593,79 @@ mod tests {
         assert!(seen.sync > 0, "the close synced nothing a look saw: {seen:?}");
         assert_eq!(seen.most_active, 1, "{seen:?}");
         assert_eq!(timings.states(), VfsStates::default());
+    }
+
+    /// A device that counts what the VFS hands it.
+    #[derive(Debug, Default)]
+    struct Counting {
+        files: Mutex<Vec<String>>,
+        syncs: Mutex<Vec<u32>>,
+        written: std::sync::atomic::AtomicU64,
+    }
+
+    impl FileDevice for Counting {
+        fn open(&self, path: &std::path::Path) -> u32 {
+            let mut f = self.files.lock().unwrap();
+            f.push(path.display().to_string());
+            (f.len() - 1) as u32
+        }
+        fn write(&self, _file: u32, _offset: u64, len: u64) {
+            self.written.fetch_add(len, std::sync::atomic::Ordering::Relaxed);
+        }
+        fn truncate(&self, _file: u32, _size: u64) {}
+        fn sync(&self, file: u32) {
+            self.syncs.lock().unwrap().push(file);
+        }
+        fn describe(&self) -> String {
+            "counting".into()
+        }
+    }
+
+    static COUNTING: std::sync::OnceLock<Arc<Counting>> = std::sync::OnceLock::new();
+
+    fn counting(spec: &str) -> Result<Arc<dyn FileDevice>, String> {
+        match spec {
+            "counting" => Ok(COUNTING.get_or_init(Default::default).clone()),
+            _ => Err(format!("no device '{spec}'")),
+        }
+    }
+
+    /// A device under the files (`?model=`) is handed every commit's sync
+    /// of the WAL: exactly one per commit, checked against the commits
+    /// made; its writes; and the record names it.
+    #[test]
+    fn a_device_under_the_files_sees_one_wal_sync_per_commit() {
+        crate::device::set_device_opener(counting);
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = open_with(&dir, "?model=counting");
+        assert_eq!(c.server_info().unwrap().settings["device"], "counting");
+        c.batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)").unwrap();
+        let dev = COUNTING.get().unwrap();
+        let wal = || {
+            let files = dev.files.lock().unwrap();
+            let wal = files.iter().position(|f| f.ends_with("t.db-wal")).expect("the WAL is on the device");
+            dev.syncs.lock().unwrap().iter().filter(|&&f| f as usize == wal).count()
+        };
+        let before = wal();
+        let written = dev.written.load(std::sync::atomic::Ordering::Relaxed);
+        let ins = Stmt::new("INSERT INTO t (v) VALUES ($1)");
+        for i in 0..25 {
+            c.begin().unwrap();
+            c.execute(&ins, &[format!("row {i}").into()]).unwrap();
+            c.commit().unwrap();
+        }
+        assert_eq!(wal() - before, 25, "one WAL sync per commit");
+        assert!(dev.written.load(std::sync::atomic::Ordering::Relaxed) >= written + 25 * 4096);
+        // Bad input: a device the opener does not know, named; and a
+        // model without the VFS.
+        let bad = |o: &str| {
+            let url = DbUrl::parse(&format!("sqlite:{}{o}", dir.path().join("u.db").display())).unwrap();
+            SqliteConn::open(&url).err().expect("refused")
+        };
+        let e = bad("?model=nothing");
+        assert_eq!(e.kind(), ErrorKind::BadUrl);
+        assert!(e.to_string().contains("model=nothing: no device 'nothing'"), "{e}");
+        let e = bad("?model=counting&timing=off");
+        assert!(e.to_string().contains("needs the timing VFS"), "{e}");
     }
 }

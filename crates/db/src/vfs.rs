@@ -42,6 +42,8 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use rusqlite::ffi;
 
+use crate::device::{DevFile, FileDevice};
+
 /// The shim's VFS name, as connections name it when they open.
 pub const NAME: &str = "storbench-timed";
 const NAME_C: &std::ffi::CStr = c"storbench-timed";
@@ -68,6 +70,9 @@ const STATES: usize = 6;
 #[repr(align(64))]
 pub(crate) struct ConnState {
     state: AtomicU8,
+    /// The device under the database's files (`?model=`, `device.rs`),
+    /// which the files this connection opens are given.
+    device: Option<Arc<dyn FileDevice>>,
 }
 
 impl ConnState {
@@ -101,6 +106,10 @@ impl ConnState {
 #[derive(Debug, Default)]
 pub struct VfsConnections {
     open: Mutex<Vec<Arc<ConnState>>>,
+    /// The device under the database's files, set by its first connection
+    /// that names one (`?model=`); every later connection's files share it,
+    /// as files on one device do.
+    device: OnceLock<Arc<dyn FileDevice>>,
 }
 
 /// How many of a database's connections are in each state at one look,
@@ -155,9 +164,15 @@ impl VfsConnections {
         }
     }
 
+    /// The device under the database's files: `dev` when it has none yet,
+    /// else the one it has (the first connection's).
+    pub(crate) fn device(&self, dev: Arc<dyn FileDevice>) -> Arc<dyn FileDevice> {
+        self.device.get_or_init(|| dev).clone()
+    }
+
     /// The state of a new connection to the database.
     pub(crate) fn connect(&self) -> Arc<ConnState> {
-        let c = Arc::new(ConnState::default());
+        let c = Arc::new(ConnState { device: self.device.get().cloned(), ..ConnState::default() });
         self.open.lock().unwrap_or_else(|e| e.into_inner()).push(c.clone());
         c
     }
@@ -282,6 +297,9 @@ pub(crate) fn register() -> Result<(), String> {
 struct TimedFile {
     base: ffi::sqlite3_file,
     conn: *const ConnState,
+    /// The file on its connection's device (null: none, as on a database
+    /// without `?model=`); owned, freed with the file.
+    dev: *mut DevFile,
 }
 
 /// The wrapped VFS of ours.
@@ -400,6 +418,7 @@ unsafe extern "C" fn x_open(
             Arc::increment_strong_count(current);
         }
         (*ours).conn = current;
+        (*ours).dev = std::ptr::null_mut();
         let real = real_vfs(vfs);
         let inner = real_file(file);
         let rc = match (*real).xOpen {
@@ -411,6 +430,15 @@ unsafe extern "C" fn x_open(
         } else {
             let v = (*(*inner).pMethods).iVersion.clamp(1, 3);
             (*ours).base.pMethods = &METHODS[(v - 1) as usize];
+            // A named file of a connection with a device is on it (a
+            // temporary file has no name and is never synced).
+            if let (Some(c), false) = (current.as_ref(), name.is_null()) {
+                if let Some(dev) = &c.device {
+                    let path = std::ffi::CStr::from_ptr(name).to_string_lossy();
+                    let id = dev.open(Path::new(path.as_ref()));
+                    (*ours).dev = Box::into_raw(Box::new(DevFile { dev: dev.clone(), id }));
+                }
+            }
         }
         rc
     }
@@ -427,6 +455,11 @@ unsafe fn release(f: *mut TimedFile) {
         if !(*f).conn.is_null() {
             Arc::decrement_strong_count((*f).conn);
             (*f).conn = std::ptr::null();
+        }
+        // A non-null `dev` is the Box x_open leaked, freed once (nulled).
+        if !(*f).dev.is_null() {
+            drop(Box::from_raw((*f).dev));
+            (*f).dev = std::ptr::null_mut();
         }
     }
 }
@@ -451,14 +484,23 @@ macro_rules! forward_file {
 /// A forwarded file method that is a wait of class `$class` of the file's
 /// connection while it runs.
 macro_rules! wait_file {
-    ($name:ident, $plain:ident, $class:ident, ($($a:ident: $t:ty),*)) => {
+    ($name:ident, $plain:ident, $class:ident, ($($a:ident: $t:ty),*), |$d:ident| $dev:expr) => {
         unsafe extern "C" fn $name(file: *mut ffi::sqlite3_file, $($a: $t),*) -> c_int {
             // SAFETY: `file` is ours and open, so its connection's state
-            // (when not null) is held until its xClose.
-            let conn = unsafe { (*file.cast::<TimedFile>()).conn.as_ref() };
+            // (when not null) is held until its xClose, and so is its
+            // device file (when not null).
+            let (conn, dev) = unsafe {
+                let ours = file.cast::<TimedFile>();
+                ((*ours).conn.as_ref(), (*ours).dev.as_ref())
+            };
             let before = conn.and_then(|c| c.wait_begins($class));
             // SAFETY: forwarded as SQLite called it.
             let rc = unsafe { $plain(file, $($a),*) };
+            // What the device makes of a call that succeeded (a sync's
+            // wait for the writeback and the flush, inside the wait).
+            if let (Some($d), ffi::SQLITE_OK) = (dev, rc) {
+                $dev;
+            }
             if let (Some(c), Some(before)) = (conn, before) {
                 c.wait_ends(before);
             }
@@ -481,10 +523,14 @@ forward_file!(
 );
 forward_file!(truncate_plain, xTruncate, (size: ffi::sqlite3_int64) -> c_int, ffi::SQLITE_IOERR_TRUNCATE);
 forward_file!(sync_plain, xSync, (flags: c_int) -> c_int, ffi::SQLITE_IOERR_FSYNC);
-wait_file!(x_read, read_plain, READ, (buf: *mut c_void, n: c_int, off: ffi::sqlite3_int64));
-wait_file!(x_write, write_plain, WRITE, (buf: *const c_void, n: c_int, off: ffi::sqlite3_int64));
-wait_file!(x_truncate, truncate_plain, WRITE, (size: ffi::sqlite3_int64));
-wait_file!(x_sync, sync_plain, SYNC, (flags: c_int));
+wait_file!(x_read, read_plain, READ, (buf: *mut c_void, n: c_int, off: ffi::sqlite3_int64), |d| d
+    .dev
+    .read(d.id, off as u64, n as u64));
+wait_file!(x_write, write_plain, WRITE, (buf: *const c_void, n: c_int, off: ffi::sqlite3_int64), |d| d
+    .dev
+    .write(d.id, off as u64, n as u64));
+wait_file!(x_truncate, truncate_plain, WRITE, (size: ffi::sqlite3_int64), |d| d.dev.truncate(d.id, size as u64));
+wait_file!(x_sync, sync_plain, SYNC, (flags: c_int), |d| d.dev.sync(d.id));
 forward_file!(close_plain, xClose, () -> c_int, ffi::SQLITE_OK);
 forward_file!(x_file_size, xFileSize, (size: *mut ffi::sqlite3_int64) -> c_int, ffi::SQLITE_IOERR_FSTAT);
 forward_file!(x_lock, xLock, (level: c_int) -> c_int, ffi::SQLITE_IOERR_LOCK);

@@ -14,6 +14,7 @@ pub mod counters;
 pub mod crash;
 pub mod daemon;
 pub mod fit;
+pub mod inproc;
 pub mod journal;
 pub mod model;
 mod ring;

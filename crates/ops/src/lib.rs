@@ -20,3 +20,4 @@ pub mod failover;
 pub mod plan;
 pub mod repl;
 pub mod sensitivity;
+pub mod sqlite_device;

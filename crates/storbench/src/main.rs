@@ -57,6 +57,8 @@ fn main() -> ExitCode {
             eprintln!("storbench: {n}");
         }
     });
+    // `sqlite:PATH?model=SPEC`: a device model under SQLite's files.
+    storbench_db::set_device_opener(storbench_ops::sqlite_device::open);
     match command::dispatch(&cli.global, cli.command) {
         Ok(code) => code,
         Err(e) => error::report(&e),

@@ -485,3 +485,43 @@ fn a_tpcb_init_that_fills_its_disk_leaves_nothing_run_takes() {
     assert!(err.contains("no TPC-B tables") && err.contains("tpcb init"), "{err}");
     assert_eq!(runs(d.path()).len(), before, "the refused run recorded nothing");
 }
+
+/// The test that could fail: a device model under SQLite's files
+/// (`?model=`, in process) sets the pace of its commits. A constant device
+/// whose flush takes 4 ms allows at most 250 commits a second on one
+/// client (each commit syncs the WAL, and a sync ends with a flush); the
+/// same database with no model, on the same tmpfs, commits many times
+/// faster. The record names the device.
+#[test]
+fn a_device_model_under_sqlite_s_files_sets_the_pace_of_its_commits() {
+    let shm = Path::new("/dev/shm");
+    let d = if shm.is_dir() { tempfile::tempdir_in(shm) } else { tempfile::tempdir() }.unwrap();
+    let model = d.path().join("slow-flush.toml");
+    std::fs::write(&model, "base = \"constant\"\nflush = \"4ms\"\nunits = 1\n").unwrap();
+    let plain = format!("sqlite:{}", d.path().join("b.db").display());
+    let modelled = format!("{plain}?model={}", model.display());
+    assert!(sb(d.path()).args(["tpcb", "init", "--db", &plain, "--scale", "1"]).status().unwrap().success());
+    let tps = |db: &str| -> (f64, Value) {
+        let out =
+            sb(d.path()).args(["--json", "tpcb", "run", "--db", db, "--duration", "2s"]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (fig(&rec["steps"][0], "tps"), rec)
+    };
+    let (slow, rec) = tps(&modelled);
+    assert!(slow < 250.0, "a 4 ms flush per commit allows under 250 TPS: {slow}");
+    assert!(slow > 100.0, "and the model's wait is all that slows it: {slow}");
+    let device = rec["run"]["env"]["db"]["settings"]["device"].as_str().unwrap_or_default().to_string();
+    assert!(
+        device.contains("slow-flush.toml in process"),
+        "the record names the device: {}",
+        rec["run"]["env"]
+    );
+    let (fast, _) = tps(&plain);
+    assert!(fast > 2.0 * slow, "no model: {fast} TPS against {slow}");
+    // A model that does not exist is bad input, named.
+    let bad = format!("{plain}?model=no-such-model");
+    let out = sb(d.path()).args(["tpcb", "run", "--db", &bad, "--duration", "1s"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("model=no-such-model"));
+}

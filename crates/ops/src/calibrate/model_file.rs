@@ -100,6 +100,10 @@ fn validation_table(v: &Validation) -> toml::Table {
             if let Some(p) = r.error_pct() {
                 x.insert("error_pct".into(), round(p, 2).into());
             }
+            x.insert("in_process".into(), round(r.in_process, 1).into());
+            if let Some(p) = r.in_process_error_pct() {
+                x.insert("in_process_error_pct".into(), round(p, 2).into());
+            }
             d.insert(r.step.clone(), toml::Value::Table(x));
         }
         t.insert("db".into(), toml::Value::Table(d));

@@ -120,7 +120,8 @@ pub fn run_rounds<E>(
     Ok(Grid::Done(got))
 }
 
-fn median(v: &[f64]) -> Option<f64> {
+/// The median of `v` (`None` when it is empty).
+pub fn median(v: &[f64]) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
@@ -249,21 +250,32 @@ pub fn compare(cells: &[Cell], got: &Rounds, model: &Model, capacity: u64, env: 
     out
 }
 
-/// A database step on both sides.
+/// A database step on the device, on the emulated medium and on the
+/// model in process.
 #[derive(Clone, Debug)]
 pub struct DbRow {
     /// Workload, figure and load: `TPC-B TPS clients=1`.
     pub step: String,
     /// On the device.
     pub device: f64,
-    /// On the emulated medium.
+    /// On the emulated medium (the FUSE daemon under a loop device and
+    /// ext4, as a run's `media create --model` gives).
     pub emulated: f64,
+    /// On the model in process (`sqlite:…?model=`: the model under
+    /// SQLite's files with no daemon between, `storbench_emu::inproc`).
+    pub in_process: f64,
 }
 
 impl DbRow {
     /// The emulated medium's error against the device, percent.
     pub fn error_pct(&self) -> Option<f64> {
         err(Some(self.emulated), Some(self.device))
+    }
+
+    /// The model in process's error against the device, percent: the
+    /// model's own error at the database level.
+    pub fn in_process_error_pct(&self) -> Option<f64> {
+        err(Some(self.in_process), Some(self.device))
     }
 }
 
@@ -296,14 +308,40 @@ impl Drop for Rm {
     }
 }
 
-/// `--db-check`: SQLite on the filesystem of `against` (a file) and on a
-/// filesystem on an emulated medium of `spec` (named `<name>-db`); TPC-B at
-/// 1 and 8 clients and TPC-C at 1 and 4 users of `d` each, alternating
-/// which side goes first. Returns per step the device's and the emulated
-/// medium's TPS / NOPM. `run` runs each workload verb.
+/// Where the in-process side keeps its files: a tmpfs, so that their own
+/// I/O costs next to nothing beside the model's time.
+fn memory_dir() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
+/// One side of the database check: where its files are and what its
+/// SQLite URLs end in.
+struct Side {
+    dir: PathBuf,
+    query: String,
+}
+
+impl Side {
+    fn url(&self, file: &str) -> String {
+        format!("sqlite:{}{}", self.dir.join(file).display(), self.query)
+    }
+}
+
+/// `--db-check`: SQLite on the filesystem of `against` (a file), on a
+/// filesystem on an emulated medium of `spec` (named `<name>-db`) and on
+/// a tmpfs with `model` (the model's name or file, as given) under its
+/// files in process; TPC-B at 1 and 8 clients and TPC-C at 1 and 4 users
+/// of `d` each, alternating which side goes first. Returns per step the
+/// three sides' TPS / NOPM. `run` runs each workload verb.
 pub fn db_check(
     against: &Path,
     spec: &Spec,
+    model: &str,
     name: &str,
     d: Duration,
     run: &mut RunVerb<'_>,
@@ -314,9 +352,12 @@ pub fn db_check(
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
     let real_dir = parent.join(format!("storbench-dbcheck-{}", std::process::id()));
-    std::fs::create_dir_all(&real_dir)
-        .map_err(|e| CalError::Failed(format!("creating {}: {e}", real_dir.display())))?;
-    let _rm = Rm(real_dir.clone());
+    let mem_dir = memory_dir().join(format!("storbench-dbcheck-model-{}", std::process::id()));
+    for dir in [&real_dir, &mem_dir] {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CalError::Failed(format!("creating {}: {e}", dir.display())))?;
+    }
+    let (_rm, _rm_mem) = (Rm(real_dir.clone()), Rm(mem_dir.clone()));
     let dbname = format!("{name}-db");
     let m = storbench_media::create(&dbname, &options(spec, 1 << 30, "ext4"))?;
     let _guard = MediumGuard(dbname);
@@ -324,51 +365,60 @@ pub fn db_check(
         .mount_point
         .clone()
         .ok_or_else(|| CalError::Failed("the database medium has no mount point".into()))?;
+    // A model file named relative to here stays found by the children
+    // (they share this directory, but say it whole in their records).
+    let model = match std::fs::canonicalize(model) {
+        Ok(p) if p.is_file() => p.display().to_string(),
+        _ => model.to_string(),
+    };
+    let sides = [
+        Side { dir: real_dir, query: String::new() },
+        Side { dir: emu_dir, query: String::new() },
+        Side { dir: mem_dir, query: format!("?model={model}") },
+    ];
     let secs = format!("{}s", d.as_secs().max(1));
     let ramp = format!("{}s", (d.as_secs() / 4).max(1));
-    let sides = [real_dir, emu_dir];
-    let db = |dir: &Path, file: &str| format!("sqlite:{}", dir.join(file).display());
-    for dir in &sides {
-        let (b, c) = (db(dir, "tpcb.db"), db(dir, "tpcc.db"));
+    for side in &sides {
+        let (b, c) = (side.url("tpcb.db"), side.url("tpcc.db"));
         run(&["tpcb", "init", "--db", &b, "--scale", "1"], "tps")?;
         run(&["tpcc", "build", "--db", &c, "--warehouses", "1"], "nopm.districts")?;
     }
     let mut out = Vec::new();
-    let tpcb = |dir: &Path| {
-        let b = db(dir, "tpcb.db");
+    let tpcb = |side: &Side| {
+        let b = side.url("tpcb.db");
         ["tpcb", "run", "--db", &b, "--clients", "1,8", "--duration", &secs].map(String::from).to_vec()
     };
-    both(&sides, "TPC-B TPS", true, &tpcb, "tps", run, &mut out)?;
-    let tpcc = |dir: &Path| {
-        let c = db(dir, "tpcc.db");
+    all(&sides, "TPC-B TPS", true, &tpcb, "tps", run, &mut out)?;
+    let tpcc = |side: &Side| {
+        let c = side.url("tpcc.db");
         ["tpcc", "run", "--db", &c, "--users", "1,4", "--duration", &secs, "--rampup", &ramp]
             .map(String::from)
             .to_vec()
     };
-    both(&sides, "TPC-C NOPM", false, &tpcc, "nopm.districts", run, &mut out)?;
+    all(&sides, "TPC-C NOPM", false, &tpcc, "nopm.districts", run, &mut out)?;
     Ok(out)
 }
 
-/// Runs one workload verb on both sides (the device's first when
-/// `first_real`) and pairs their steps.
-fn both(
-    sides: &[PathBuf; 2],
+/// Runs one workload verb on the three sides (the device's first when
+/// `first_real`, else last) and lines up their steps.
+fn all(
+    sides: &[Side; 3],
     label: &str,
     first_real: bool,
-    args: &dyn Fn(&Path) -> Vec<String>,
+    args: &dyn Fn(&Side) -> Vec<String>,
     figure: &str,
     run: &mut RunVerb<'_>,
     out: &mut Vec<DbRow>,
 ) -> Result<(), CalError> {
-    let order = if first_real { [0, 1] } else { [1, 0] };
-    let mut got: [Vec<(String, f64)>; 2] = Default::default();
+    let order = if first_real { [0, 1, 2] } else { [2, 1, 0] };
+    let mut got: [Vec<(String, f64)>; 3] = Default::default();
     for i in order {
         let a = args(&sides[i]);
         let a: Vec<&str> = a.iter().map(String::as_str).collect();
         got[i] = run(&a, figure)?;
     }
-    for ((l, r), (_, e)) in got[0].iter().zip(&got[1]) {
-        out.push(DbRow { step: format!("{label} {l}"), device: *r, emulated: *e });
+    for (((l, r), (_, e)), (_, m)) in got[0].iter().zip(&got[1]).zip(&got[2]) {
+        out.push(DbRow { step: format!("{label} {l}"), device: *r, emulated: *e, in_process: *m });
     }
     Ok(())
 }

@@ -88,7 +88,7 @@ pub struct ValidateArgs {
     /// Allow the write cells on a block device that is mounted or holds a filesystem.
     #[arg(long)]
     pub destroy_data: bool,
-    /// Also TPC-B at 1 and 8 clients and TPC-C at 1 and 4 users on both (SQLite on a filesystem on each), with the TPS/NOPM error.
+    /// Also TPC-B at 1 and 8 clients and TPC-C at 1 and 4 users on the device, on the emulated medium and on the model in process (SQLite; `sqlite:PATH?model=`), with each one's TPS/NOPM error.
     #[arg(long)]
     pub db_check: bool,
     /// Measured time per database step (--db-check).
@@ -367,7 +367,7 @@ pub fn validate(g: &Global, a: ValidateArgs) -> Result<ExitCode> {
         let d = a.db_time;
         let mut run =
             |args: &[&str], figure: &str| child(g, args, figure).map_err(|e| CalError::Failed(e.to_string()));
-        match val::db_check(&a.against, &spec, &name, d, &mut run) {
+        match val::db_check(&a.against, &spec, &a.model, &name, d, &mut run) {
             Ok(rows) => rows,
             Err(e) => return rec.finish(Outcome::Failed(cal_err(e))),
         }
@@ -394,11 +394,23 @@ pub fn validate(g: &Global, a: ValidateArgs) -> Result<ExitCode> {
         println!(
             "{}",
             serde_json::to_string_pretty(
-                &json!({"cells": cell_rows(&cmp), "median_abs_error_pct": {"iops": m[0], "mean": m[1], "p50": m[2], "p99": m[3]}, "median_abs_mean_error_pct": {"emulator": cmp.split.emulator_mean, "model": cmp.split.model_mean}, "outside": cmp.outside, "floor": floor})
+                &json!({"cells": cell_rows(&cmp), "median_abs_error_pct": {"iops": m[0], "mean": m[1], "p50": m[2], "p99": m[3]}, "median_abs_mean_error_pct": {"emulator": cmp.split.emulator_mean, "model": cmp.split.model_mean}, "outside": cmp.outside, "floor": floor, "db": db_rows(&db)})
             )?
         );
     }
     rec.finish(Outcome::Complete)
+}
+
+/// The database check's steps as `--json` gives them.
+fn db_rows(db: &[DbRow]) -> Vec<serde_json::Value> {
+    db.iter()
+        .map(|r| {
+            json!({
+                "step": r.step, "device": r.device, "emulated": r.emulated, "in_process": r.in_process,
+                "error_pct": {"emulated": r.error_pct(), "in_process": r.in_process_error_pct()},
+            })
+        })
+        .collect()
 }
 
 /// The comparison's cells as `--json` gives them.
@@ -483,18 +495,29 @@ fn print_comparison(cmp: &Comparison, floor: Option<&Floor>) {
     }
 }
 
-/// Prints the database check: each step on the device and emulated.
+/// Prints the database check: each step on the device, on the emulated
+/// medium and on the model in process, and the medians of their errors.
 fn print_db(db: &[DbRow]) {
-    let mut t = Table::with_header(["database step", "device", "emulated", "err"]);
+    let mut t = Table::with_header(["database step", "device", "emulated", "err", "model in process", "err"]);
     for r in db {
         t.add_row(vec![
             r.step.clone(),
             crate::oltp::fmt_num(r.device),
             crate::oltp::fmt_num(r.emulated),
             pct(r.error_pct()),
+            crate::oltp::fmt_num(r.in_process),
+            pct(r.in_process_error_pct()),
         ]);
     }
     print!("{}", t.to_text());
+    let abs = |f: fn(&DbRow) -> Option<f64>| {
+        val::median(&db.iter().filter_map(f).map(f64::abs).collect::<Vec<_>>())
+    };
+    println!(
+        "  median |error|: emulated medium {}, model in process {} (the emulated medium adds the daemon's round trip to every request; in process the model's time is all that is added)",
+        pct(abs(DbRow::error_pct)),
+        pct(abs(DbRow::in_process_error_pct))
+    );
 }
 
 /// The model files `media models` lists: those given, else every `*.toml`
