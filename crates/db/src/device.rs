@@ -2,13 +2,15 @@
 //! option `?model=SPEC` opens the database through the timing VFS
 //! (`vfs.rs`) with a [`FileDevice`] behind its files, which makes each
 //! `xSync` wait as long as the model says writing the file's dirty pages
-//! back and flushing would take on that device. The files themselves live
-//! wherever the path puts them (a tmpfs, so that their own I/O costs next
-//! to nothing), and what the device adds is exact to the thread's wake-up:
-//! no FUSE round trip, no loop device, no kernel page cache between the
-//! database and the model, so a model whose commit takes less than the
-//! FUSE emulator's own round trip can still be held against a database
-//! (what `media validate --db-check` does with it).
+//! back and flushing would take on that device, in place of the file's
+//! own sync (which is not made: a crash can lose what the model called
+//! durable). The files live wherever the path puts them and are read and
+//! written there as usual (through the host's page cache), so the only
+//! difference from the same database on the real disk below is the sync:
+//! the device's time comes from the model, exact to the thread's wake-up,
+//! with no FUSE round trip or loop device between. A model whose commit
+//! takes less than the FUSE emulator's own round trip can so still be held
+//! against a database (what `media validate --db-check` does with it).
 //!
 //! This crate does not know device models: the binary registers an
 //! opener ([`set_device_opener`]) that builds one from the SPEC a URL

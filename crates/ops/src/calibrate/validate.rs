@@ -308,17 +308,6 @@ impl Drop for Rm {
     }
 }
 
-/// Where the in-process side keeps its files: a tmpfs, so that their own
-/// I/O costs next to nothing beside the model's time.
-fn memory_dir() -> PathBuf {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        shm.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    }
-}
-
 /// One side of the database check: where its files are and what its
 /// SQLite URLs end in.
 struct Side {
@@ -334,8 +323,9 @@ impl Side {
 
 /// `--db-check`: SQLite on the filesystem of `against` (a file), on a
 /// filesystem on an emulated medium of `spec` (named `<name>-db`) and on
-/// a tmpfs with `model` (the model's name or file, as given) under its
-/// files in process; TPC-B at 1 and 8 clients and TPC-C at 1 and 4 users
+/// the filesystem of `against` again with `model` (the model's name or
+/// file, as given) under its files in process, whose syncs stand for the
+/// device's (so the first and the last differ in the sync alone); TPC-B at 1 and 8 clients and TPC-C at 1 and 4 users
 /// of `d` each, alternating which side goes first. Returns per step the
 /// three sides' TPS / NOPM. `run` runs each workload verb.
 pub fn db_check(
@@ -352,7 +342,7 @@ pub fn db_check(
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
     let real_dir = parent.join(format!("storbench-dbcheck-{}", std::process::id()));
-    let mem_dir = memory_dir().join(format!("storbench-dbcheck-model-{}", std::process::id()));
+    let mem_dir = parent.join(format!("storbench-dbcheck-model-{}", std::process::id()));
     for dir in [&real_dir, &mem_dir] {
         std::fs::create_dir_all(dir)
             .map_err(|e| CalError::Failed(format!("creating {}: {e}", dir.display())))?;
