@@ -53,6 +53,7 @@ for r in $(seq 1 "$rounds"); do
   for side in $order; do
     "$SB" -q --json tpcb run --db "$(url $side b.db)" --clients 1,8 --duration "$t" 2>>"$work/runs.log" | figs tps | sed "s/^/$side TPC-B_TPS /" >> "$out"
     "$SB" -q --json tpcc run --db "$(url $side c.db)" --users 1,4 --duration "$t" --rampup 5s 2>>"$work/runs.log" | figs nopm.districts | sed "s/^/$side TPC-C_NOPM /" >> "$out"
+    sync -f "$real" # the model side's files are never synced: their writeback not in the next runs
   done
   echo "round $r done ($(date -u +%T))"
 done

@@ -14,8 +14,8 @@
 #
 # With the database check (default): TPC-B at 1 and 8 clients and TPC-C at
 # 1 and 4 users, SQLite on /work's filesystem, on an ext4 on the emulated
-# model and on a tmpfs with the model in process (`sqlite:…?model=`), 20 s
-# steps (goal: ≤ 10 % on TPS and NOPM).
+# model and beside the first with the model in process (`sqlite:…?model=`),
+# 20 s steps (goal: ≤ 10 % on TPS and NOPM).
 #
 # Runs under flock /tmp/storbench-measure.lock (exclusive).
 set -euo pipefail

@@ -39,6 +39,9 @@ pub trait FileDevice: Send + Sync + std::fmt::Debug {
     /// `file`'s written bytes are made durable: returns when the device
     /// would have written them back and flushed its cache.
     fn sync(&self, file: u32);
+    /// The file at `path` was deleted: opened again, it is a new, empty
+    /// file.
+    fn delete(&self, _path: &Path) {}
     /// What the device is, for the run's record (the SPEC and its model's
     /// label).
     fn describe(&self) -> String;

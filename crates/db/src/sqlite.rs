@@ -119,7 +119,13 @@ impl SqliteConn {
                     }
                     synchronous = v;
                 }
-                Some(("model", v)) if !v.is_empty() => model = Some(v),
+                Some(("model", "")) => {
+                    return Err(DbError::new(
+                        ErrorKind::BadUrl,
+                        "sqlite: model= names no model (give a built-in model's name or a model file)",
+                    ))
+                }
+                Some(("model", v)) => model = Some(v),
                 Some(("timing", v)) => {
                     timing = match v {
                         "on" => true,
@@ -188,8 +194,36 @@ impl SqliteConn {
             (true, Err(why)) => Timing::Unavailable(why),
             (true, Ok(())) => {
                 let db = vfs::connections_for(std::path::Path::new(path));
-                if let Some(d) = device {
-                    db.device(d);
+                // One device per database in a process: a connection that
+                // names another, or none, would have its syncs go where the
+                // others' do not.
+                let clash = |what: String| {
+                    Err(DbError::new(
+                        ErrorKind::BadUrl,
+                        format!("sqlite: {path}: {what} (one device per database)"),
+                    ))
+                };
+                match (device, db.current_device()) {
+                    (Some(d), None) => {
+                        let got = db.device(d.clone());
+                        if got.describe() != d.describe() {
+                            return clash(format!("open already with the device {}", got.describe()));
+                        }
+                    }
+                    (Some(d), Some(had)) if had.describe() != d.describe() => {
+                        return clash(format!(
+                            "open already with the device {}, not {}",
+                            had.describe(),
+                            d.describe()
+                        ));
+                    }
+                    (None, Some(had)) => {
+                        return clash(format!(
+                            "open already with the device {}: give its ?model= too",
+                            had.describe()
+                        ));
+                    }
+                    _ => {}
                 }
                 let conn = db.connect();
                 Timing::On(db, conn)
@@ -667,5 +701,11 @@ mod tests {
         assert!(e.to_string().contains("model=nothing: no device 'nothing'"), "{e}");
         let e = bad("?model=counting&timing=off");
         assert!(e.to_string().contains("needs the timing VFS"), "{e}");
+        assert!(bad("?model=").to_string().contains("model= names no model"));
+        // The database open with a device: a connection without one is
+        // refused, not left to sync where the others do not.
+        let url = DbUrl::parse(&format!("sqlite:{}", dir.path().join("t.db").display())).unwrap();
+        let e = SqliteConn::open(&url).err().expect("refused");
+        assert!(e.to_string().contains("open already with the device counting"), "{e}");
     }
 }

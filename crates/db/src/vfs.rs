@@ -170,6 +170,11 @@ impl VfsConnections {
         self.device.get_or_init(|| dev).clone()
     }
 
+    /// The device under the database's files, if it has one.
+    pub(crate) fn current_device(&self) -> Option<Arc<dyn FileDevice>> {
+        self.device.get().cloned()
+    }
+
     /// The state of a new connection to the database.
     pub(crate) fn connect(&self) -> Arc<ConnState> {
         let c = Arc::new(ConnState { device: self.device.get().cloned(), ..ConnState::default() });
@@ -340,7 +345,25 @@ macro_rules! forward_vfs {
     };
 }
 
-forward_vfs!(x_delete, xDelete, (z: *const c_char, sync_dir: c_int) -> c_int, ffi::SQLITE_IOERR_DELETE);
+forward_vfs!(x_delete_real, xDelete, (z: *const c_char, sync_dir: c_int) -> c_int, ffi::SQLITE_IOERR_DELETE);
+
+/// `xDelete`; a file deleted on a device (SQLite deletes the WAL when its
+/// last connection closes) is new to it when it is made again.
+unsafe extern "C" fn x_delete(vfs: *mut ffi::sqlite3_vfs, z: *const c_char, sync_dir: c_int) -> c_int {
+    // SAFETY: forwarded as SQLite called it; `z` is a path SQLite gives
+    // (NUL-terminated) and a non-null CURRENT is the state of the
+    // connection whose call runs on this thread (see `x_sleep`).
+    unsafe {
+        let rc = x_delete_real(vfs, z, sync_dir);
+        let current = CURRENT.try_with(Cell::get).unwrap_or(std::ptr::null());
+        if let (Some(c), false) = (current.as_ref(), z.is_null()) {
+            if let Some(dev) = &c.device {
+                dev.delete(Path::new(std::ffi::CStr::from_ptr(z).to_string_lossy().as_ref()));
+            }
+        }
+        rc
+    }
+}
 forward_vfs!(
     x_access,
     xAccess,
@@ -432,7 +455,7 @@ unsafe extern "C" fn x_open(
             (*ours).base.pMethods = &METHODS[(v - 1) as usize];
             // A named file of a connection with a device is on it (a
             // temporary file has no name and is never synced).
-            if let (Some(c), false) = (current.as_ref(), name.is_null()) {
+            if let (Some(c), false, ffi::SQLITE_OK) = (current.as_ref(), name.is_null(), rc) {
                 if let Some(dev) = &c.device {
                     let path = std::ffi::CStr::from_ptr(name).to_string_lossy();
                     let id = dev.open(Path::new(path.as_ref()));

@@ -28,6 +28,9 @@ impl FileDevice for Device {
     fn sync(&self, file: u32) {
         self.0.sync(file)
     }
+    fn delete(&self, path: &Path) {
+        self.0.delete(path)
+    }
     fn describe(&self) -> String {
         self.0.label().to_string()
     }

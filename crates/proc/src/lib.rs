@@ -232,6 +232,12 @@ pub fn stop(who: Identity, what: &str, steps: &[Step]) -> Result<Option<Signal>,
             signal(k, s.signal);
         }
         if wait_until(s.wait, || !who.alive()) {
+            // Its leader gone (a zombie) while a thread of it is still in
+            // I/O (a multi-threaded server killed): it holds its files
+            // until that ends, so it is waited for as below.
+            if s.signal == Signal::SIGKILL && in_uninterruptible_wait(who.pid) {
+                wait_until(KILLED_IO_WAIT, || !in_uninterruptible_wait(who.pid));
+            }
             return Ok(Some(s.signal));
         }
     }
@@ -244,7 +250,7 @@ pub fn stop(who: Identity, what: &str, steps: &[Step]) -> Result<Option<Signal>,
     // completes, which on a throttled or emulated device (a server's
     // checkpoint fsync at a disk's caps) can take minutes. Not a survivor
     // yet.
-    if steps.last().is_some_and(|s| s.signal == Signal::SIGKILL) && state(who.pid) == Some('D') {
+    if steps.last().is_some_and(|s| s.signal == Signal::SIGKILL) && in_uninterruptible_wait(who.pid) {
         if wait_until(KILLED_IO_WAIT, || !who.alive()) {
             return Ok(Some(Signal::SIGKILL));
         }
@@ -256,6 +262,14 @@ pub fn stop(who: Identity, what: &str, steps: &[Step]) -> Result<Option<Signal>,
 /// How long a killed process in an uninterruptible wait (state `D`) is
 /// given to finish its I/O and go.
 pub const KILLED_IO_WAIT: Duration = Duration::from_secs(300);
+
+/// Whether any thread of process `pid` is in an uninterruptible wait
+/// (state `D`: I/O it cannot leave, even killed).
+pub fn in_uninterruptible_wait(pid: u32) -> bool {
+    let Ok(p) = procfs::process::Process::new(pid as i32) else { return false };
+    let Ok(tasks) = p.tasks() else { return false };
+    tasks.flatten().any(|t| t.stat().is_ok_and(|s| s.state == 'D'))
+}
 
 /// Process `pid`'s state letter (`R` running, `S` sleeping, `D` in an
 /// uninterruptible wait, …), if it exists.
@@ -370,6 +384,7 @@ mod tests {
             state(child.id())
         );
         child.kill().unwrap();
+        assert!(!in_uninterruptible_wait(child.id()), "asleep, not in I/O");
         assert!(wait_until(Duration::from_secs(5), || state(child.id()) == Some('Z')), "killed, not reaped");
         child.wait().unwrap();
         assert_eq!(state(child.id()), None, "reaped: gone");
