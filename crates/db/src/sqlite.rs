@@ -203,19 +203,17 @@ impl SqliteConn {
                         format!("sqlite: {path}: {what} (one device per database)"),
                     ))
                 };
-                match (device, db.current_device()) {
-                    (Some(d), None) => {
-                        let got = db.device(d.clone());
-                        if got.describe() != d.describe() {
-                            return clash(format!("open already with the device {}", got.describe()));
+                // The database's device: this one when it has none yet.
+                match (&device, db.current_device()) {
+                    (Some(d), _) => {
+                        let had = db.device(d.clone());
+                        if had.describe() != d.describe() {
+                            return clash(format!(
+                                "open already with the device {}, not {}",
+                                had.describe(),
+                                d.describe()
+                            ));
                         }
-                    }
-                    (Some(d), Some(had)) if had.describe() != d.describe() => {
-                        return clash(format!(
-                            "open already with the device {}, not {}",
-                            had.describe(),
-                            d.describe()
-                        ));
                     }
                     (None, Some(had)) => {
                         return clash(format!(
@@ -223,7 +221,7 @@ impl SqliteConn {
                             had.describe()
                         ));
                     }
-                    _ => {}
+                    (None, None) => {}
                 }
                 let conn = db.connect();
                 Timing::On(db, conn)
