@@ -47,8 +47,10 @@ pub trait FileDevice: Send + Sync + std::fmt::Debug {
     fn describe(&self) -> String;
 }
 
-/// Builds a device from a URL's `model=SPEC`, or says why it cannot.
-pub type DeviceOpener = fn(&str) -> Result<Arc<dyn FileDevice>, String>;
+/// Builds a device from a URL's `model=SPEC` for a database in the
+/// directory given (whose filesystem decides how an inode's change
+/// reaches the device), or says why it cannot.
+pub type DeviceOpener = fn(&str, &Path) -> Result<Arc<dyn FileDevice>, String>;
 
 static OPENER: OnceLock<DeviceOpener> = OnceLock::new();
 
@@ -58,10 +60,11 @@ pub fn set_device_opener(f: DeviceOpener) {
     let _ = OPENER.set(f);
 }
 
-/// The device `spec` names, through the registered opener.
-pub(crate) fn open_device(spec: &str) -> Result<Arc<dyn FileDevice>, String> {
+/// The device `spec` names for a database in `dir`, through the
+/// registered opener.
+pub(crate) fn open_device(spec: &str, dir: &Path) -> Result<Arc<dyn FileDevice>, String> {
     match OPENER.get() {
-        Some(f) => f(spec),
+        Some(f) => f(spec, dir),
         None => Err("this program has no device models (no opener was registered)".into()),
     }
 }

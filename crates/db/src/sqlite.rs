@@ -173,7 +173,11 @@ impl SqliteConn {
                 if let Err(why) = &registered {
                     return Err(bad(format!("the timing VFS could not be registered: {why}")));
                 }
-                Some(crate::device::open_device(m).map_err(bad)?)
+                let dir = match std::path::Path::new(path).parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d,
+                    _ => std::path::Path::new("."),
+                };
+                Some(crate::device::open_device(m, dir).map_err(bad)?)
             }
         };
         Self::open_timed(path, &synchronous, timing, registered, device)
@@ -655,7 +659,7 @@ mod tests {
 
     static COUNTING: std::sync::OnceLock<Arc<Counting>> = std::sync::OnceLock::new();
 
-    fn counting(spec: &str) -> Result<Arc<dyn FileDevice>, String> {
+    fn counting(spec: &str, _dir: &std::path::Path) -> Result<Arc<dyn FileDevice>, String> {
         match spec {
             "counting" => Ok(COUNTING.get_or_init(Default::default).clone()),
             _ => Err(format!("no device '{spec}'")),
