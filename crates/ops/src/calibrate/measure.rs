@@ -146,6 +146,13 @@ pub fn fit_table(table: &Path, family: Family, size: u64, holdout: bool) -> Resu
     let rows = storbench_emu::table::parse(&table.display().to_string(), &text).map_err(CalError::Usage)?;
     let given = storbench_emu::table::given(&table.display().to_string(), &text).map_err(CalError::Usage)?;
     let (train, test) = split(table, &rows, holdout)?;
+    // A disk's rows describe the whole disk (a data sheet's seek is over
+    // its stroke): with its size given, that is the span they are fitted
+    // and predicted over.
+    let size = match given.iter().find(|g| g.key == "disk_size") {
+        Some(g) => storbench_metrics::units::parse_size(&g.value).ok().filter(|&d| d > 0).unwrap_or(size),
+        None => size,
+    };
     let fitted = fit::fit(family, &train, None, size, &given)
         .map_err(|e| CalError::Usage(format!("--from-table {}: {e}", table.display())))?;
     let held = if holdout {
