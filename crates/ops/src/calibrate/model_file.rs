@@ -86,6 +86,7 @@ fn validation_table(v: &Validation) -> toml::Table {
     for (k, m) in [
         ("median_abs_mean_emulator_pct", split.emulator_mean),
         ("median_abs_mean_model_pct", split.model_mean),
+        ("median_spread_mean_device_pct", split.device_spread),
     ] {
         if let Some(m) = m {
             t.insert(k.into(), round(m, 2).into());

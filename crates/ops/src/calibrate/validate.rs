@@ -195,6 +195,20 @@ pub struct Split {
     pub emulator_mean: Option<f64>,
     /// The model's mean latency against the device's.
     pub model_mean: Option<f64>,
+    /// How far the device moved between rounds on its own: per cell its
+    /// rounds' mean latencies' range over their median, percent; the
+    /// median over the cells (none with one round). An error below it is
+    /// within the device's own movement.
+    pub device_spread: Option<f64>,
+}
+
+/// The range of `xs` over their median, percent (none under two values).
+fn spread(xs: &[f64]) -> Option<f64> {
+    if xs.len() < 2 {
+        return None;
+    }
+    let (lo, hi) = xs.iter().fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+    median(xs).filter(|&m| m > 0.0).map(|m| (hi - lo) / m * 100.0)
 }
 
 /// The MB/s a cell writes by the model's figures (a flush cell: its
@@ -208,7 +222,7 @@ fn write_mb_s(c: &Cell, model: &Figures) -> Option<f64> {
 /// gives the prediction the envelope is judged on.
 pub fn compare(cells: &[Cell], got: &Rounds, model: &Model, capacity: u64, env: &Envelope) -> Comparison {
     let mut errs: [Vec<f64>; 4] = Default::default();
-    let (mut emulator, mut fitted) = (Vec::new(), Vec::new());
+    let (mut emulator, mut fitted, mut moved) = (Vec::new(), Vec::new(), Vec::new());
     let mut out = Comparison::default();
     for (c, (dev, emu)) in cells.iter().zip(got) {
         if dev.is_empty() || emu.is_empty() {
@@ -232,6 +246,7 @@ pub fn compare(cells: &[Cell], got: &Rounds, model: &Model, capacity: u64, env: 
                 }
                 emulator.extend(err(e.lat_mean_us, predicted.lat_mean_us).map(f64::abs));
                 fitted.extend(err(predicted.lat_mean_us, r.lat_mean_us).map(f64::abs));
+                moved.extend(spread(&dev.iter().filter_map(|f| f.lat_mean_us).collect::<Vec<_>>()));
             }
             Some(w) => out.outside.push(format!("{}: {w}", c.label())),
         }
@@ -246,7 +261,11 @@ pub fn compare(cells: &[Cell], got: &Rounds, model: &Model, capacity: u64, env: 
     }
     out.medians = [0, 1, 2, 3].map(|k| median(&errs[k]));
     out.inside = errs[0].len();
-    out.split = Split { emulator_mean: median(&emulator), model_mean: median(&fitted) };
+    out.split = Split {
+        emulator_mean: median(&emulator),
+        model_mean: median(&fitted),
+        device_spread: median(&moved),
+    };
     out
 }
 
@@ -445,6 +464,12 @@ mod tests {
         assert!(near(c.split.emulator_mean, 10.0), "{:?}", c.split);
         assert!(near(c.split.model_mean, 20.0), "{:?}", c.split);
         assert!(near(c.medians[1], 12.0), "{:?}", c.medians);
+        assert_eq!(c.split.device_spread, None, "one round: no spread");
+        // Three rounds on the device, 100, 125 and 150 µs: it moved 40 %
+        // of its median (50 over 125) on its own.
+        let got: Rounds = vec![(vec![at(100.0), at(125.0), at(150.0)], vec![at(110.0)])];
+        let c = compare(&[cell], &got, &model, 1 << 30, &env);
+        assert!(near(c.split.device_spread, 40.0), "{:?}", c.split);
         // A cell outside the envelope counts in neither.
         let env = Envelope { floor_us: 50.0, ..env };
         let c = compare(&[cell], &got, &model, 1 << 30, &env);

@@ -394,7 +394,7 @@ pub fn validate(g: &Global, a: ValidateArgs) -> Result<ExitCode> {
         println!(
             "{}",
             serde_json::to_string_pretty(
-                &json!({"cells": cell_rows(&cmp), "median_abs_error_pct": {"iops": m[0], "mean": m[1], "p50": m[2], "p99": m[3]}, "median_abs_mean_error_pct": {"emulator": cmp.split.emulator_mean, "model": cmp.split.model_mean}, "outside": cmp.outside, "floor": floor, "db": db_rows(&db)})
+                &json!({"cells": cell_rows(&cmp), "median_abs_error_pct": {"iops": m[0], "mean": m[1], "p50": m[2], "p99": m[3]}, "median_abs_mean_error_pct": {"emulator": cmp.split.emulator_mean, "model": cmp.split.model_mean}, "device_spread_pct": cmp.split.device_spread, "outside": cmp.outside, "floor": floor, "db": db_rows(&db)})
             )?
         );
     }
@@ -470,6 +470,12 @@ fn print_comparison(cmp: &Comparison, floor: Option<&Floor>) {
             "whose the mean latency's error is, median |error| over the same cells: the emulated medium against its model {}, the model against the device now {} (the fit's error, and how far the device moved since it was calibrated)",
             pct(Some(e)).trim_start_matches('+'),
             pct(Some(m)).trim_start_matches('+'),
+        );
+    }
+    if let Some(d) = split.device_spread {
+        println!(
+            "the device against itself: its mean latency moved {} between rounds (range over median, median over the same cells); an error below that is the device's own movement",
+            pct(Some(d)).trim_start_matches('+'),
         );
     }
     match floor {
