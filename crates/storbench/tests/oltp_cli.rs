@@ -525,3 +525,65 @@ fn a_device_model_under_sqlite_s_files_sets_the_pace_of_its_commits() {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("model=no-such-model"));
 }
+
+/// Unmounts (and so frees the loop device of) what a test mounted, even
+/// when the test fails.
+struct Mounted(std::path::PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// Flushes the block device mounted at `at` has completed
+/// (`/sys/block/DEV/stat`, the 16th field).
+fn flushes(at: &Path) -> u64 {
+    let mi = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let src = mi
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let dash = f.iter().position(|x| *x == "-")?;
+            (Path::new(f[4]) == at).then(|| f[dash + 2].to_string())
+        })
+        .unwrap_or_else(|| panic!("{} is not mounted", at.display()));
+    let dev = Path::new(&src).file_name().unwrap().to_string_lossy().into_owned();
+    let stat = std::fs::read_to_string(format!("/sys/block/{dev}/stat")).unwrap();
+    stat.split_whitespace().nth(15).expect("a kernel that counts flushes").parse().unwrap()
+}
+
+/// Under a model the file's own sync is not made: the real device below
+/// the database (ext4 on a loop device, which counts its flushes) sees a
+/// flush for each commit without a model and next to none with one (the
+/// model's flush stands for it), checked against the commits the database
+/// holds.
+#[test]
+fn under_a_model_the_real_device_sees_no_flush_per_commit() {
+    let d = tempfile::tempdir().unwrap();
+    let (img, mnt) = (d.path().join("fs.img"), d.path().join("mnt"));
+    std::fs::File::create(&img).unwrap().set_len(256 << 20).unwrap();
+    assert!(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&img).status().unwrap().success());
+    std::fs::create_dir_all(&mnt).unwrap();
+    assert!(Command::new("mount").args(["-o", "loop"]).arg(&img).arg(&mnt).status().unwrap().success());
+    let _m = Mounted(mnt.clone());
+    let db = mnt.join("b.db");
+    let plain = format!("sqlite:{}", db.display());
+    let modelled = format!("{plain}?model=constant");
+    assert!(sb(d.path()).args(["tpcb", "init", "--db", &plain, "--scale", "1"]).status().unwrap().success());
+    let commits = || sqlite_val(&db, "SELECT COUNT(*) FROM pgbench_history") as u64;
+    let run = |url: &str| -> (u64, u64) {
+        let (c0, f0) = (commits(), flushes(&mnt));
+        let out = sb(d.path()).args(["tpcb", "run", "--db", url, "--duration", "2s"]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        (commits() - c0, flushes(&mnt) - f0)
+    };
+    let (n, f) = run(&plain);
+    assert!(n > 50, "{n} commits");
+    assert!(f >= n, "without a model each commit's sync flushes the device: {f} flushes for {n} commits");
+    let (n, f) = run(&modelled);
+    assert!(n > 50, "{n} commits");
+    // The journal's own periodic commits (every 5 s) and the run's
+    // checkpoint at close may flush; one a commit does not.
+    assert!(f * 20 < n, "under a model the file's sync is the model's: {f} flushes for {n} commits");
+}
