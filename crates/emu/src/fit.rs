@@ -1571,6 +1571,32 @@ mod tests {
         assert!(f.params.iter().any(|p| p.key == "rpm" && !p.determined));
     }
 
+    /// A probe that is a slice of a larger disk (a file on it) sees short
+    /// seeks: with the disk's size given, the fit finds the disk's average
+    /// seek; taken for the whole disk, the probe's span gives a seek a
+    /// fraction of it.
+    #[test]
+    fn a_probe_on_a_slice_of_a_disk_fits_the_disks_seek() {
+        let mut spec = Spec { base: "hdd".into(), ..Spec::default() };
+        for (k, v) in [
+            ("disk_size", "64G"),
+            ("avg_seek", "8ms"),
+            ("track_to_track", &*us(8000.0 / 8.5)),
+            ("full_stroke", &*us(8000.0 * 16.0 / 8.5)),
+            ("outer_rate", "150MB/s"),
+            ("inner_rate", "75MB/s"),
+        ] {
+            spec.set.insert(k.into(), v.to_string());
+        }
+        let rows = rows_from(&spec, &grid());
+        let given =
+            [Given { key: "disk_size".into(), value: "64G".into(), source: "the device's size".into() }];
+        let f = fit(Family::Hdd, &rows, None, CAP, &given).unwrap();
+        near(dur_us(&value(&f, "avg_seek")), 8000.0, 0.1);
+        let whole = fit(Family::Hdd, &rows, None, CAP, &[]).unwrap();
+        assert!(dur_us(&value(&whole, "avg_seek")) < 8000.0 * 0.5, "{}", value(&whole, "avg_seek"));
+    }
+
     /// A 15,000 rpm disk: with its spindle speed given (a datasheet's
     /// figure) the fit finds its seek; left to the class's 7,200 rpm, the
     /// seek gives up what the slower rotation takes (~2 ms).

@@ -117,6 +117,39 @@ fn a_fit_recovers_the_parameters_of_the_medium_it_measured() {
     assert!(runs.to_string().contains("calibrate"), "{runs}");
 }
 
+/// A disk measured over a slice of it (here a 32 MiB file on a 256 MiB
+/// emulated 7,200 rpm disk) sees short seeks; the fit takes the device's
+/// size as the disk's and finds the disk's own average seek (the class's
+/// 8.5 ms), not the slice's.
+#[test]
+fn a_disk_measured_over_a_slice_fits_the_whole_disks_seek() {
+    let s = State::new();
+    let m: Value = serde_json::from_str(
+        &s.ok(&["--json", "media", "create", "disk", "--size", "256M", "--fs", "ext4", "--model", "hdd"]),
+    )
+    .unwrap();
+    let probe = format!("{}/probe.dat", m["mount_point"].as_str().unwrap());
+    let out = s.path("disk.toml");
+    s.ok(&[
+        "media",
+        "calibrate",
+        &probe,
+        "--size",
+        "32M",
+        "--family",
+        "hdd",
+        "--out",
+        out.to_str().unwrap(),
+        "--quick",
+        "--cell-time",
+        "1s",
+    ]);
+    assert_eq!(model_value(&out, "disk_size"), (256u64 << 20).to_string());
+    near("avg_seek", us(&model_value(&out, "avg_seek")), 8500.0, 0.25);
+    let t: toml::Table = std::fs::read_to_string(&out).unwrap().parse().unwrap();
+    assert!(t["sources"]["disk_size"].as_str().unwrap().contains("the disk the probe is a slice of"), "{t}");
+}
+
 #[test]
 fn a_table_with_a_known_answer_fits_and_says_what_it_assumed() {
     let s = State::new();
