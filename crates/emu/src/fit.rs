@@ -1547,19 +1547,29 @@ mod tests {
         near(dur_us(&value(&f, "read")), 60.0, 0.02);
     }
 
-    #[test]
-    fn a_fit_recovers_an_hdds_seek_rate_and_queueing() {
+    /// A disk of the hdd class with an average seek of `avg_us` (its
+    /// track-to-track and full stroke in the class's proportions), 150 →
+    /// 75 MB/s, and `more` set besides.
+    fn hdd_spec(avg_us: f64, more: &[(&str, &str)]) -> Spec {
         let mut spec = Spec { base: "hdd".into(), ..Spec::default() };
         for (k, v) in [
-            ("avg_seek", "6ms"),
-            ("track_to_track", &*us(6000.0 / 8.5)),
-            ("full_stroke", &*us(6000.0 * 16.0 / 8.5)),
-            ("outer_rate", "150MB/s"),
-            ("inner_rate", "75MB/s"),
-            ("ncq_depth", "8"),
+            ("avg_seek", us(avg_us)),
+            ("track_to_track", us(avg_us / 8.5)),
+            ("full_stroke", us(avg_us * 16.0 / 8.5)),
+            ("outer_rate", "150MB/s".into()),
+            ("inner_rate", "75MB/s".into()),
         ] {
-            spec.set.insert(k.into(), v.to_string());
+            spec.set.insert(k.into(), v);
         }
+        for (k, v) in more {
+            spec.set.insert(k.to_string(), v.to_string());
+        }
+        spec
+    }
+
+    #[test]
+    fn a_fit_recovers_an_hdds_seek_rate_and_queueing() {
+        let spec = hdd_spec(6000.0, &[("ncq_depth", "8")]);
         let rows = rows_from(&spec, &grid());
         let f = fit(Family::Hdd, &rows, None, CAP, &[]).unwrap();
         near(dur_us(&value(&f, "avg_seek")), 6000.0, 0.08);
@@ -1577,17 +1587,7 @@ mod tests {
     /// fraction of it.
     #[test]
     fn a_probe_on_a_slice_of_a_disk_fits_the_disks_seek() {
-        let mut spec = Spec { base: "hdd".into(), ..Spec::default() };
-        for (k, v) in [
-            ("disk_size", "64G"),
-            ("avg_seek", "8ms"),
-            ("track_to_track", &*us(8000.0 / 8.5)),
-            ("full_stroke", &*us(8000.0 * 16.0 / 8.5)),
-            ("outer_rate", "150MB/s"),
-            ("inner_rate", "75MB/s"),
-        ] {
-            spec.set.insert(k.into(), v.to_string());
-        }
+        let spec = hdd_spec(8000.0, &[("disk_size", "64G")]);
         let rows = rows_from(&spec, &grid());
         let given =
             [Given { key: "disk_size".into(), value: "64G".into(), source: "the device's size".into() }];
@@ -1602,17 +1602,7 @@ mod tests {
     /// seek gives up what the slower rotation takes (~2 ms).
     #[test]
     fn a_given_spindle_speed_is_kept_and_the_seek_fitted_around_it() {
-        let mut spec = Spec { base: "hdd".into(), ..Spec::default() };
-        for (k, v) in [
-            ("rpm", "15000"),
-            ("avg_seek", "3.5ms"),
-            ("track_to_track", &*us(3500.0 / 8.5)),
-            ("full_stroke", &*us(3500.0 * 16.0 / 8.5)),
-            ("outer_rate", "150MB/s"),
-            ("inner_rate", "75MB/s"),
-        ] {
-            spec.set.insert(k.into(), v.to_string());
-        }
+        let spec = hdd_spec(3500.0, &[("rpm", "15000")]);
         let rows = rows_from(&spec, &grid());
         let given = [Given { key: "rpm".into(), value: "15000".into(), source: "datasheet".into() }];
         let f = fit(Family::Hdd, &rows, None, CAP, &given).unwrap();
