@@ -272,8 +272,10 @@ pub fn in_uninterruptible_wait(pid: u32) -> bool {
 }
 
 /// Process `pid`'s state letter (`R` running, `S` sleeping, `D` in an
-/// uninterruptible wait, …), if it exists.
-pub fn state(pid: u32) -> Option<char> {
+/// uninterruptible wait, …), if it exists (the tests'; a stop asks
+/// [`in_uninterruptible_wait`], which reads every thread's).
+#[cfg(test)]
+fn state(pid: u32) -> Option<char> {
     stat(pid).map(|s| s.state)
 }
 

@@ -539,16 +539,8 @@ impl Drop for Mounted {
 /// Flushes the block device mounted at `at` has completed
 /// (`/sys/block/DEV/stat`, the 16th field).
 fn flushes(at: &Path) -> u64 {
-    let mi = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let src = mi
-        .lines()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            let dash = f.iter().position(|x| *x == "-")?;
-            (Path::new(f[4]) == at).then(|| f[dash + 2].to_string())
-        })
-        .unwrap_or_else(|| panic!("{} is not mounted", at.display()));
-    let dev = Path::new(&src).file_name().unwrap().to_string_lossy().into_owned();
+    let dev = storbench_sysmon::path_env(at).device_name;
+    assert!(!dev.is_empty(), "{} is on no block device", at.display());
     let stat = std::fs::read_to_string(format!("/sys/block/{dev}/stat")).unwrap();
     stat.split_whitespace().nth(15).expect("a kernel that counts flushes").parse().unwrap()
 }

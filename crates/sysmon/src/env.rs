@@ -59,6 +59,11 @@ pub struct PathInfo {
     pub loop_backing_file: Option<PathBuf>,
     /// Logical block size of the device (direct I/O alignment).
     pub logical_block_size: u64,
+    /// The whole disk the device is (a partition's parent disk), by kernel
+    /// name.
+    pub disk: String,
+    /// That disk's size in bytes (0 if unknown).
+    pub disk_bytes: u64,
 }
 
 /// Unescapes mountinfo's octal escapes (`\040` for a space).
@@ -89,17 +94,22 @@ fn dev_name(major: u32, minor: u32) -> Option<String> {
 fn fill_device(info: &mut PathInfo, name: &str) {
     info.device_name = name.to_string();
     info.device = format!("/dev/{name}");
-    // A partition's queue lives under its parent disk.
-    let q = if Path::new(&format!("/sys/block/{name}/queue")).exists() {
-        format!("/sys/block/{name}/queue/logical_block_size")
+    // A partition's queue (and the whole disk's size) live under its
+    // parent disk.
+    info.disk = if Path::new(&format!("/sys/block/{name}/queue")).exists() {
+        name.to_string()
     } else {
         fs::read_link(format!("/sys/class/block/{name}"))
             .ok()
             .and_then(|l| l.parent().and_then(|p| p.file_name()).map(|p| p.to_string_lossy().into_owned()))
-            .map(|parent| format!("/sys/block/{parent}/queue/logical_block_size"))
             .unwrap_or_default()
     };
-    info.logical_block_size = read_trim(q).and_then(|v| v.parse().ok()).unwrap_or(512);
+    let disk = &info.disk;
+    info.logical_block_size = read_trim(format!("/sys/block/{disk}/queue/logical_block_size"))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(512);
+    info.disk_bytes =
+        read_trim(format!("/sys/block/{disk}/size")).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) * 512;
     info.loop_backing_file = read_trim(format!("/sys/block/{name}/loop/backing_file")).map(PathBuf::from);
 }
 
@@ -203,6 +213,26 @@ mod tests {
         assert!(!info.fs_type.is_empty());
         assert!(info.block_size >= 512, "{info:?}");
         assert!(info.mount_point.is_absolute());
+    }
+
+    /// The whole disk under a path on a block device is named and sized,
+    /// and holds the filesystem (statvfs's count, read apart from sysfs).
+    #[test]
+    fn the_disk_under_a_path_is_at_least_its_filesystem() {
+        let here = std::env::current_dir().unwrap();
+        let info = path_env(&here);
+        if info.device_name.is_empty() {
+            return; // not on a block device (an overlay, a tmpfs)
+        }
+        assert!(!info.disk.is_empty(), "{info:?}");
+        let c = std::ffi::CString::new(here.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: statvfs fills a zeroed struct we own from a NUL-terminated path.
+        let fs_bytes = unsafe {
+            let mut st: libc::statvfs = std::mem::zeroed();
+            assert_eq!(libc::statvfs(c.as_ptr(), &mut st), 0);
+            st.f_blocks as u64 * st.f_frsize as u64
+        };
+        assert!(info.disk_bytes >= fs_bytes, "disk {} B, filesystem {fs_bytes} B: {info:?}", info.disk_bytes);
     }
 
     #[test]

@@ -77,12 +77,13 @@ pub fn fit_measured(
     // A disk's probe is a slice of the disk: its seeks are short ones, and
     // the seek curve is fitted on the disk's stroke (`disk_size`), not the
     // probe's.
-    let given: Vec<fit::Given> = match (family, disk_bytes(info)) {
-        (Family::Hdd, Some((disk, bytes))) if bytes > prep.target.size => vec![fit::Given {
+    let given: Vec<fit::Given> = match family {
+        Family::Hdd if info.disk_bytes > prep.target.size => vec![fit::Given {
             key: "disk_size".into(),
-            value: bytes.to_string(),
+            value: info.disk_bytes.to_string(),
             source: format!(
-                "the size of {disk} (/sys/class/block/{disk}/size), the disk the probe is a slice of"
+                "the size of {} (/sys/block/{0}/size), the disk the probe is a slice of",
+                info.disk
             ),
         }],
         _ => Vec::new(),
@@ -119,28 +120,6 @@ pub fn fit_measured(
     prov.insert("engine".into(), prep.engine.name().into());
     let model = storbench_emu::table::model_file(&fitted, prov);
     Ok(Calibrated { fitted, model })
-}
-
-/// The whole disk under `info` (a partition's parent) and its size in
-/// bytes, from sysfs.
-fn disk_bytes(info: &PathInfo) -> Option<(String, u64)> {
-    let name = &info.device_name;
-    if name.is_empty() {
-        return None;
-    }
-    let sys = Path::new("/sys/class/block").join(name);
-    let disk = if sys.join("partition").exists() {
-        let real = std::fs::canonicalize(&sys).ok()?;
-        real.parent()?.file_name()?.to_string_lossy().into_owned()
-    } else {
-        name.clone()
-    };
-    let sectors: u64 = std::fs::read_to_string(Path::new("/sys/class/block").join(&disk).join("size"))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    Some((disk, sectors * 512))
 }
 
 /// A model fitted to a table of published figures.
